@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma: kernel RDMA transport.  Module entry points and the ib_client that
+ * gives every RDMA device a krdma context.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/slab.h>
+
+#include "krdma_core.h"
+
+DEFINE_MUTEX(krdma_lock);
+LIST_HEAD(krdma_devices);
+
+static struct ib_client krdma_ib_client;
+
+static void krdma_device_release(struct kref *ref)
+{
+	struct krdma_device *kdev = container_of(ref, struct krdma_device, ref);
+
+	complete(&kdev->released);
+}
+
+void krdma_device_put(struct krdma_device *kdev)
+{
+	kref_put(&kdev->ref, krdma_device_release);
+}
+
+static int krdma_add_one(struct ib_device *ibdev)
+{
+	struct krdma_device *kdev;
+	int ret;
+
+	kdev = kzalloc(sizeof(*kdev), GFP_KERNEL);
+	if (!kdev)
+		return -ENOMEM;
+
+	kdev->ibdev = ibdev;
+	kref_init(&kdev->ref);
+	init_completion(&kdev->released);
+	strscpy(kdev->name, dev_name(&ibdev->dev), sizeof(kdev->name));
+
+	/* One PD per device, shared by every connection on it. */
+	kdev->pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(kdev->pd)) {
+		ret = PTR_ERR(kdev->pd);
+		pr_err("%s: ib_alloc_pd failed: %d\n", kdev->name, ret);
+		goto out_free;
+	}
+
+	ret = krdma_sysfs_add_device(kdev);
+	if (ret)
+		goto out_pd;
+
+	mutex_lock(&krdma_lock);
+	list_add_tail(&kdev->list, &krdma_devices);
+	mutex_unlock(&krdma_lock);
+
+	ib_set_client_data(ibdev, &krdma_ib_client, kdev);
+	pr_info("%s: added\n", kdev->name);
+	return 0;
+
+out_pd:
+	ib_dealloc_pd(kdev->pd);
+out_free:
+	kfree(kdev);
+	return ret;
+}
+
+static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
+{
+	struct krdma_device *kdev = client_data;
+
+	mutex_lock(&krdma_lock);
+	kdev->removing = true;
+	list_del(&kdev->list);
+	mutex_unlock(&krdma_lock);
+
+	/* Drop the client's reference and wait for every user to let go. */
+	krdma_device_put(kdev);
+	wait_for_completion(&kdev->released);
+
+	krdma_sysfs_del_device(kdev);
+	ib_dealloc_pd(kdev->pd);
+	pr_info("%s: removed\n", kdev->name);
+	kfree(kdev);
+}
+
+static struct ib_client krdma_ib_client = {
+	.name	= "krdma",
+	.add	= krdma_add_one,
+	.remove	= krdma_remove_one,
+};
+
+static int __init krdma_init(void)
+{
+	int ret;
+
+	ret = krdma_sysfs_init();
+	if (ret)
+		return ret;
+
+	ret = ib_register_client(&krdma_ib_client);
+	if (ret) {
+		pr_err("ib_register_client failed: %d\n", ret);
+		krdma_sysfs_exit();
+		return ret;
+	}
+	pr_info("version %s loaded\n", KRDMA_VERSION);
+	return 0;
+}
+
+static void __exit krdma_exit(void)
+{
+	ib_unregister_client(&krdma_ib_client);
+	krdma_sysfs_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(krdma_init);
+module_exit(krdma_exit);
+
+MODULE_AUTHOR("krdma developers");
+MODULE_DESCRIPTION("krdma: kernel RDMA transport over the ib_ verbs API");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(KRDMA_VERSION);

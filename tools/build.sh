@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Build krdma (and the kernel modules the lab needs) for one kernel line into
+# build/<release>/, so that several kernels can be built from one tree.
+#   build.sh 6.1|6.12|debug [EXTRA MAKE ARGS...]
+# Prints the build directory on stdout.
+#
+# Debian's kernels are built without CONFIG_RDMA_SIW, so for those the lab
+# builds siw.ko out of tree from the matching linux-source package.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+line=${1:?usage: build.sh 6.1|6.12|debug [make args]}
+shift
+cache=${KRDMA_CACHE:-$HOME/.cache/krdma}
+
+rel=$("$here/kver.sh" "$line")
+kdir=$("$here/kdir.sh" "$line")
+out=$top/build/$rel
+mkdir -p "$out"
+
+# Symlink farm: kbuild of 6.1 cannot put objects outside M=, so mirror the
+# sources into a per-release directory and build there.
+find "$out" -type l -delete
+for f in "$top"/Kbuild "$top"/*.c "$top"/*.h "$top"/include "$top"/test; do
+	[ -e "$f" ] && ln -s "$f" "$out/$(basename "$f")"
+done
+
+log=$out/build.log
+if ! make -C "$kdir" M="$out" "$@" modules >"$log" 2>&1; then
+	cat "$log" >&2
+	echo "build: krdma failed for $rel" >&2
+	exit 1
+fi
+# Surface compiler warnings even when the build succeeds.
+grep -E 'warning:|error:' "$log" >&2 || true
+
+config=$kdir/.config
+if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then
+	srcpkg=
+	case "$rel" in
+	6.1.*)	srcpkg=linux-source-6.1 ;;
+	6.12.*)	srcpkg=linux-source-6.12 ;;
+	esac
+	if [ -n "$srcpkg" ] && [ ! -f "$out/siw/siw.ko" ]; then
+		srcver=$(dpkg-query -W -f='${Version}' "$srcpkg")
+		src=$cache/src/$srcpkg-$srcver
+		if [ ! -f "$src/.done" ]; then
+			mkdir -p "$src"
+			tar -xJf "/usr/src/$srcpkg.tar.xz" -C "$src" --strip-components=1 \
+				--wildcards "$srcpkg/drivers/infiniband/sw/siw/*"
+			touch "$src/.done"
+		fi
+		rm -rf "$out/siw"
+		cp -r "$src/drivers/infiniband/sw/siw" "$out/siw"
+		if ! make -C "$kdir" M="$out/siw" CONFIG_RDMA_SIW=m modules >"$out/siw/build.log" 2>&1; then
+			cat "$out/siw/build.log" >&2
+			echo "build: siw failed for $rel" >&2
+			exit 1
+		fi
+	fi
+fi
+echo "$out"
