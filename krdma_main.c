@@ -10,6 +10,7 @@
 
 #include "krdma_core.h"
 
+/* Serialises the device list against device removal. */
 DEFINE_MUTEX(krdma_lock);
 LIST_HEAD(krdma_devices);
 

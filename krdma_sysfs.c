@@ -160,6 +160,7 @@ static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
 {
 	return sysfs_emit(buf, "%s\n", KRDMA_VERSION);
 }
+
 static struct kobj_attribute krdma_attr_version = __ATTR_RO(version);
 
 static struct attribute *krdma_top_attrs[] = {

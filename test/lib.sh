@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for krdma guest tests.  Sourced by every test under test/guest/.
+#
+# Environment (set by tools/guest-run and test/run-suite.sh):
+#   BUILD     krdma build directory for the running kernel
+#   DEV       rxe | siw           the soft RDMA device under test
+#   ROLE      A | B               this guest's role in a two-guest test
+#   MY_IP     this guest's address on eth0
+#   PEER_IP   the other guest's address (== MY_IP in the one-guest lab)
+#   LAB       run directory shared with the host (and the other guest)
+#   KLINE     6.1 | 6.12 | debug
+# A test exits 0 on pass, 77 on skip (with a reason on stdout), else fails.
+
+KRDMA_SYS=/sys/kernel/krdma
+KRDMA_CTL=$KRDMA_SYS/control
+IBDEV=${DEV:-rxe}0
+
+fail() { echo "FAIL: $*"; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+log() { echo "# $*"; }
+
+expect_eq() {	# expect_eq ACTUAL EXPECTED WHAT
+	[ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"
+}
+
+# Load the RDMA core and bring up $IBDEV on eth0 (idempotent).
+rdma_dev_up() {
+	modprobe rdma_cm || fail "modprobe rdma_cm"
+	case "$DEV" in
+	rxe)	modprobe rdma_rxe || fail "modprobe rdma_rxe" ;;
+	siw)	if [ -f "$BUILD/siw/siw.ko" ]; then
+			for m in $(modinfo -F depends "$BUILD/siw/siw.ko" | tr , ' '); do
+				modprobe "$m" || fail "modprobe $m (for siw)"
+			done
+			lsmod | grep -q '^siw ' || insmod "$BUILD/siw/siw.ko" ||
+				fail "insmod siw"
+		else
+			modprobe siw || fail "modprobe siw"
+		fi ;;
+	esac
+	if ! rdma link show "$IBDEV/1" >/dev/null 2>&1; then
+		rdma link add "$IBDEV" type "$DEV" netdev eth0 ||
+			fail "rdma link add $IBDEV"
+	fi
+}
+
+rdma_dev_down() {
+	rdma link delete "$IBDEV" 2>/dev/null
+	true
+}
+
+krdma_load() {
+	lsmod | grep -q '^krdma ' && return 0
+	insmod "$BUILD/krdma.ko" "$@" || fail "insmod krdma.ko"
+}
+
+krdma_unload() {
+	lsmod | grep -q '^krdma ' || return 0
+	rmmod krdma || fail "rmmod krdma"
+}
+
+# ctl CMD: write one command to the control file; returns write's status.
+ctl() {
+	echo "$*" >"$KRDMA_CTL"
+}
+
+# ctl_err CMD: the errno name a rejected command fails with ("OK" if none).
+ctl_err() {
+	local out
+	out=$( (echo "$*" >"$KRDMA_CTL") 2>&1 ) && { echo OK; return; }
+	case "$out" in
+	*"Invalid argument"*)		echo EINVAL ;;
+	*"No such file"*)		echo ENOENT ;;
+	*"File exists"*)		echo EEXIST ;;
+	*"No such device"*)		echo ENODEV ;;
+	*"Device or resource busy"*)	echo EBUSY ;;
+	*"Operation not supported"*)	echo EOPNOTSUPP ;;
+	*"Connection refused"*)		echo ECONNREFUSED ;;
+	*"Connection reset"*)		echo ECONNRESET ;;
+	*"timed out"*)			echo ETIMEDOUT ;;
+	*"Numerical result"*)		echo ERANGE ;;
+	*"Bad address"*)		echo EFAULT ;;
+	*"Permission denied"*)		echo EACCES ;;
+	*"Protocol not supported"*)	echo EPROTONOSUPPORT ;;
+	*)				echo "OTHER($out)" ;;
+	esac
+}
+
+expect_ctl_err() {	# expect_ctl_err ERRNO CMD...
+	local want=$1 got
+	shift
+	got=$(ctl_err "$@")
+	[ "$got" = "$want" ] || fail "'$*': got $got, expected $want"
+}
+
+# wait_for SECONDS CMD...: poll until CMD succeeds.
+wait_for() {
+	local t=$(( $1 * 10 ))
+	shift
+	while ! "$@" 2>/dev/null; do
+		t=$((t - 1))
+		[ $t -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+
+# Two-guest rendezvous through the shared lab directory.
+barrier() {	# barrier NAME [TIMEOUT]
+	local name=$1 t=$(( ${2:-120} * 10 )) other
+	[ "${TOPO:-single}" = pair ] || return 0
+	other=$([ "$ROLE" = A ] && echo B || echo A)
+	mkdir -p "$LAB/sync"
+	: >"$LAB/sync/$TEST_ID.$name.$ROLE"
+	while [ ! -e "$LAB/sync/$TEST_ID.$name.$other" ]; do
+		t=$((t - 1))
+		[ $t -gt 0 ] || fail "barrier $name: guest $other never came"
+		sleep 0.1
+	done
+}
+
+# Pass a small value to the other guest (pair) or to ourselves (single).
+put_val() { printf '%s\n' "$2" >"$LAB/sync/$TEST_ID.val.$1.tmp" && mv "$LAB/sync/$TEST_ID.val.$1.tmp" "$LAB/sync/$TEST_ID.val.$1"; }
+get_val() {
+	local t=1200
+	while [ ! -e "$LAB/sync/$TEST_ID.val.$1" ]; do
+		t=$((t - 1)); [ $t -gt 0 ] || fail "value $1 never came"
+		sleep 0.1
+	done
+	cat "$LAB/sync/$TEST_ID.val.$1"
+}
