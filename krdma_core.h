@@ -10,11 +10,25 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/completion.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/socket.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
 
+#include <krdma.h>
 #include "krdma_compat.h"
+#include "krdma_proto.h"
 
 #define KRDMA_VERSION	"0.1.0"
+
+/*
+ * One-sided transfers are cut into chunks of at most this many pages (less
+ * if the device registers fewer per MR); each chunk is one rdma_rw context
+ * and takes one of the connection's queue-depth slots while in flight.
+ */
+#define KRDMA_RW_CHUNK_PAGES	256
 
 /*
  * One per RDMA device krdma has seen.  The ib_client holds the first
@@ -33,15 +47,226 @@ struct krdma_device {
 	char			name[IB_DEVICE_NAME_MAX];
 };
 
+enum krdma_conn_state {
+	KRDMA_CONN_CONNECTING,
+	KRDMA_CONN_CONNECTED,
+	KRDMA_CONN_DISCONNECTED,	/* the peer or we disconnected */
+	KRDMA_CONN_ERROR,		/* failed; conn->error says why */
+	KRDMA_CONN_CLOSED,		/* resources released */
+};
+
+/* One receive buffer: header + max_msg_size bytes. */
+struct krdma_rx {
+	struct ib_cqe		cqe;
+	struct krdma_conn	*conn;
+	void			*buf;
+	u64			dma;
+	u32			byte_len;
+	struct list_head	list;		/* conn->rx_ready */
+};
+
+/* One send buffer, with the caller's request while it is in flight. */
+struct krdma_tx {
+	struct ib_cqe		cqe;
+	struct krdma_conn	*conn;
+	void			*buf;
+	u64			dma;
+	struct krdma_req	*req;
+	struct list_head	list;		/* conn->tx_free */
+};
+
+struct krdma_stats {
+	atomic64_t	send_ops, send_bytes;
+	atomic64_t	recv_ops, recv_bytes;
+	atomic64_t	write_ops, write_bytes;
+	atomic64_t	read_ops, read_bytes;
+	atomic64_t	atomic_ops;
+	atomic64_t	credit_msgs;
+	atomic64_t	errors;
+	atomic64_t	credit_waits;
+};
+
+struct krdma_listener;
+struct krdma_selftest;
+
+/* What an rdma_cm id's context points at. */
+enum krdma_cm_ctx_type {
+	KRDMA_CTX_CONN = 1,
+	KRDMA_CTX_LISTENER,
+};
+
+struct krdma_cm_ctx {
+	enum krdma_cm_ctx_type	type;
+};
+
+/*
+ * A connection.  The embedded kobject's reference count is the object's
+ * lifetime; the RDMA resources (cm_id, QP, CQ, buffers) are released earlier,
+ * by krdma_conn_teardown(), which runs exactly once: on close, on device
+ * removal, or on module unload.
+ */
+struct krdma_conn {
+	struct kobject		kobj;		/* conns/<name> */
+	bool			in_sysfs;
+	u32			id;
+	char			name[32];
+	struct list_head	list;		/* krdma_conns, krdma_lock */
+	struct list_head	accept_entry;	/* listener's accept queue */
+	struct krdma_listener	*listener;	/* passive side: where from */
+	bool			active;
+	bool			sysfs_owned;	/* closed by "disconnect" */
+	struct krdma_conn_opts	opts;
+	u8			test_hello;	/* fault injection for tests */
+
+	struct krdma_cm_ctx	ctx;
+	struct rdma_cm_id	*cm_id;
+	struct ib_device	*ibdev;		/* once the address is resolved */
+	bool			dying;		/* CM handler must not act */
+	bool			orphan;		/* passive, no owner yet */
+	struct krdma_device	*kdev;
+	char			devname[IB_DEVICE_NAME_MAX];
+	u32			qp_num;
+	struct ib_qp		*qp;
+	struct ib_cq		*cq;
+	u32			cq_size;
+	u32			port;
+	bool			established;	/* ever reached CONNECTED */
+	struct completion	cm_done;
+	int			cm_status;
+
+	struct mutex		teardown_mutex;
+	bool			torn_down;
+	struct work_struct	teardown_work;
+
+	spinlock_t		lock;		/* everything below */
+	enum krdma_conn_state	state;
+	int			error;
+	bool			qp_ok;		/* posting allowed */
+	int			qp_users;	/* preparing a post outside lock */
+	wait_queue_head_t	wq;		/* state, credits, rx, tx slots */
+
+	u32			depth;		/* negotiated */
+	u32			max_msg;	/* negotiated */
+	struct sockaddr_storage	laddr, raddr;
+
+	struct krdma_rx		*rx;
+	u32			nr_rx;
+	struct list_head	rx_ready;
+	bool			rx_closed;	/* teardown took the buffers */
+
+	struct krdma_tx		*tx;
+	u32			nr_tx;
+	struct list_head	tx_free;
+	struct krdma_tx		ctl_tx;		/* credit-only messages */
+	u32			credits;	/* sends the peer can take */
+	u32			owed;		/* receives reposted, not yet told */
+	bool			ctl_token;	/* peer's credit buffer is posted */
+	bool			owe_ctl_ack;
+	u32			rw_slots;	/* one-sided chunks in flight */
+	u32			rw_chunk_pages;	/* pages per rdma_rw context */
+
+	struct list_head	mrs;		/* registrations on this conn */
+	struct krdma_stats	stats;
+
+	/* sysfs-owned connections: service thread and self-test */
+	struct task_struct	*svc;
+	bool			svc_stop;
+	struct krdma_selftest	*st;
+};
+
+/* A listening rdma_cm id and the connections it accepted, not yet taken. */
+struct krdma_listener {
+	struct kobject		kobj;		/* listeners/<name> */
+	bool			in_sysfs;
+	u32			id;
+	char			name[32];
+	struct list_head	list;		/* krdma_listeners */
+	struct krdma_cm_ctx	ctx;
+	struct rdma_cm_id	*cm_id;
+	int			error;		/* why it stopped listening */
+	struct krdma_conn_opts	opts;
+	struct sockaddr_storage	addr;
+	bool			sysfs_owned;
+	struct mutex		close_mutex;
+	spinlock_t		lock;
+	struct list_head	accept_q;
+	wait_queue_head_t	wq;
+	bool			closed;
+	u32			accepted;
+	u32			rejected;
+	u32			next_child;
+};
+
+static inline bool krdma_conn_usable(struct krdma_conn *conn)
+{
+	return conn->state == KRDMA_CONN_CONNECTED && conn->qp_ok;
+}
+
 extern struct mutex krdma_lock;		/* devices list and removal */
 extern struct list_head krdma_devices;
 extern struct kobject *krdma_kobj;	/* /sys/kernel/krdma */
+extern struct list_head krdma_conns;
+extern struct list_head krdma_listeners;
+extern struct workqueue_struct *krdma_wq;
+extern atomic64_t krdma_total_conns;
 
 void krdma_device_put(struct krdma_device *kdev);
+struct krdma_device *krdma_device_get_by_ib(struct ib_device *ibdev);
+
+/* krdma_conn.c */
+const char *krdma_conn_state_str(enum krdma_conn_state state);
+void krdma_conn_teardown(struct krdma_conn *conn, int err);
+void krdma_conn_set_error(struct krdma_conn *conn, int err);
+void krdma_conn_put(struct krdma_conn *conn);
+void krdma_conn_get(struct krdma_conn *conn);
+struct krdma_conn *krdma_conn_find(const char *name);
+struct krdma_listener *krdma_listener_find(const char *name);
+void krdma_listener_put(struct krdma_listener *l);
+struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
+				   const struct sockaddr *src,
+				   const struct krdma_conn_opts *opts,
+				   const char *name, u8 test_hello);
+struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
+				      const struct krdma_conn_opts *opts,
+				      const char *name);
+void krdma_remove_device_users(struct krdma_device *kdev);
+void krdma_close_all(void);
+int krdma_conn_qp_get(struct krdma_conn *conn);
+void krdma_conn_qp_put(struct krdma_conn *conn);
+
+/* krdma_cq.c: queue pair, CQ, buffers and the message datapath */
+int krdma_conn_create_qp(struct krdma_conn *conn);
+void krdma_conn_destroy_qp(struct krdma_conn *conn);
+int krdma_conn_post_recvs(struct krdma_conn *conn);
+void krdma_conn_flush_waiters(struct krdma_conn *conn);
+int krdma_wc_errno(enum ib_wc_status status);
+void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc,
+		    const char *op);
+
+/* krdma_rw.c */
+int krdma_rdma_range(struct krdma_conn *conn, bool write,
+		     struct scatterlist *sg, int nents, u64 skip, u64 len,
+		     const struct krdma_token *token, u64 offset, long timeout);
+
+/* krdma_selftest.c */
+int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
+		     u32 sge);
+int krdma_svc_start(struct krdma_conn *conn);
+void krdma_svc_stop(struct krdma_conn *conn);
+
+/* krdma_mr.c */
+void krdma_conn_release_mrs(struct krdma_conn *conn);
 
 int krdma_sysfs_init(void);
+void krdma_sysfs_stop(void);
 void krdma_sysfs_exit(void);
 int krdma_sysfs_add_device(struct krdma_device *kdev);
 void krdma_sysfs_del_device(struct krdma_device *kdev);
+extern const struct kobj_type krdma_conn_ktype;
+extern const struct kobj_type krdma_listener_ktype;
+int krdma_sysfs_add_conn(struct krdma_conn *conn);
+void krdma_sysfs_del_conn(struct krdma_conn *conn);
+int krdma_sysfs_add_listener(struct krdma_listener *l);
+void krdma_sysfs_del_listener(struct krdma_listener *l);
 
 #endif /* KRDMA_CORE_H */

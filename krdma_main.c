@@ -14,7 +14,29 @@
 DEFINE_MUTEX(krdma_lock);
 LIST_HEAD(krdma_devices);
 
+struct workqueue_struct *krdma_wq;
 static struct ib_client krdma_ib_client;
+
+/* The krdma context of @ibdev with a reference, or NULL if it is going. */
+struct krdma_device *krdma_device_get_by_ib(struct ib_device *ibdev)
+{
+	struct krdma_device *kdev, *found = NULL;
+
+	/*
+	 * The device list, not ib_get_client_data(): the core keeps the
+	 * client data until after our remove callback has freed it.
+	 */
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(kdev, &krdma_devices, list) {
+		if (kdev->ibdev == ibdev && !kdev->removing) {
+			kref_get(&kdev->ref);
+			found = kdev;
+			break;
+		}
+	}
+	mutex_unlock(&krdma_lock);
+	return found;
+}
 
 static void krdma_device_release(struct kref *ref)
 {
@@ -78,6 +100,8 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	list_del(&kdev->list);
 	mutex_unlock(&krdma_lock);
 
+	krdma_remove_device_users(kdev);
+
 	/* Drop the client's reference and wait for every user to let go. */
 	krdma_device_put(kdev);
 	wait_for_completion(&kdev->released);
@@ -98,24 +122,37 @@ static int __init krdma_init(void)
 {
 	int ret;
 
+	krdma_wq = alloc_workqueue("krdma", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!krdma_wq)
+		return -ENOMEM;
+
 	ret = krdma_sysfs_init();
 	if (ret)
-		return ret;
+		goto out_wq;
 
 	ret = ib_register_client(&krdma_ib_client);
 	if (ret) {
 		pr_err("ib_register_client failed: %d\n", ret);
-		krdma_sysfs_exit();
-		return ret;
+		goto out_sysfs;
 	}
 	pr_info("version %s loaded\n", KRDMA_VERSION);
 	return 0;
+
+out_sysfs:
+	krdma_sysfs_exit();
+out_wq:
+	destroy_workqueue(krdma_wq);
+	return ret;
 }
 
 static void __exit krdma_exit(void)
 {
+	/* Nothing new can start: the control file goes first. */
+	krdma_sysfs_stop();
+	krdma_close_all();
 	ib_unregister_client(&krdma_ib_client);
 	krdma_sysfs_exit();
+	destroy_workqueue(krdma_wq);
 	pr_info("unloaded\n");
 }
 

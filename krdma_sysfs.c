@@ -10,9 +10,16 @@
 #include <linux/sysfs.h>
 
 #include "krdma_core.h"
+#include "krdma_cmd.h"
+#include "krdma_selftest.h"
 
 struct kobject *krdma_kobj;
 static struct kobject *krdma_devices_kobj;
+static struct kobject *krdma_conns_kobj;
+static struct kobject *krdma_listeners_kobj;
+/* Held by control-file writers; module exit takes it to shut them out. */
+static DECLARE_RWSEM(krdma_ctl_rwsem);
+static bool krdma_ctl_stopped;
 
 /* ---- per device ---------------------------------------------------- */
 
@@ -153,6 +160,449 @@ void krdma_sysfs_del_device(struct krdma_device *kdev)
 	kobject_put(&kdev->kobj);
 }
 
+/* ---- connections --------------------------------------------------- */
+
+#define to_conn(k) container_of(k, struct krdma_conn, kobj)
+
+static ssize_t conn_state_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	struct krdma_conn *conn = to_conn(kobj);
+	enum krdma_conn_state st;
+
+	spin_lock_bh(&conn->lock);
+	st = conn->state;
+	spin_unlock_bh(&conn->lock);
+	return sysfs_emit(buf, "%s\n", krdma_conn_state_str(st));
+}
+
+static ssize_t conn_error_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	struct krdma_conn *conn = to_conn(kobj);
+	int err;
+
+	spin_lock_bh(&conn->lock);
+	err = conn->error;
+	spin_unlock_bh(&conn->lock);
+	return sysfs_emit(buf, "%d\n", err);
+}
+
+static ssize_t conn_role_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", to_conn(kobj)->active ? "active" :
+							      "passive");
+}
+
+static ssize_t conn_local_addr_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%pISpc\n", &to_conn(kobj)->laddr);
+}
+
+static ssize_t conn_peer_addr_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%pISpc\n", &to_conn(kobj)->raddr);
+}
+
+static ssize_t conn_device_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	struct krdma_conn *conn = to_conn(kobj);
+	struct ib_device *ibdev = READ_ONCE(conn->ibdev);
+
+	/* Only the name, kept in case the device is gone. */
+	return sysfs_emit(buf, "%s\n", conn->devname[0] ? conn->devname :
+			  (ibdev ? "resolving" : "none"));
+}
+
+static ssize_t conn_qp_num_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_conn(kobj)->qp_num);
+}
+
+static ssize_t conn_queue_depth_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_conn(kobj)->depth);
+}
+
+static ssize_t conn_max_msg_size_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_conn(kobj)->max_msg);
+}
+
+static ssize_t conn_credits_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
+{
+	struct krdma_conn *conn = to_conn(kobj);
+	u32 c;
+
+	spin_lock_bh(&conn->lock);
+	c = conn->credits;
+	spin_unlock_bh(&conn->lock);
+	return sysfs_emit(buf, "%u\n", c);
+}
+
+#define KRDMA_CONN_STAT(_name)						\
+static ssize_t conn_##_name##_show(struct kobject *kobj,		\
+				   struct kobj_attribute *attr, char *buf) \
+{									\
+	return sysfs_emit(buf, "%lld\n",				\
+			  atomic64_read(&to_conn(kobj)->stats._name));	\
+}									\
+static struct kobj_attribute conn_attr_##_name =			\
+	__ATTR(_name, 0444, conn_##_name##_show, NULL)
+
+KRDMA_CONN_STAT(send_ops);
+KRDMA_CONN_STAT(send_bytes);
+KRDMA_CONN_STAT(recv_ops);
+KRDMA_CONN_STAT(recv_bytes);
+KRDMA_CONN_STAT(write_ops);
+KRDMA_CONN_STAT(write_bytes);
+KRDMA_CONN_STAT(read_ops);
+KRDMA_CONN_STAT(read_bytes);
+KRDMA_CONN_STAT(atomic_ops);
+KRDMA_CONN_STAT(credit_msgs);
+KRDMA_CONN_STAT(credit_waits);
+KRDMA_CONN_STAT(errors);
+
+#define KRDMA_CONN_TEST(_name, _what)					\
+static ssize_t conn_##_name##_show(struct kobject *kobj,		\
+				   struct kobj_attribute *attr, char *buf) \
+{									\
+	return krdma_test_show(to_conn(kobj), _what, buf);		\
+}									\
+static struct kobj_attribute conn_attr_##_name =			\
+	__ATTR(_name, 0444, conn_##_name##_show, NULL)
+
+KRDMA_CONN_TEST(test_status, ST_SHOW_STATUS);
+KRDMA_CONN_TEST(test_ops, ST_SHOW_OPS);
+KRDMA_CONN_TEST(test_bytes, ST_SHOW_BYTES);
+KRDMA_CONN_TEST(test_usecs, ST_SHOW_USECS);
+KRDMA_CONN_TEST(test_lat_min_ns, ST_SHOW_LAT_MIN);
+KRDMA_CONN_TEST(test_lat_avg_ns, ST_SHOW_LAT_AVG);
+KRDMA_CONN_TEST(test_lat_max_ns, ST_SHOW_LAT_MAX);
+
+#define KRDMA_CONN_ATTR(_name) \
+static struct kobj_attribute conn_attr_##_name = \
+	__ATTR(_name, 0444, conn_##_name##_show, NULL)
+
+KRDMA_CONN_ATTR(state);
+KRDMA_CONN_ATTR(error);
+KRDMA_CONN_ATTR(role);
+KRDMA_CONN_ATTR(local_addr);
+KRDMA_CONN_ATTR(peer_addr);
+KRDMA_CONN_ATTR(device);
+KRDMA_CONN_ATTR(qp_num);
+KRDMA_CONN_ATTR(queue_depth);
+KRDMA_CONN_ATTR(max_msg_size);
+KRDMA_CONN_ATTR(credits);
+
+static struct attribute *krdma_conn_attrs[] = {
+	&conn_attr_state.attr,
+	&conn_attr_error.attr,
+	&conn_attr_role.attr,
+	&conn_attr_local_addr.attr,
+	&conn_attr_peer_addr.attr,
+	&conn_attr_device.attr,
+	&conn_attr_qp_num.attr,
+	&conn_attr_queue_depth.attr,
+	&conn_attr_max_msg_size.attr,
+	&conn_attr_credits.attr,
+	&conn_attr_send_ops.attr,
+	&conn_attr_send_bytes.attr,
+	&conn_attr_recv_ops.attr,
+	&conn_attr_recv_bytes.attr,
+	&conn_attr_write_ops.attr,
+	&conn_attr_write_bytes.attr,
+	&conn_attr_read_ops.attr,
+	&conn_attr_read_bytes.attr,
+	&conn_attr_atomic_ops.attr,
+	&conn_attr_credit_msgs.attr,
+	&conn_attr_credit_waits.attr,
+	&conn_attr_errors.attr,
+	&conn_attr_test_status.attr,
+	&conn_attr_test_ops.attr,
+	&conn_attr_test_bytes.attr,
+	&conn_attr_test_usecs.attr,
+	&conn_attr_test_lat_min_ns.attr,
+	&conn_attr_test_lat_avg_ns.attr,
+	&conn_attr_test_lat_max_ns.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(krdma_conn);
+
+static void krdma_conn_kobj_release(struct kobject *kobj)
+{
+	struct krdma_conn *conn = to_conn(kobj);
+
+	krdma_test_free(conn);
+	if (conn->listener)
+		kobject_put(&conn->listener->kobj);
+	kfree(conn);
+}
+
+const struct kobj_type krdma_conn_ktype = {
+	.sysfs_ops	= &kobj_sysfs_ops,
+	.release	= krdma_conn_kobj_release,
+	.default_groups	= krdma_conn_groups,
+};
+
+int krdma_sysfs_add_conn(struct krdma_conn *conn)
+{
+	int ret;
+
+	ret = kobject_add(&conn->kobj, krdma_conns_kobj, "%s", conn->name);
+	if (!ret)
+		conn->in_sysfs = true;
+	return ret;
+}
+
+void krdma_sysfs_del_conn(struct krdma_conn *conn)
+{
+	if (conn->in_sysfs)
+		kobject_del(&conn->kobj);
+	conn->in_sysfs = false;
+}
+
+/* ---- listeners ----------------------------------------------------- */
+
+#define to_listener(k) container_of(k, struct krdma_listener, kobj)
+
+static ssize_t lis_addr_show(struct kobject *kobj,
+			     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%pISpc\n", &to_listener(kobj)->addr);
+}
+
+static ssize_t lis_state_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	struct krdma_listener *l = to_listener(kobj);
+
+	if (l->error)
+		return sysfs_emit(buf, "stopped %d\n", l->error);
+	return sysfs_emit(buf, "%s\n", l->closed ? "closed" : "listening");
+}
+
+static ssize_t lis_accepted_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_listener(kobj)->accepted);
+}
+
+static ssize_t lis_rejected_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_listener(kobj)->rejected);
+}
+
+static ssize_t lis_queue_depth_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_listener(kobj)->opts.queue_depth);
+}
+
+static ssize_t lis_max_msg_size_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_listener(kobj)->opts.max_msg_size);
+}
+
+static struct kobj_attribute lis_attr_addr = __ATTR(addr, 0444, lis_addr_show, NULL);
+static struct kobj_attribute lis_attr_state = __ATTR(state, 0444, lis_state_show, NULL);
+static struct kobj_attribute lis_attr_accepted = __ATTR(accepted, 0444, lis_accepted_show, NULL);
+static struct kobj_attribute lis_attr_rejected = __ATTR(rejected, 0444, lis_rejected_show, NULL);
+static struct kobj_attribute lis_attr_queue_depth = __ATTR(queue_depth, 0444, lis_queue_depth_show, NULL);
+static struct kobj_attribute lis_attr_max_msg_size = __ATTR(max_msg_size, 0444, lis_max_msg_size_show, NULL);
+
+static struct attribute *krdma_lis_attrs[] = {
+	&lis_attr_addr.attr,
+	&lis_attr_state.attr,
+	&lis_attr_accepted.attr,
+	&lis_attr_rejected.attr,
+	&lis_attr_queue_depth.attr,
+	&lis_attr_max_msg_size.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(krdma_lis);
+
+static void krdma_lis_kobj_release(struct kobject *kobj)
+{
+	kfree(to_listener(kobj));
+}
+
+const struct kobj_type krdma_listener_ktype = {
+	.sysfs_ops	= &kobj_sysfs_ops,
+	.release	= krdma_lis_kobj_release,
+	.default_groups	= krdma_lis_groups,
+};
+
+int krdma_sysfs_add_listener(struct krdma_listener *l)
+{
+	int ret;
+
+	ret = kobject_add(&l->kobj, krdma_listeners_kobj, "%s", l->name);
+	if (!ret)
+		l->in_sysfs = true;
+	return ret;
+}
+
+void krdma_sysfs_del_listener(struct krdma_listener *l)
+{
+	if (l->in_sysfs)
+		kobject_del(&l->kobj);
+	l->in_sysfs = false;
+}
+
+/* ---- the control file ---------------------------------------------- */
+
+/* Close a sysfs-made connection: its service thread and test go first. */
+static void krdma_sysfs_close_conn(struct krdma_conn *conn)
+{
+	krdma_svc_stop(conn);
+	krdma_conn_teardown(conn, 0);
+	krdma_test_flush(conn);
+	krdma_close(conn);
+}
+
+static int krdma_ctl_connect(struct krdma_cmd *cmd)
+{
+	struct krdma_conn_opts opts = {
+		.queue_depth = cmd->depth,
+		.max_msg_size = cmd->msg,
+		.timeout_ms = cmd->timeout_ms,
+		.tos = cmd->tos,
+	};
+	struct krdma_conn *conn;
+	int ret;
+
+	conn = krdma_conn_find(cmd->name);
+	if (conn) {
+		krdma_conn_put(conn);
+		pr_warn("connect: name '%s' already in use\n", cmd->name);
+		return -EEXIST;
+	}
+	conn = __krdma_connect((struct sockaddr *)&cmd->addr,
+			       cmd->has_src ? (struct sockaddr *)&cmd->src :
+					      NULL,
+			       &opts, cmd->name, cmd->hello);
+	if (IS_ERR(conn))
+		return PTR_ERR(conn);
+	conn->sysfs_owned = true;
+	ret = krdma_svc_start(conn);
+	if (ret) {
+		krdma_close(conn);
+		return ret;
+	}
+	return 0;
+}
+
+static int krdma_ctl_listen(struct krdma_cmd *cmd)
+{
+	struct krdma_conn_opts opts = {
+		.queue_depth = cmd->depth,
+		.max_msg_size = cmd->msg,
+	};
+	struct krdma_listener *l;
+
+	l = krdma_listener_find(cmd->name);
+	if (l) {
+		krdma_listener_put(l);
+		pr_warn("listen: name '%s' already in use\n", cmd->name);
+		return -EEXIST;
+	}
+	l = __krdma_listen((struct sockaddr *)&cmd->addr, &opts, cmd->name);
+	if (IS_ERR(l))
+		return PTR_ERR(l);
+	l->sysfs_owned = true;
+	return 0;
+}
+
+static int krdma_ctl_exec(struct krdma_cmd *cmd)
+{
+	struct krdma_listener *l;
+	struct krdma_conn *conn;
+	int ret;
+
+	switch (cmd->op) {
+	case KRDMA_CMD_LISTEN:
+		return krdma_ctl_listen(cmd);
+	case KRDMA_CMD_CONNECT:
+		return krdma_ctl_connect(cmd);
+	case KRDMA_CMD_UNLISTEN:
+		l = krdma_listener_find(cmd->name);
+		if (!l || !l->sysfs_owned) {
+			if (l)
+				krdma_listener_put(l);
+			pr_warn("unlisten: no listener '%s'\n", cmd->name);
+			return -ENOENT;
+		}
+		krdma_listener_close(l);
+		krdma_listener_put(l);
+		return 0;
+	case KRDMA_CMD_DISCONNECT:
+	case KRDMA_CMD_TEST:
+		conn = krdma_conn_find(cmd->name);
+		if (!conn || !conn->sysfs_owned) {
+			if (conn)
+				krdma_conn_put(conn);
+			pr_warn("%s: no connection '%s' made through sysfs\n",
+				cmd->op == KRDMA_CMD_TEST ? "test" :
+				"disconnect", cmd->name);
+			return -ENOENT;
+		}
+		if (cmd->op == KRDMA_CMD_DISCONNECT) {
+			krdma_sysfs_close_conn(conn);
+			ret = 0;
+		} else {
+			ret = krdma_test_start(conn, cmd->test_ops, cmd->size,
+					       cmd->count, cmd->sge);
+		}
+		krdma_conn_put(conn);
+		return ret;
+	}
+	return -EINVAL;
+}
+
+static ssize_t control_store(struct kobject *kobj, struct kobj_attribute *attr,
+			     const char *buf, size_t count)
+{
+	struct krdma_cmd *cmd;
+	char err[128];
+	int ret;
+
+	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
+	if (!cmd)
+		return -ENOMEM;
+	ret = krdma_cmd_parse(buf, count, cmd, err, sizeof(err));
+	if (ret) {
+		pr_warn("control: %s\n", err);
+		goto out;
+	}
+	down_read(&krdma_ctl_rwsem);
+	ret = krdma_ctl_stopped ? -ENODEV : krdma_ctl_exec(cmd);
+	up_read(&krdma_ctl_rwsem);
+out:
+	kfree(cmd);
+	return ret ?: count;
+}
+
+static ssize_t control_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s", krdma_cmd_usage);
+}
+
+/* Root only; reading it (as root) prints the grammar. */
+static struct kobj_attribute krdma_attr_control =
+	__ATTR(control, 0200, control_show, control_store);
+
 /* ---- module level -------------------------------------------------- */
 
 static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
@@ -163,8 +613,18 @@ static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute krdma_attr_version = __ATTR_RO(version);
 
+static ssize_t conns_total_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&krdma_total_conns));
+}
+
+static struct kobj_attribute krdma_attr_conns_total = __ATTR_RO(conns_total);
+
 static struct attribute *krdma_top_attrs[] = {
 	&krdma_attr_version.attr,
+	&krdma_attr_control.attr,
+	&krdma_attr_conns_total.attr,
 	NULL,
 };
 
@@ -184,20 +644,64 @@ int krdma_sysfs_init(void)
 	if (ret)
 		goto out_put;
 
-	krdma_devices_kobj = kobject_create_and_add("devices", krdma_kobj);
-	if (!krdma_devices_kobj) {
-		ret = -ENOMEM;
+	ret = krdma_selftest_init();
+	if (ret)
 		goto out_put;
-	}
+	ret = -ENOMEM;
+	krdma_devices_kobj = kobject_create_and_add("devices", krdma_kobj);
+	krdma_conns_kobj = kobject_create_and_add("conns", krdma_kobj);
+	krdma_listeners_kobj = kobject_create_and_add("listeners", krdma_kobj);
+	if (!krdma_devices_kobj || !krdma_conns_kobj || !krdma_listeners_kobj)
+		goto out_dirs;
 	return 0;
 
+out_dirs:
+	kobject_put(krdma_listeners_kobj);
+	kobject_put(krdma_conns_kobj);
+	kobject_put(krdma_devices_kobj);
+	krdma_selftest_exit();
 out_put:
 	kobject_put(krdma_kobj);
 	return ret;
 }
 
+/*
+ * Module exit, first step: no control command runs or starts any more, and
+ * the connections made through sysfs lose their service threads.
+ */
+void krdma_sysfs_stop(void)
+{
+	struct krdma_conn *conn, *found;
+
+	down_write(&krdma_ctl_rwsem);
+	krdma_ctl_stopped = true;
+	up_write(&krdma_ctl_rwsem);
+
+	do {
+		found = NULL;
+		mutex_lock(&krdma_lock);
+		list_for_each_entry(conn, &krdma_conns, list) {
+			if (conn->svc) {
+				found = conn;
+				krdma_conn_get(found);
+				break;
+			}
+		}
+		mutex_unlock(&krdma_lock);
+		if (found) {
+			krdma_svc_stop(found);
+			krdma_conn_teardown(found, 0);
+			krdma_test_flush(found);
+			krdma_conn_put(found);
+		}
+	} while (found);
+}
+
 void krdma_sysfs_exit(void)
 {
+	kobject_put(krdma_listeners_kobj);
+	kobject_put(krdma_conns_kobj);
 	kobject_put(krdma_devices_kobj);
+	krdma_selftest_exit();
 	kobject_put(krdma_kobj);
 }

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdma: kernel RDMA transport -- the API for other kernel code.
+ *
+ * A connection (struct krdma_conn) is a reliable-connected queue pair to one
+ * peer, set up through rdma_cm.  On it krdma offers:
+ *  - messages: krdma_send()/krdma_recv(), whole and in order, up to the
+ *    negotiated maximum size, with credit-based flow control so that a sender
+ *    never overruns the receiver;
+ *  - memory exposure: krdma_reg_buf()/krdma_reg_sg() register local memory
+ *    for remote access and give a token (addr, rkey, length) to send to the
+ *    peer; krdma_mr_revoke() invalidates it;
+ *  - one-sided transfers: krdma_write()/krdma_read() between a local
+ *    scatterlist and a peer's token, of any length (split into as many work
+ *    requests and registrations as the device needs).
+ *
+ * Unless stated otherwise, functions sleep and must be called from process
+ * context.  Completion callbacks (struct krdma_req.done, recv callbacks) run
+ * in softirq context and must not sleep.
+ */
+#ifndef _KRDMA_H
+#define _KRDMA_H
+
+#include <linux/types.h>
+#include <linux/socket.h>
+#include <linux/scatterlist.h>
+
+struct krdma_conn;
+struct krdma_listener;
+struct krdma_mr;
+
+/* Defaults and limits of the negotiated connection parameters. */
+#define KRDMA_DEFAULT_DEPTH	32
+#define KRDMA_MAX_DEPTH		1024
+#define KRDMA_DEFAULT_MSG_SIZE	4096
+#define KRDMA_MAX_MSG_SIZE	(1024 * 1024)
+
+/**
+ * struct krdma_conn_opts - connection parameters
+ * @queue_depth: messages in flight each way (0: KRDMA_DEFAULT_DEPTH); the
+ *	two sides settle on the smaller of their values
+ * @max_msg_size: largest message (0: KRDMA_DEFAULT_MSG_SIZE); negotiated
+ *	to the smaller of the two sides' values
+ * @timeout_ms: how long krdma_connect() may take (0: 5000)
+ * @tos: type of service of the connection (0: default)
+ */
+struct krdma_conn_opts {
+	u32	queue_depth;
+	u32	max_msg_size;
+	u32	timeout_ms;
+	u8	tos;
+};
+
+/**
+ * struct krdma_token - remote access to a registered region
+ * @addr: address to use in the peer's RDMA operations
+ * @rkey: remote key
+ * @length: bytes accessible from @addr
+ *
+ * Plain data: send it to the peer in a message (see krdma_token_pack()).
+ */
+struct krdma_token {
+	u64	addr;
+	u32	rkey;
+	u32	length;
+};
+
+/* The token on the wire: 16 bytes, big endian. */
+struct krdma_token_wire {
+	__be64	addr;
+	__be32	rkey;
+	__be32	length;
+};
+
+static inline void krdma_token_pack(const struct krdma_token *t,
+				    struct krdma_token_wire *w)
+{
+	w->addr = cpu_to_be64(t->addr);
+	w->rkey = cpu_to_be32(t->rkey);
+	w->length = cpu_to_be32(t->length);
+}
+
+static inline void krdma_token_unpack(const struct krdma_token_wire *w,
+				      struct krdma_token *t)
+{
+	t->addr = be64_to_cpu(w->addr);
+	t->rkey = be32_to_cpu(w->rkey);
+	t->length = be32_to_cpu(w->length);
+}
+
+/* Access rights of a registration (combine with |). */
+#define KRDMA_ACCESS_REMOTE_READ	0x1
+#define KRDMA_ACCESS_REMOTE_WRITE	0x2
+#define KRDMA_ACCESS_REMOTE_ATOMIC	0x4
+
+/**
+ * struct krdma_req - an asynchronous operation
+ * @done: called once when the operation ends, in softirq context
+ * @status: 0, or a negative errno saying why the operation failed
+ * @len: bytes moved
+ * @priv: for the caller
+ *
+ * The caller owns the request and the memory it names until @done runs.
+ */
+struct krdma_req {
+	void	(*done)(struct krdma_req *req);
+	int	status;
+	u32	len;
+	void	*priv;
+};
+
+/* Connections */
+struct krdma_conn *krdma_connect(const struct sockaddr *dst,
+				 const struct sockaddr *src,
+				 const struct krdma_conn_opts *opts);
+struct krdma_listener *krdma_listen(const struct sockaddr *addr,
+				    const struct krdma_conn_opts *opts);
+struct krdma_conn *krdma_accept(struct krdma_listener *l, long timeout);
+void krdma_listener_close(struct krdma_listener *l);
+void krdma_close(struct krdma_conn *conn);
+int krdma_conn_error(struct krdma_conn *conn);
+u32 krdma_max_msg_size(struct krdma_conn *conn);
+u32 krdma_queue_depth(struct krdma_conn *conn);
+
+/* Messages */
+int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
+	       long timeout);
+int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
+		     struct krdma_req *req, bool nowait);
+int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout);
+
+/* Memory exposure */
+struct krdma_mr *krdma_reg_buf(struct krdma_conn *conn, void *buf,
+			       size_t len, int access);
+struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
+			      int nents, int access);
+void krdma_mr_token(struct krdma_mr *mr, struct krdma_token *token);
+int krdma_mr_revoke(struct krdma_mr *mr);
+void krdma_mr_free(struct krdma_mr *mr);
+
+/* One-sided transfers */
+int krdma_write(struct krdma_conn *conn, struct scatterlist *sg, int nents,
+		const struct krdma_token *token, u64 offset, long timeout);
+int krdma_read(struct krdma_conn *conn, struct scatterlist *sg, int nents,
+	       const struct krdma_token *token, u64 offset, long timeout);
+int krdma_rdma_async(struct krdma_conn *conn, bool write,
+		     struct scatterlist *sg, int nents,
+		     const struct krdma_token *token, u64 offset,
+		     struct krdma_req *req, bool nowait);
+int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
+		     u64 offset, u64 compare, u64 swap, u64 *old, long timeout);
+int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,
+		      u64 offset, u64 add, u64 *old, long timeout);
+
+#endif /* _KRDMA_H */

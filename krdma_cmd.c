@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Parser of /sys/kernel/krdma/control commands: one command per write,
+ * "VERB key=value ...", in the style of rnbd's map_device.  On error the
+ * parser says which word is wrong; nothing is acted on.
+ */
+#include <linux/errno.h>
+#include <linux/kernel.h>
+#include <linux/string.h>
+#include <linux/ctype.h>
+#include <linux/inet.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <net/net_namespace.h>
+
+#include <krdma.h>
+#include "krdma_cmd.h"
+
+const char krdma_cmd_usage[] =
+"listen name=NAME addr=IP:PORT [depth=N] [msg=BYTES]\n"
+"unlisten name=NAME\n"
+"connect name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
+"disconnect name=NAME\n"
+"test name=CONN [op=send,write,read,atomic|all] [size=BYTES] [count=N] [sge=N]\n"
+"IPv6 addresses are written [ADDR]:PORT.  BYTES take a K or M suffix.\n";
+
+enum krdma_key {
+	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
+	K_OP, K_SIZE, K_COUNT, K_SGE, K_NR,
+};
+
+static const char * const krdma_keys[K_NR] = {
+	[K_NAME] = "name", [K_ADDR] = "addr", [K_SRC] = "src",
+	[K_DEPTH] = "depth", [K_MSG] = "msg", [K_TIMEOUT] = "timeout_ms",
+	[K_TOS] = "tos", [K_HELLO] = "hello", [K_OP] = "op",
+	[K_SIZE] = "size", [K_COUNT] = "count", [K_SGE] = "sge",
+};
+
+struct krdma_verb {
+	const char	*verb;
+	enum krdma_cmd_op op;
+	u32		allowed;	/* 1 << key */
+	u32		required;
+};
+
+#define B(k) (1u << (k))
+static const struct krdma_verb krdma_verbs[] = {
+	{ "listen", KRDMA_CMD_LISTEN,
+	  B(K_NAME) | B(K_ADDR) | B(K_DEPTH) | B(K_MSG), B(K_NAME) | B(K_ADDR) },
+	{ "unlisten", KRDMA_CMD_UNLISTEN, B(K_NAME), B(K_NAME) },
+	{ "connect", KRDMA_CMD_CONNECT,
+	  B(K_NAME) | B(K_ADDR) | B(K_SRC) | B(K_DEPTH) | B(K_MSG) |
+	  B(K_TIMEOUT) | B(K_TOS) | B(K_HELLO), B(K_NAME) | B(K_ADDR) },
+	{ "disconnect", KRDMA_CMD_DISCONNECT, B(K_NAME), B(K_NAME) },
+	{ "test", KRDMA_CMD_TEST,
+	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_COUNT) | B(K_SGE), B(K_NAME) },
+};
+
+/* "IPv4:PORT" or "[IPv6]:PORT", or a bare address (port 0). */
+int krdma_parse_addr(const char *s, struct sockaddr_storage *ss)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *port = NULL, *end;
+	size_t hl;
+	u16 p = 0;
+
+	if (*s == '[') {
+		end = strchr(s, ']');
+		if (!end)
+			return -EINVAL;
+		hl = end - s - 1;
+		s++;
+		if (end[1] == ':')
+			port = end + 2;
+		else if (end[1])
+			return -EINVAL;
+	} else {
+		end = strrchr(s, ':');
+		if (end && strchr(s, ':') != end)
+			return -EINVAL;	/* bare IPv6 needs brackets */
+		hl = end ? (size_t)(end - s) : strlen(s);
+		if (end)
+			port = end + 1;
+	}
+	if (!hl || hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	if (port && (!*port || kstrtou16(port, 10, &p)))
+		return -EINVAL;
+
+	memset(ss, 0, sizeof(*ss));
+	if (strchr(host, ':')) {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+
+		if (!in6_pton(host, -1, a6->sin6_addr.s6_addr, -1, &end) ||
+		    *end)
+			return -EINVAL;
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(p);
+	} else {
+		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+
+		if (!in4_pton(host, -1, (u8 *)&a4->sin_addr.s_addr, -1,
+			      &end) || *end)
+			return -EINVAL;
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(p);
+	}
+	return 0;
+}
+
+/* Decimal, with an optional K or M suffix. */
+static int krdma_parse_size(const char *s, u32 *out)
+{
+	char num[16];
+	size_t n = strlen(s);
+	u32 mult = 1, v;
+
+	if (!n || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	if (num[n - 1] == 'K' || num[n - 1] == 'k')
+		mult = 1024;
+	else if (num[n - 1] == 'M' || num[n - 1] == 'm')
+		mult = 1024 * 1024;
+	if (mult != 1)
+		num[--n] = '\0';
+	if (!n || kstrtou32(num, 10, &v))
+		return -EINVAL;
+	if (v > U32_MAX / mult)
+		return -ERANGE;
+	*out = v * mult;
+	return 0;
+}
+
+static int krdma_parse_ops(char *s, u32 *ops)
+{
+	char *w;
+
+	*ops = 0;
+	if (!strcmp(s, "all")) {
+		*ops = KRDMA_TEST_ALL;
+		return 0;
+	}
+	while ((w = strsep(&s, ","))) {
+		if (!strcmp(w, "send"))
+			*ops |= KRDMA_TEST_SEND;
+		else if (!strcmp(w, "write"))
+			*ops |= KRDMA_TEST_WRITE;
+		else if (!strcmp(w, "read"))
+			*ops |= KRDMA_TEST_READ;
+		else if (!strcmp(w, "atomic"))
+			*ops |= KRDMA_TEST_ATOMIC;
+		else
+			return -EINVAL;
+	}
+	return *ops ? 0 : -EINVAL;
+}
+
+static bool krdma_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n >= KRDMA_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (!isalnum(*s) && *s != '_' && *s != '-' && *s != '.')
+			return false;
+	return true;
+}
+
+#define ERR(fmt, ...) do {					\
+	snprintf(err, errlen, fmt, ##__VA_ARGS__);		\
+	return -EINVAL;						\
+} while (0)
+
+static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
+			   char *err, size_t errlen)
+{
+	u32 lim;
+	int ret;
+
+	switch (k) {
+	case K_NAME:
+		if (!krdma_name_ok(v))
+			ERR("bad name '%s' (1-%d of A-Za-z0-9_-.)", v,
+			    KRDMA_NAME_MAX - 1);
+		strscpy(cmd->name, v, sizeof(cmd->name));
+		return 0;
+	case K_ADDR:
+		if (krdma_parse_addr(v, &cmd->addr))
+			ERR("bad address '%s' (IP:PORT or [IPv6]:PORT)", v);
+		return 0;
+	case K_SRC:
+		if (krdma_parse_addr(v, &cmd->src))
+			ERR("bad source address '%s'", v);
+		cmd->has_src = true;
+		return 0;
+	case K_OP:
+		if (krdma_parse_ops(v, &cmd->test_ops))
+			ERR("bad op '%s' (send,write,read,atomic or all)", v);
+		return 0;
+	case K_DEPTH:
+	case K_MSG:
+	case K_TIMEOUT:
+	case K_TOS:
+	case K_HELLO:
+	case K_SIZE:
+	case K_COUNT:
+	case K_SGE: {
+		u32 val;
+
+		ret = krdma_parse_size(v, &val);
+		if (ret)
+			ERR("bad number '%s=%s'", krdma_keys[k], v);
+		switch (k) {
+		case K_DEPTH:
+			lim = KRDMA_MAX_DEPTH;
+			cmd->depth = val;
+			break;
+		case K_MSG:
+			lim = KRDMA_MAX_MSG_SIZE;
+			cmd->msg = val;
+			break;
+		case K_TIMEOUT:
+			lim = 600000;
+			cmd->timeout_ms = val;
+			break;
+		case K_TOS:
+			lim = 255;
+			cmd->tos = val;
+			break;
+		case K_HELLO:
+			lim = 4;
+			cmd->hello = val;
+			break;
+		case K_SIZE:
+			lim = KRDMA_TEST_MAX_SIZE;
+			cmd->size = val;
+			break;
+		case K_COUNT:
+			lim = KRDMA_TEST_MAX_COUNT;
+			cmd->count = val;
+			break;
+		default:
+			lim = KRDMA_TEST_MAX_SGE;
+			cmd->sge = val;
+			break;
+		}
+		if (val > lim)
+			ERR("%s=%u out of range (at most %u)", krdma_keys[k],
+			    val, lim);
+		if (!val && k != K_HELLO && k != K_TOS && k != K_SIZE)
+			ERR("%s must not be 0", krdma_keys[k]);
+		return 0;
+	}
+	default:
+		ERR("internal error");
+	}
+}
+
+/**
+ * krdma_cmd_parse - parse one control command
+ * @buf: what was written (need not be NUL-terminated; one trailing newline ok)
+ * @len: its length
+ * @cmd: the result
+ * @err: room for a message naming the bad word
+ * @errlen: size of @err
+ *
+ * Return: 0, or -EINVAL with @err filled in.
+ */
+int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
+		    char *err, size_t errlen)
+{
+	const struct krdma_verb *verb = NULL;
+	char line[256], *p, *w, *v;
+	u32 seen = 0;
+	size_t i;
+	int k, ret;
+
+	memset(cmd, 0, sizeof(*cmd));
+	err[0] = '\0';
+	if (len && buf[len - 1] == '\n')
+		len--;
+	if (!len)
+		ERR("empty command");
+	if (len >= sizeof(line))
+		ERR("command longer than %zu bytes", sizeof(line) - 1);
+	memcpy(line, buf, len);
+	line[len] = '\0';
+	for (i = 0; i < len; i++)
+		if (!isprint(line[i]) && line[i] != '\t')
+			ERR("non-printable byte 0x%02x at %zu",
+			    (unsigned char)line[i], i);
+
+	p = line;
+	do {
+		w = strsep(&p, " \t");
+	} while (w && !*w);
+	if (!w)
+		ERR("empty command");
+	for (i = 0; i < ARRAY_SIZE(krdma_verbs); i++)
+		if (!strcmp(w, krdma_verbs[i].verb))
+			verb = &krdma_verbs[i];
+	if (!verb)
+		ERR("unknown command '%s'", w);
+	cmd->op = verb->op;
+
+	while ((w = strsep(&p, " \t"))) {
+		if (!*w)
+			continue;
+		v = strchr(w, '=');
+		if (!v)
+			ERR("'%s' is not key=value", w);
+		*v++ = '\0';
+		k = match_string(krdma_keys, K_NR, w);
+		if (k < 0 || !(verb->allowed & B(k)))
+			ERR("unknown word '%s' for %s", w, verb->verb);
+		if (seen & B(k))
+			ERR("'%s' given twice", w);
+		seen |= B(k);
+		if (!*v)
+			ERR("'%s=' needs a value", w);
+		ret = krdma_cmd_value(cmd, k, v, err, errlen);
+		if (ret)
+			return ret;
+	}
+	for (k = 0; k < K_NR; k++)
+		if ((verb->required & B(k)) && !(seen & B(k)))
+			ERR("%s needs %s=", verb->verb, krdma_keys[k]);
+
+	if (cmd->op == KRDMA_CMD_CONNECT) {
+		if (!((struct sockaddr_in *)&cmd->addr)->sin_port)
+			ERR("connect needs a port in addr=");
+		if (cmd->has_src && cmd->src.ss_family != cmd->addr.ss_family)
+			ERR("src= and addr= are of different families");
+	}
+	if (cmd->op == KRDMA_CMD_LISTEN &&
+	    !((struct sockaddr_in *)&cmd->addr)->sin_port)
+		ERR("listen needs a port in addr=");
+	if (cmd->op == KRDMA_CMD_TEST) {
+		if (!cmd->test_ops)
+			cmd->test_ops = KRDMA_TEST_ALL;
+		if (!(seen & B(K_SIZE)))
+			cmd->size = 4096;
+		if (!cmd->count)
+			cmd->count = 1;
+		if (!cmd->sge)
+			cmd->sge = 1;
+		if (cmd->sge > 1 && cmd->size < cmd->sge)
+			ERR("sge=%u needs size of at least %u", cmd->sge,
+			    cmd->sge);
+		if (!cmd->size && cmd->test_ops != KRDMA_TEST_SEND)
+			ERR("size=0 works only with op=send");
+	}
+	return 0;
+}

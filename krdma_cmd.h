@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The /sys/kernel/krdma/control command language.  Parsing is a pure
+ * function (krdma_cmd.c) so that KUnit can test every form.
+ */
+#ifndef KRDMA_CMD_H
+#define KRDMA_CMD_H
+
+#include <linux/types.h>
+#include <linux/socket.h>
+
+enum krdma_cmd_op {
+	KRDMA_CMD_LISTEN = 1,
+	KRDMA_CMD_UNLISTEN,
+	KRDMA_CMD_CONNECT,
+	KRDMA_CMD_DISCONNECT,
+	KRDMA_CMD_TEST,
+};
+
+/* Self-test operations (test op=...), a bit mask. */
+#define KRDMA_TEST_SEND		0x1
+#define KRDMA_TEST_WRITE	0x2
+#define KRDMA_TEST_READ		0x4
+#define KRDMA_TEST_ATOMIC	0x8
+#define KRDMA_TEST_ALL		0x7	/* atomics only when asked for */
+
+#define KRDMA_TEST_MAX_SIZE	(64u << 20)
+#define KRDMA_TEST_MAX_COUNT	1000000u
+#define KRDMA_TEST_MAX_SGE	64u
+
+#define KRDMA_NAME_MAX		32
+
+struct krdma_cmd {
+	enum krdma_cmd_op	op;
+	char			name[KRDMA_NAME_MAX];
+	struct sockaddr_storage	addr;
+	struct sockaddr_storage	src;
+	bool			has_src;
+	u32			depth;
+	u32			msg;
+	u32			timeout_ms;
+	u32			tos;
+	u32			hello;		/* test hook, see krdma_conn.c */
+	u32			test_ops;
+	u32			size;
+	u32			count;
+	u32			sge;
+};
+
+int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
+		    char *err, size_t errlen);
+int krdma_parse_addr(const char *s, struct sockaddr_storage *ss);
+extern const char krdma_cmd_usage[];
+
+#endif /* KRDMA_CMD_H */

@@ -1,0 +1,1116 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma connections: rdma_cm listen/connect/accept, the versioned handshake,
+ * and the connection lifecycle (teardown on close, device removal, unload).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/inet.h>
+#include <linux/delay.h>
+#include <rdma/ib_cm.h>
+
+#include "krdma_core.h"
+
+LIST_HEAD(krdma_conns);
+LIST_HEAD(krdma_listeners);
+atomic64_t krdma_total_conns;
+static atomic_t krdma_next_id = ATOMIC_INIT(0);
+
+#define KRDMA_RESOLVE_TIMEOUT_MS	2000
+#define KRDMA_LISTEN_BACKLOG		128
+
+static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+
+const char *krdma_conn_state_str(enum krdma_conn_state state)
+{
+	switch (state) {
+	case KRDMA_CONN_CONNECTING:	return "connecting";
+	case KRDMA_CONN_CONNECTED:	return "connected";
+	case KRDMA_CONN_DISCONNECTED:	return "disconnected";
+	case KRDMA_CONN_ERROR:		return "error";
+	case KRDMA_CONN_CLOSED:		return "closed";
+	}
+	return "unknown";
+}
+
+void krdma_conn_get(struct krdma_conn *conn)
+{
+	kobject_get(&conn->kobj);
+}
+
+void krdma_conn_put(struct krdma_conn *conn)
+{
+	kobject_put(&conn->kobj);
+}
+
+void krdma_listener_put(struct krdma_listener *l)
+{
+	kobject_put(&l->kobj);
+}
+
+static void krdma_conn_opts_fill(struct krdma_conn_opts *o,
+				 const struct krdma_conn_opts *in)
+{
+	if (in)
+		*o = *in;
+	else
+		memset(o, 0, sizeof(*o));
+	if (!o->queue_depth)
+		o->queue_depth = KRDMA_DEFAULT_DEPTH;
+	if (!o->max_msg_size)
+		o->max_msg_size = KRDMA_DEFAULT_MSG_SIZE;
+	if (!o->timeout_ms)
+		o->timeout_ms = 5000;
+}
+
+static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
+{
+	if (o->queue_depth < 1 || o->queue_depth > KRDMA_MAX_DEPTH) {
+		pr_warn("queue depth %u out of range 1..%u\n", o->queue_depth,
+			KRDMA_MAX_DEPTH);
+		return -EINVAL;
+	}
+	if (o->max_msg_size < sizeof(struct krdma_token_wire) ||
+	    o->max_msg_size > KRDMA_MAX_MSG_SIZE) {
+		pr_warn("message size %u out of range %zu..%u\n",
+			o->max_msg_size, sizeof(struct krdma_token_wire),
+			KRDMA_MAX_MSG_SIZE);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void krdma_teardown_work(struct work_struct *work);
+
+static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
+					   const char *name)
+{
+	struct krdma_conn *conn;
+
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	if (!conn)
+		return NULL;
+	kobject_init(&conn->kobj, &krdma_conn_ktype);
+	conn->id = atomic_inc_return(&krdma_next_id);
+	if (name && *name)
+		strscpy(conn->name, name, sizeof(conn->name));
+	else
+		snprintf(conn->name, sizeof(conn->name), "conn%u", conn->id);
+	conn->ctx.type = KRDMA_CTX_CONN;
+	conn->opts = *opts;
+	conn->depth = opts->queue_depth;
+	conn->max_msg = opts->max_msg_size;
+	conn->state = KRDMA_CONN_CONNECTING;
+	INIT_LIST_HEAD(&conn->list);
+	INIT_LIST_HEAD(&conn->accept_entry);
+	INIT_LIST_HEAD(&conn->rx_ready);
+	INIT_LIST_HEAD(&conn->tx_free);
+	INIT_LIST_HEAD(&conn->mrs);
+	init_completion(&conn->cm_done);
+	mutex_init(&conn->teardown_mutex);
+	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
+	spin_lock_init(&conn->lock);
+	init_waitqueue_head(&conn->wq);
+	return conn;
+}
+
+/* Make the connection visible (list and sysfs); names are unique. */
+static int krdma_conn_publish(struct krdma_conn *conn)
+{
+	struct krdma_conn *c;
+	int ret;
+
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(c, &krdma_conns, list) {
+		if (!strcmp(c->name, conn->name)) {
+			mutex_unlock(&krdma_lock);
+			pr_warn("connection name '%s' already in use\n",
+				conn->name);
+			return -EEXIST;
+		}
+	}
+	ret = krdma_sysfs_add_conn(conn);
+	if (!ret) {
+		list_add_tail(&conn->list, &krdma_conns);
+		atomic64_inc(&krdma_total_conns);
+	}
+	mutex_unlock(&krdma_lock);
+	return ret;
+}
+
+/* Returns true for the one caller that took @conn off the list. */
+static bool krdma_conn_unpublish(struct krdma_conn *conn)
+{
+	bool was = false;
+
+	mutex_lock(&krdma_lock);
+	if (!list_empty(&conn->list)) {
+		list_del_init(&conn->list);
+		was = true;
+	}
+	mutex_unlock(&krdma_lock);
+	if (was)
+		krdma_sysfs_del_conn(conn);
+	return was;
+}
+
+struct krdma_conn *krdma_conn_find(const char *name)
+{
+	struct krdma_conn *c, *found = NULL;
+
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(c, &krdma_conns, list) {
+		if (!strcmp(c->name, name)) {
+			found = c;
+			krdma_conn_get(c);
+			break;
+		}
+	}
+	mutex_unlock(&krdma_lock);
+	return found;
+}
+
+struct krdma_listener *krdma_listener_find(const char *name)
+{
+	struct krdma_listener *l, *found = NULL;
+
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(l, &krdma_listeners, list) {
+		if (!strcmp(l->name, name)) {
+			found = l;
+			kobject_get(&l->kobj);
+			break;
+		}
+	}
+	mutex_unlock(&krdma_lock);
+	return found;
+}
+
+/* Record the first error and move to the error state; wakes every waiter. */
+void krdma_conn_set_error(struct krdma_conn *conn, int err)
+{
+	spin_lock_bh(&conn->lock);
+	if (!conn->error)
+		conn->error = err;
+	if (conn->state == KRDMA_CONN_CONNECTING ||
+	    conn->state == KRDMA_CONN_CONNECTED)
+		conn->state = KRDMA_CONN_ERROR;
+	spin_unlock_bh(&conn->lock);
+	wake_up_all(&conn->wq);
+}
+
+int krdma_conn_qp_get(struct krdma_conn *conn)
+{
+	int ret = 0;
+
+	spin_lock_bh(&conn->lock);
+	if (krdma_conn_usable(conn))
+		conn->qp_users++;
+	else
+		ret = conn->error ?: -ENOTCONN;
+	spin_unlock_bh(&conn->lock);
+	return ret;
+}
+
+void krdma_conn_qp_put(struct krdma_conn *conn)
+{
+	bool wake;
+
+	spin_lock_bh(&conn->lock);
+	wake = --conn->qp_users == 0 && !conn->qp_ok;
+	spin_unlock_bh(&conn->lock);
+	if (wake)
+		wake_up_all(&conn->wq);
+}
+
+static bool krdma_conn_idle(struct krdma_conn *conn)
+{
+	bool idle;
+
+	spin_lock_bh(&conn->lock);
+	idle = conn->qp_users == 0;
+	spin_unlock_bh(&conn->lock);
+	return idle;
+}
+
+/*
+ * Release every RDMA resource of @conn, in the order the verbs want:
+ * stop the CM handler, stop new posts, disconnect, drain, deregister,
+ * destroy the QP and CQ, then the cm_id.  Runs once; later calls return at
+ * once.  Waiters see @err (or -ECONNRESET).  Never called from the CM
+ * handler of @conn's own id.
+ */
+void krdma_conn_teardown(struct krdma_conn *conn, int err)
+{
+	mutex_lock(&conn->teardown_mutex);
+	if (conn->torn_down)
+		goto out;
+
+	if (conn->cm_id) {
+		rdma_lock_handler(conn->cm_id);
+		conn->dying = true;
+		rdma_unlock_handler(conn->cm_id);
+	}
+
+	spin_lock_bh(&conn->lock);
+	if (!conn->error)
+		conn->error = err ?: -ECONNRESET;
+	if (conn->state == KRDMA_CONN_CONNECTING ||
+	    conn->state == KRDMA_CONN_CONNECTED)
+		conn->state = err ? KRDMA_CONN_ERROR : KRDMA_CONN_DISCONNECTED;
+	conn->qp_ok = false;
+	conn->rx_closed = true;
+	spin_unlock_bh(&conn->lock);
+	wake_up_all(&conn->wq);
+	wait_event(conn->wq, krdma_conn_idle(conn));
+
+	if (!completion_done(&conn->cm_done)) {
+		conn->cm_status = conn->error;
+		complete_all(&conn->cm_done);
+	}
+
+	if (conn->qp && conn->established) {
+		rdma_disconnect(conn->cm_id);
+		ib_drain_qp(conn->qp);
+	}
+	krdma_conn_release_mrs(conn);
+	krdma_conn_destroy_qp(conn);
+	if (conn->cm_id) {
+		rdma_destroy_id(conn->cm_id);
+		conn->cm_id = NULL;
+	}
+	if (conn->kdev) {
+		krdma_device_put(conn->kdev);
+		conn->kdev = NULL;
+	}
+	conn->torn_down = true;
+	krdma_conn_flush_waiters(conn);
+	wake_up_all(&conn->wq);
+out:
+	mutex_unlock(&conn->teardown_mutex);
+}
+
+static void krdma_teardown_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(work, struct krdma_conn,
+					       teardown_work);
+	bool reap;
+
+	krdma_conn_teardown(conn, conn->error ?: -ECONNRESET);
+	/* A passive connection nobody took yet has nobody to close it. */
+	spin_lock_bh(&conn->lock);
+	reap = conn->orphan && list_empty(&conn->accept_entry);
+	spin_unlock_bh(&conn->lock);
+	if (reap && krdma_conn_unpublish(conn))
+		krdma_conn_put(conn);	/* the owner's (nobody's) reference */
+	krdma_conn_put(conn);	/* the work's reference */
+}
+
+/* Queue teardown from a context that must not block (the CM handler). */
+static void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err)
+{
+	krdma_conn_set_error(conn, err);
+	krdma_conn_get(conn);
+	if (!queue_work(krdma_wq, &conn->teardown_work))
+		krdma_conn_put(conn);
+}
+
+/**
+ * krdma_close - disconnect and release a connection
+ * @conn: connection from krdma_connect() or krdma_accept()
+ *
+ * Outstanding operations complete with an error before this returns.
+ * @conn must not be used afterwards.
+ */
+void krdma_close(struct krdma_conn *conn)
+{
+	krdma_conn_teardown(conn, 0);
+	if (krdma_conn_unpublish(conn))
+		krdma_conn_put(conn);
+}
+EXPORT_SYMBOL_GPL(krdma_close);
+
+/**
+ * krdma_conn_error - why a connection stopped working
+ * @conn: the connection
+ *
+ * Return: 0 while the connection is usable, else the negative errno that
+ * ended it (-ECONNRESET for a disconnect, -ENODEV for device removal, the
+ * work completion's error for a failed operation).
+ */
+int krdma_conn_error(struct krdma_conn *conn)
+{
+	int ret;
+
+	spin_lock_bh(&conn->lock);
+	ret = conn->state == KRDMA_CONN_CONNECTED ? 0 :
+	      (conn->error ?: -ENOTCONN);
+	spin_unlock_bh(&conn->lock);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(krdma_conn_error);
+
+/**
+ * krdma_max_msg_size - negotiated largest message
+ * @conn: the connection
+ *
+ * Return: the size in bytes.
+ */
+u32 krdma_max_msg_size(struct krdma_conn *conn)
+{
+	return conn->max_msg;
+}
+EXPORT_SYMBOL_GPL(krdma_max_msg_size);
+
+/**
+ * krdma_queue_depth - negotiated queue depth
+ * @conn: the connection
+ *
+ * Return: how many messages (and one-sided operations) may be in flight.
+ */
+u32 krdma_queue_depth(struct krdma_conn *conn)
+{
+	return conn->depth;
+}
+EXPORT_SYMBOL_GPL(krdma_queue_depth);
+
+/* ---- handshake ----------------------------------------------------- */
+
+static void krdma_fill_conn_param(struct krdma_conn *conn,
+				  struct rdma_conn_param *param,
+				  const void *pdata, u8 plen)
+{
+	const struct ib_device_attr *a = &conn->kdev->ibdev->attrs;
+
+	memset(param, 0, sizeof(*param));
+	param->private_data = pdata;
+	param->private_data_len = plen;
+	param->responder_resources = min_t(u32, a->max_qp_rd_atom, 16);
+	param->initiator_depth = min_t(u32, a->max_qp_init_rd_atom, 16);
+	param->retry_count = 7;
+	param->rnr_retry_count = 7;
+	param->flow_control = 1;
+}
+
+static int krdma_conn_prepare(struct krdma_conn *conn)
+{
+	int ret;
+
+	conn->kdev = krdma_device_get_by_ib(conn->cm_id->device);
+	if (!conn->kdev)
+		return -ENODEV;
+	strscpy(conn->devname, conn->kdev->name, sizeof(conn->devname));
+	conn->port = conn->cm_id->port_num;
+	ret = krdma_conn_create_qp(conn);
+	if (ret)
+		return ret;
+	conn->qp_num = conn->qp->qp_num;
+	return krdma_conn_post_recvs(conn);
+}
+
+static int krdma_conn_do_connect(struct krdma_conn *conn)
+{
+	struct rdma_conn_param param;
+	struct krdma_hello hello;
+	u8 len = sizeof(hello);
+
+	krdma_hello_encode(&hello, conn->depth, conn->max_msg);
+	/* Test hooks: speak a wrong handshake to exercise the peer's checks. */
+	switch (conn->test_hello) {
+	case 1:
+		hello.magic = cpu_to_be32(0xdeadbeef);
+		break;
+	case 2:
+		hello.version = KRDMA_PROTO_VERSION + 1;
+		break;
+	case 3:
+		len = 4;
+		break;
+	case 4:
+		hello.queue_depth = cpu_to_be16(0);
+		break;
+	}
+	krdma_fill_conn_param(conn, &param, &hello, len);
+	return rdma_connect_locked(conn->cm_id, &param);
+}
+
+static void krdma_connect_done(struct krdma_conn *conn, int status)
+{
+	if (status) {
+		krdma_conn_set_error(conn, status);
+	} else {
+		spin_lock_bh(&conn->lock);
+		conn->state = KRDMA_CONN_CONNECTED;
+		conn->established = true;
+		conn->qp_ok = true;
+		spin_unlock_bh(&conn->lock);
+		wake_up_all(&conn->wq);
+	}
+	if (conn->active) {
+		conn->cm_status = status;
+		complete_all(&conn->cm_done);
+	}
+}
+
+static int krdma_active_established(struct krdma_conn *conn,
+				    struct rdma_cm_event *ev)
+{
+	struct krdma_params remote, local = {
+		.queue_depth = conn->depth, .max_msg_size = conn->max_msg,
+	};
+	int reason;
+
+	reason = krdma_hello_decode(ev->param.conn.private_data,
+				    ev->param.conn.private_data_len, &remote);
+	if (!reason && (remote.queue_depth > local.queue_depth ||
+			remote.max_msg_size > local.max_msg_size ||
+			!remote.queue_depth))
+		reason = KRDMA_REJ_PARAMS;
+	if (reason) {
+		pr_warn("%s: peer %pISpc accepted with a bad handshake: %s\n",
+			conn->name, &conn->raddr, krdma_rej_str(reason));
+		return krdma_rej_errno(reason);
+	}
+	conn->depth = remote.queue_depth;
+	conn->max_msg = remote.max_msg_size;
+	conn->credits = conn->depth;
+	conn->ctl_token = true;
+	return 0;
+}
+
+static void krdma_passive_established(struct krdma_conn *conn)
+{
+	struct krdma_listener *l = conn->listener;
+	bool queued = false;
+
+	krdma_connect_done(conn, 0);
+	spin_lock_bh(&l->lock);
+	if (!l->closed) {
+		l->accepted++;
+		if (!l->sysfs_owned) {
+			list_add_tail(&conn->accept_entry, &l->accept_q);
+			queued = true;
+		}
+	}
+	spin_unlock_bh(&l->lock);
+	if (queued)
+		wake_up_all(&l->wq);
+	else if (!l->sysfs_owned)
+		krdma_conn_schedule_teardown(conn, -ECONNABORTED);
+	if (l->sysfs_owned) {
+		conn->sysfs_owned = true;
+		if (krdma_svc_start(conn))
+			pr_warn("%s: no service thread, self-test will not answer\n",
+				conn->name);
+	}
+	/* Owned now: by the accept queue or by sysfs. */
+	conn->orphan = false;
+}
+
+static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
+			    struct rdma_cm_event *ev)
+{
+	int ret, reason;
+
+	if (conn->dying)
+		return 0;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		conn->ibdev = id->device;
+		ret = rdma_resolve_route(id, KRDMA_RESOLVE_TIMEOUT_MS);
+		if (ret)
+			krdma_connect_done(conn, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		memcpy(&conn->laddr, &id->route.addr.src_addr,
+		       sizeof(conn->laddr));
+		ret = krdma_conn_prepare(conn);
+		if (!ret)
+			ret = krdma_conn_do_connect(conn);
+		if (ret) {
+			pr_warn("%s: cannot connect to %pISpc: %d\n",
+				conn->name, &conn->raddr, ret);
+			krdma_connect_done(conn, ret);
+		}
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (conn->active) {
+			ret = krdma_active_established(conn, ev);
+			krdma_connect_done(conn, ret);
+		} else {
+			krdma_passive_established(conn);
+		}
+		break;
+	case RDMA_CM_EVENT_REJECTED: {
+		const void *pdata;
+		u8 plen = 0;
+
+		pdata = rdma_consumer_reject_data(id, ev, &plen);
+		reason = krdma_rej_decode(pdata, plen);
+		if (reason) {
+			pr_warn("%s: %pISpc rejected the connection: %s\n",
+				conn->name, &conn->raddr,
+				krdma_rej_str(reason));
+			ret = krdma_rej_errno(reason);
+		} else {
+			pr_warn("%s: %pISpc rejected the connection: %s\n",
+				conn->name, &conn->raddr,
+				rdma_reject_msg(id, ev->status));
+			ret = -ECONNREFUSED;
+		}
+		krdma_connect_done(conn, ret);
+		break;
+	}
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		pr_warn("%s: %s (%d) for %pISpc\n", conn->name,
+			rdma_event_msg(ev->event), ev->status, &conn->raddr);
+		ret = ev->event == RDMA_CM_EVENT_ADDR_ERROR ? -EHOSTUNREACH :
+		      ev->status == -ETIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED;
+		if (conn->state == KRDMA_CONN_CONNECTING)
+			krdma_connect_done(conn, ret);
+		else
+			krdma_conn_set_error(conn, -ECONNRESET);
+		if (conn->orphan)
+			krdma_conn_schedule_teardown(conn, ret);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		spin_lock_bh(&conn->lock);
+		if (!conn->error)
+			conn->error = -ECONNRESET;
+		if (conn->state == KRDMA_CONN_CONNECTED)
+			conn->state = KRDMA_CONN_DISCONNECTED;
+		spin_unlock_bh(&conn->lock);
+		wake_up_all(&conn->wq);
+		pr_info("%s: disconnected by %pISpc\n", conn->name,
+			&conn->raddr);
+		if (conn->orphan)
+			krdma_conn_schedule_teardown(conn, -ECONNRESET);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* rdma_cm waits for this id to go: release it from a worker. */
+		krdma_conn_schedule_teardown(conn, -ENODEV);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* ---- passive side -------------------------------------------------- */
+
+static int krdma_reject(struct rdma_cm_id *id, int reason)
+{
+	struct krdma_rej rej;
+
+	krdma_rej_encode(&rej, reason);
+	return rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+static int krdma_connect_request(struct krdma_listener *l,
+				 struct rdma_cm_id *id,
+				 struct rdma_cm_event *ev)
+{
+	struct krdma_params remote, neg, local = {
+		.queue_depth = l->opts.queue_depth,
+		.max_msg_size = l->opts.max_msg_size,
+	};
+	struct rdma_conn_param param;
+	struct krdma_conn_opts opts;
+	struct krdma_hello hello;
+	struct krdma_conn *conn;
+	char name[32];
+	int reason, ret;
+
+	reason = krdma_hello_decode(ev->param.conn.private_data,
+				    ev->param.conn.private_data_len, &remote);
+	if (!reason)
+		reason = krdma_negotiate(&local, &remote, &neg);
+	if (reason) {
+		pr_warn("%s: rejected connection from %pISpc: %s\n", l->name,
+			&id->route.addr.dst_addr, krdma_rej_str(reason));
+		goto reject;
+	}
+
+	opts = l->opts;
+	opts.queue_depth = neg.queue_depth;
+	opts.max_msg_size = neg.max_msg_size;
+	spin_lock_bh(&l->lock);
+	snprintf(name, sizeof(name), "%s.%u", l->name, l->next_child++);
+	spin_unlock_bh(&l->lock);
+
+	reason = KRDMA_REJ_RESOURCES;
+	conn = krdma_conn_alloc(&opts, name);
+	if (!conn)
+		goto reject;
+	conn->cm_id = id;
+	conn->ibdev = id->device;
+	conn->orphan = true;
+	conn->listener = l;
+	kobject_get(&l->kobj);
+	conn->credits = conn->depth;
+	conn->ctl_token = true;
+	memcpy(&conn->laddr, &id->route.addr.src_addr, sizeof(conn->laddr));
+	memcpy(&conn->raddr, &id->route.addr.dst_addr, sizeof(conn->raddr));
+
+	ret = krdma_conn_prepare(conn);
+	if (ret) {
+		if (ret == -ENODEV)
+			reason = KRDMA_REJ_DEVICE;
+		pr_warn("%s: cannot accept %pISpc: %d\n", l->name,
+			&conn->raddr, ret);
+		goto free_conn;
+	}
+	ret = krdma_conn_publish(conn);
+	if (ret)
+		goto free_conn;
+
+	/* Events on the child id now go to the connection. */
+	id->context = &conn->ctx;
+	krdma_hello_encode(&hello, conn->depth, conn->max_msg);
+	krdma_fill_conn_param(conn, &param, &hello, sizeof(hello));
+	param.responder_resources = min_t(u32, param.responder_resources,
+					  ev->param.conn.initiator_depth);
+	param.initiator_depth = min_t(u32, param.initiator_depth,
+				      ev->param.conn.responder_resources);
+	ret = rdma_accept(id, &param);
+	if (ret) {
+		pr_warn("%s: rdma_accept failed: %d\n", conn->name, ret);
+		id->context = &l->ctx;
+		krdma_conn_unpublish(conn);
+		goto free_conn;
+	}
+	return 0;
+
+free_conn:
+	/* The core destroys the child id when we return non-zero. */
+	krdma_conn_destroy_qp(conn);
+	conn->cm_id = NULL;
+	conn->torn_down = true;
+	if (conn->kdev) {
+		krdma_device_put(conn->kdev);
+		conn->kdev = NULL;
+	}
+	krdma_conn_put(conn);
+reject:
+	spin_lock_bh(&l->lock);
+	l->rejected++;
+	spin_unlock_bh(&l->lock);
+	krdma_reject(id, reason);
+	return 1;
+}
+
+static int krdma_listener_event(struct krdma_listener *l,
+				struct rdma_cm_id *id,
+				struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		return krdma_connect_request(l, id, ev);
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* Bound listeners are closed by krdma_remove_device_users(). */
+		pr_info("%s: device removed under the listener\n", l->name);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct krdma_cm_ctx *ctx = id->context;
+
+	if (ctx->type == KRDMA_CTX_LISTENER)
+		return krdma_listener_event(container_of(ctx,
+					    struct krdma_listener, ctx),
+					    id, ev);
+	return krdma_conn_event(container_of(ctx, struct krdma_conn, ctx),
+				id, ev);
+}
+
+/* ---- connect ------------------------------------------------------- */
+
+struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
+				   const struct sockaddr *src,
+				   const struct krdma_conn_opts *in_opts,
+				   const char *name, u8 test_hello)
+{
+	struct krdma_conn_opts opts;
+	struct rdma_cm_id *id;
+	struct krdma_conn *conn;
+	long left;
+	int ret;
+
+	krdma_conn_opts_fill(&opts, in_opts);
+	ret = krdma_conn_opts_check(&opts);
+	if (ret)
+		return ERR_PTR(ret);
+
+	conn = krdma_conn_alloc(&opts, name);
+	if (!conn)
+		return ERR_PTR(-ENOMEM);
+	conn->active = true;
+	conn->test_hello = test_hello;
+	memcpy(&conn->raddr, dst, dst->sa_family == AF_INET6 ?
+	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+
+	id = rdma_create_id(&init_net, krdma_cm_handler, &conn->ctx,
+			    RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id)) {
+		krdma_conn_put(conn);
+		return ERR_CAST(id);
+	}
+	conn->cm_id = id;
+	if (opts.tos)
+		rdma_set_service_type(id, opts.tos);
+
+	ret = krdma_conn_publish(conn);
+	if (ret) {
+		rdma_destroy_id(id);
+		conn->cm_id = NULL;
+		conn->torn_down = true;
+		krdma_conn_put(conn);
+		return ERR_PTR(ret);
+	}
+
+	ret = rdma_resolve_addr(id, (struct sockaddr *)src,
+				(struct sockaddr *)dst,
+				KRDMA_RESOLVE_TIMEOUT_MS);
+	if (ret) {
+		pr_warn("%s: cannot resolve %pISpc: %d\n", conn->name, dst,
+			ret);
+		goto fail;
+	}
+
+	left = wait_for_completion_killable_timeout(&conn->cm_done,
+			msecs_to_jiffies(opts.timeout_ms));
+	if (left < 0) {
+		ret = left;
+		goto fail;
+	}
+	if (!left) {
+		pr_warn("%s: connecting to %pISpc timed out\n", conn->name,
+			dst);
+		ret = -ETIMEDOUT;
+		goto fail;
+	}
+	ret = conn->cm_status;
+	if (ret)
+		goto fail;
+	pr_info("%s: connected to %pISpc on %s (depth %u, max message %u)\n",
+		conn->name, dst, conn->kdev->name, conn->depth, conn->max_msg);
+	return conn;
+
+fail:
+	krdma_conn_teardown(conn, ret);
+	if (krdma_conn_unpublish(conn))
+		krdma_conn_put(conn);
+	return ERR_PTR(ret);
+}
+
+/**
+ * krdma_connect - open a connection to a peer
+ * @dst: the peer's address (IPv4 or IPv6, with port)
+ * @src: local address to bind to, or NULL
+ * @opts: parameters, or NULL for the defaults
+ *
+ * Resolves the address to an RDMA device, creates the queue pair and
+ * exchanges the handshake.  Sleeps up to @opts->timeout_ms.
+ *
+ * Return: the connection, or an ERR_PTR: -ECONNREFUSED (nobody listens),
+ * -EPROTONOSUPPORT (peer speaks another krdma version), -EPROTO (not a krdma
+ * peer), -EINVAL (bad parameters), -ETIMEDOUT, -EHOSTUNREACH, -ENODEV.
+ */
+struct krdma_conn *krdma_connect(const struct sockaddr *dst,
+				 const struct sockaddr *src,
+				 const struct krdma_conn_opts *opts)
+{
+	return __krdma_connect(dst, src, opts, NULL, 0);
+}
+EXPORT_SYMBOL_GPL(krdma_connect);
+
+/* ---- listen -------------------------------------------------------- */
+
+static void krdma_listener_free_id(struct krdma_listener *l, int err)
+{
+	struct rdma_cm_id *id;
+
+	mutex_lock(&l->close_mutex);
+	id = l->cm_id;
+	l->cm_id = NULL;
+	if (!l->error)
+		l->error = err;
+	mutex_unlock(&l->close_mutex);
+	/* Waits for a CONNECT_REQUEST handler in progress on it. */
+	if (id)
+		rdma_destroy_id(id);
+}
+
+struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
+				      const struct krdma_conn_opts *in_opts,
+				      const char *name)
+{
+	struct krdma_listener *l, *o;
+	struct rdma_cm_id *id;
+	int ret;
+
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		return ERR_PTR(-ENOMEM);
+	kobject_init(&l->kobj, &krdma_listener_ktype);
+	krdma_conn_opts_fill(&l->opts, in_opts);
+	ret = krdma_conn_opts_check(&l->opts);
+	if (ret)
+		goto out_put;
+	l->id = atomic_inc_return(&krdma_next_id);
+	if (name && *name)
+		strscpy(l->name, name, sizeof(l->name));
+	else
+		snprintf(l->name, sizeof(l->name), "listen%u", l->id);
+	l->ctx.type = KRDMA_CTX_LISTENER;
+	INIT_LIST_HEAD(&l->list);
+	INIT_LIST_HEAD(&l->accept_q);
+	mutex_init(&l->close_mutex);
+	spin_lock_init(&l->lock);
+	init_waitqueue_head(&l->wq);
+	memcpy(&l->addr, addr, addr->sa_family == AF_INET6 ?
+	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+
+	id = rdma_create_id(&init_net, krdma_cm_handler, &l->ctx,
+			    RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id)) {
+		ret = PTR_ERR(id);
+		goto out_put;
+	}
+	l->cm_id = id;
+	ret = rdma_bind_addr(id, (struct sockaddr *)addr);
+	if (ret) {
+		pr_warn("%s: cannot bind %pISpc: %d\n", l->name, addr, ret);
+		goto out_id;
+	}
+
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(o, &krdma_listeners, list) {
+		if (!strcmp(o->name, l->name)) {
+			mutex_unlock(&krdma_lock);
+			pr_warn("listener name '%s' already in use\n", l->name);
+			ret = -EEXIST;
+			goto out_id;
+		}
+	}
+	ret = krdma_sysfs_add_listener(l);
+	if (!ret)
+		list_add_tail(&l->list, &krdma_listeners);
+	mutex_unlock(&krdma_lock);
+	if (ret)
+		goto out_id;
+
+	ret = rdma_listen(id, KRDMA_LISTEN_BACKLOG);
+	if (ret) {
+		pr_warn("%s: cannot listen on %pISpc: %d\n", l->name, addr,
+			ret);
+		krdma_listener_close(l);
+		return ERR_PTR(ret);
+	}
+	pr_info("%s: listening on %pISpc\n", l->name, addr);
+	return l;
+
+out_id:
+	rdma_destroy_id(id);
+	l->cm_id = NULL;
+out_put:
+	kobject_put(&l->kobj);
+	return ERR_PTR(ret);
+}
+
+/**
+ * krdma_listen - listen for connections
+ * @addr: local address and port (a wildcard address listens on every device)
+ * @opts: parameters offered to peers, or NULL for the defaults
+ *
+ * Return: the listener, or an ERR_PTR (-EADDRINUSE, -EADDRNOTAVAIL, ...).
+ */
+struct krdma_listener *krdma_listen(const struct sockaddr *addr,
+				    const struct krdma_conn_opts *opts)
+{
+	return __krdma_listen(addr, opts, NULL);
+}
+EXPORT_SYMBOL_GPL(krdma_listen);
+
+/**
+ * krdma_accept - take the next established connection of a listener
+ * @l: the listener
+ * @timeout: jiffies to wait, or MAX_SCHEDULE_TIMEOUT
+ *
+ * Return: the connection (close it with krdma_close()), or an ERR_PTR:
+ * -ETIMEDOUT, -ERESTARTSYS on a signal, -ENODEV if the listener was closed
+ * or its device went away.
+ */
+struct krdma_conn *krdma_accept(struct krdma_listener *l, long timeout)
+{
+	struct krdma_conn *conn = NULL;
+	long left;
+
+	left = wait_event_interruptible_timeout(l->wq,
+			!list_empty_careful(&l->accept_q) ||
+			READ_ONCE(l->closed) || READ_ONCE(l->error), timeout);
+	if (left < 0)
+		return ERR_PTR(left);
+	spin_lock_bh(&l->lock);
+	conn = list_first_entry_or_null(&l->accept_q, struct krdma_conn,
+					accept_entry);
+	if (conn)
+		list_del_init(&conn->accept_entry);
+	spin_unlock_bh(&l->lock);
+	if (conn)
+		return conn;
+	if (l->closed || l->error)
+		return ERR_PTR(-ENODEV);
+	return ERR_PTR(-ETIMEDOUT);
+}
+EXPORT_SYMBOL_GPL(krdma_accept);
+
+/**
+ * krdma_listener_close - stop listening and release the listener
+ * @l: the listener
+ *
+ * Connections already accepted are not affected; established connections
+ * not yet taken with krdma_accept() are closed.
+ */
+void krdma_listener_close(struct krdma_listener *l)
+{
+	struct krdma_conn *conn;
+
+	spin_lock_bh(&l->lock);
+	l->closed = true;
+	spin_unlock_bh(&l->lock);
+	wake_up_all(&l->wq);
+	krdma_listener_free_id(l, 0);
+
+	for (;;) {
+		spin_lock_bh(&l->lock);
+		conn = list_first_entry_or_null(&l->accept_q,
+						struct krdma_conn,
+						accept_entry);
+		if (conn)
+			list_del_init(&conn->accept_entry);
+		spin_unlock_bh(&l->lock);
+		if (!conn)
+			break;
+		krdma_close(conn);
+	}
+
+	mutex_lock(&krdma_lock);
+	if (!list_empty(&l->list))
+		list_del_init(&l->list);
+	mutex_unlock(&krdma_lock);
+	krdma_sysfs_del_listener(l);
+	pr_info("%s: closed\n", l->name);
+	kobject_put(&l->kobj);
+}
+EXPORT_SYMBOL_GPL(krdma_listener_close);
+
+/* ---- device removal and unload ------------------------------------- */
+
+/*
+ * Called from the ib_client remove callback: release everything krdma has
+ * on @kdev, synchronously.  Connections stay visible, in the error state
+ * with -ENODEV, until their owner closes them.
+ */
+void krdma_remove_device_users(struct krdma_device *kdev)
+{
+	struct krdma_conn *conn, **conns;
+	struct krdma_listener *l, **ls;
+	int n = 0, nl = 0, i, cap;
+
+again:
+	mutex_lock(&krdma_lock);
+	cap = 0;
+	list_for_each_entry(conn, &krdma_conns, list)
+		cap++;
+	list_for_each_entry(l, &krdma_listeners, list)
+		cap++;
+	mutex_unlock(&krdma_lock);
+
+	conns = kcalloc(cap + 1, sizeof(*conns), GFP_KERNEL);
+	ls = kcalloc(cap + 1, sizeof(*ls), GFP_KERNEL);
+	if (!conns || !ls) {
+		kfree(conns);
+		kfree(ls);
+		msleep(20);
+		goto again;
+	}
+
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(conn, &krdma_conns, list) {
+		if (n == cap)
+			break;
+		if (conn->kdev == kdev || conn->ibdev == kdev->ibdev) {
+			krdma_conn_get(conn);
+			conns[n++] = conn;
+		}
+	}
+	list_for_each_entry(l, &krdma_listeners, list) {
+		if (n + nl == cap)
+			break;
+		if (l->cm_id && l->cm_id->device == kdev->ibdev) {
+			kobject_get(&l->kobj);
+			ls[nl++] = l;
+		}
+	}
+	mutex_unlock(&krdma_lock);
+
+	for (i = 0; i < nl; i++) {
+		pr_warn("%s: device %s removed, no longer listening\n",
+			ls[i]->name, kdev->name);
+		krdma_listener_free_id(ls[i], -ENODEV);
+		wake_up_all(&ls[i]->wq);
+		kobject_put(&ls[i]->kobj);
+	}
+	for (i = 0; i < n; i++) {
+		krdma_conn_teardown(conns[i], -ENODEV);
+		krdma_conn_put(conns[i]);
+	}
+	kfree(conns);
+	kfree(ls);
+}
+
+/* Module unload: close every listener and connection krdma still has. */
+void krdma_close_all(void)
+{
+	struct krdma_listener *l;
+	struct krdma_conn *conn;
+
+	for (;;) {
+		mutex_lock(&krdma_lock);
+		l = list_first_entry_or_null(&krdma_listeners,
+					     struct krdma_listener, list);
+		if (l)
+			kobject_get(&l->kobj);
+		mutex_unlock(&krdma_lock);
+		if (!l)
+			break;
+		krdma_listener_close(l);
+		kobject_put(&l->kobj);
+	}
+	flush_workqueue(krdma_wq);
+	for (;;) {
+		mutex_lock(&krdma_lock);
+		conn = list_first_entry_or_null(&krdma_conns,
+						struct krdma_conn, list);
+		if (conn)
+			krdma_conn_get(conn);
+		mutex_unlock(&krdma_lock);
+		if (!conn)
+			break;
+		pr_info("%s: closed by module unload\n", conn->name);
+		krdma_close(conn);
+		krdma_conn_put(conn);	/* ours */
+	}
+	flush_workqueue(krdma_wq);
+}

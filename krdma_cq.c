@@ -1,0 +1,668 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma queue pairs, completion queues and the message datapath.
+ *
+ * Flow control: each side posts depth + 1 receives.  A sender holds one
+ * credit per receive the peer has posted for data, spends one per message,
+ * and gets credits back in the header of every message the peer sends.
+ * When the peer has nothing to send, it returns credits in a CREDIT
+ * message, which lands in the one extra receive.  Only one CREDIT message
+ * may be in flight each way (the "ctl token"); the receiver reposts its
+ * buffer and acknowledges that in the next header it sends (CTL_ACK).  So a
+ * sender never posts a SEND the peer has no receive for: no RNR, ever.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/sched/signal.h>
+#include <rdma/rw.h>
+
+#include "krdma_core.h"
+
+#define KRDMA_HDR_LEN	sizeof(struct krdma_msg_hdr)
+
+int krdma_wc_errno(enum ib_wc_status status)
+{
+	switch (status) {
+	case IB_WC_SUCCESS:
+		return 0;
+	case IB_WC_REM_ACCESS_ERR:
+	case IB_WC_LOC_ACCESS_ERR:
+		return -EACCES;
+	case IB_WC_LOC_PROT_ERR:
+	case IB_WC_MW_BIND_ERR:
+		return -EFAULT;
+	case IB_WC_RETRY_EXC_ERR:
+	case IB_WC_RNR_RETRY_EXC_ERR:
+	case IB_WC_RESP_TIMEOUT_ERR:
+		return -ETIMEDOUT;
+	case IB_WC_REM_INV_REQ_ERR:
+	case IB_WC_LOC_LEN_ERR:
+		return -EINVAL;
+	case IB_WC_REM_OP_ERR:
+	case IB_WC_REM_ABORT_ERR:
+		return -EREMOTEIO;
+	case IB_WC_WR_FLUSH_ERR:
+		return -ECONNRESET;
+	default:
+		return -EIO;
+	}
+}
+
+/*
+ * A failed work completion.  Flushes are the echo of an earlier error or of
+ * teardown and are not reported again; anything else is the first sign of
+ * trouble: one dmesg line naming the status, and the connection errors out.
+ * Returns the errno the operation fails with.
+ */
+void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc, const char *op)
+{
+	int err = krdma_wc_errno(wc->status);
+
+	if (wc->status == IB_WC_WR_FLUSH_ERR)
+		return;
+	atomic64_inc(&conn->stats.errors);
+	pr_warn("%s: %s failed: %s (%d)\n", conn->name, op,
+		ib_wc_status_msg(wc->status), wc->status);
+	krdma_conn_set_error(conn, err);
+}
+
+static int krdma_op_errno(struct krdma_conn *conn, struct ib_wc *wc)
+{
+	int err;
+
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		return krdma_wc_errno(wc->status);
+	spin_lock(&conn->lock);
+	err = conn->error ?: -ECONNRESET;
+	spin_unlock(&conn->lock);
+	return err;
+}
+
+/* ---- buffers ------------------------------------------------------- */
+
+static void krdma_free_bufs(struct krdma_conn *conn)
+{
+	struct ib_device *ibdev = conn->kdev->ibdev;
+	u32 i;
+
+	spin_lock_bh(&conn->lock);
+	INIT_LIST_HEAD(&conn->rx_ready);
+	INIT_LIST_HEAD(&conn->tx_free);
+	conn->rx_closed = true;
+	spin_unlock_bh(&conn->lock);
+
+	for (i = 0; conn->rx && i < conn->nr_rx; i++) {
+		if (!conn->rx[i].buf)
+			continue;
+		ib_dma_unmap_single(ibdev, conn->rx[i].dma,
+				    KRDMA_HDR_LEN + conn->max_msg,
+				    DMA_FROM_DEVICE);
+		kfree(conn->rx[i].buf);
+	}
+	kfree(conn->rx);
+	conn->rx = NULL;
+	for (i = 0; conn->tx && i < conn->nr_tx; i++) {
+		if (!conn->tx[i].buf)
+			continue;
+		ib_dma_unmap_single(ibdev, conn->tx[i].dma,
+				    KRDMA_HDR_LEN + conn->max_msg,
+				    DMA_TO_DEVICE);
+		kfree(conn->tx[i].buf);
+	}
+	kfree(conn->tx);
+	conn->tx = NULL;
+	if (conn->ctl_tx.buf) {
+		ib_dma_unmap_single(ibdev, conn->ctl_tx.dma, KRDMA_HDR_LEN,
+				    DMA_TO_DEVICE);
+		kfree(conn->ctl_tx.buf);
+		conn->ctl_tx.buf = NULL;
+	}
+}
+
+static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc);
+static void krdma_ctl_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/*
+ * rxe and siw have no DMA device: buffers come from kmalloc and are mapped
+ * with ib_dma_*, which does the right thing for both soft and real HCAs.
+ */
+static int krdma_alloc_bufs(struct krdma_conn *conn)
+{
+	struct ib_device *ibdev = conn->kdev->ibdev;
+	size_t sz = KRDMA_HDR_LEN + conn->max_msg;
+	u32 i;
+
+	conn->nr_rx = conn->depth + 1;
+	conn->nr_tx = conn->depth;
+	conn->rx = kcalloc(conn->nr_rx, sizeof(*conn->rx), GFP_KERNEL);
+	conn->tx = kcalloc(conn->nr_tx, sizeof(*conn->tx), GFP_KERNEL);
+	if (!conn->rx || !conn->tx)
+		return -ENOMEM;
+
+	for (i = 0; i < conn->nr_rx; i++) {
+		struct krdma_rx *rx = &conn->rx[i];
+
+		rx->buf = kmalloc(sz, GFP_KERNEL);
+		if (!rx->buf)
+			return -ENOMEM;
+		rx->dma = ib_dma_map_single(ibdev, rx->buf, sz,
+					    DMA_FROM_DEVICE);
+		if (ib_dma_mapping_error(ibdev, rx->dma)) {
+			kfree(rx->buf);
+			rx->buf = NULL;
+			return -ENOMEM;
+		}
+		rx->conn = conn;
+		rx->cqe.done = krdma_recv_done;
+		INIT_LIST_HEAD(&rx->list);
+	}
+	for (i = 0; i < conn->nr_tx; i++) {
+		struct krdma_tx *tx = &conn->tx[i];
+
+		tx->buf = kmalloc(sz, GFP_KERNEL);
+		if (!tx->buf)
+			return -ENOMEM;
+		tx->dma = ib_dma_map_single(ibdev, tx->buf, sz, DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(ibdev, tx->dma)) {
+			kfree(tx->buf);
+			tx->buf = NULL;
+			return -ENOMEM;
+		}
+		tx->conn = conn;
+		tx->cqe.done = krdma_send_done;
+		list_add_tail(&tx->list, &conn->tx_free);
+	}
+	conn->ctl_tx.buf = kmalloc(KRDMA_HDR_LEN, GFP_KERNEL);
+	if (!conn->ctl_tx.buf)
+		return -ENOMEM;
+	conn->ctl_tx.dma = ib_dma_map_single(ibdev, conn->ctl_tx.buf,
+					     KRDMA_HDR_LEN, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(ibdev, conn->ctl_tx.dma)) {
+		kfree(conn->ctl_tx.buf);
+		conn->ctl_tx.buf = NULL;
+		return -ENOMEM;
+	}
+	conn->ctl_tx.conn = conn;
+	conn->ctl_tx.cqe.done = krdma_ctl_done;
+	return 0;
+}
+
+/* ---- QP and CQ ------------------------------------------------------ */
+
+int krdma_conn_create_qp(struct krdma_conn *conn)
+{
+	struct ib_device *ibdev = conn->kdev->ibdev;
+	const struct ib_device_attr *a = &ibdev->attrs;
+	struct ib_qp_init_attr qa = {};
+	u32 max_wr = a->max_qp_wr;
+	u32 send_wr, recv_wr, rw_wr;
+	int ret;
+
+	/*
+	 * Send queue: the data sends, one credit message, a registration and
+	 * an invalidation per registered region in flight, the one-sided
+	 * operations (rdma_rw adds its own share below), and the drain WR.
+	 * One-sided chunks are split into WRs by the device's SGE limits.
+	 */
+	conn->rw_chunk_pages = KRDMA_RW_CHUNK_PAGES;
+	if (a->max_fast_reg_page_list_len &&
+	    a->max_fast_reg_page_list_len < conn->rw_chunk_pages)
+		conn->rw_chunk_pages = a->max_fast_reg_page_list_len;
+	rw_wr = DIV_ROUND_UP(conn->rw_chunk_pages,
+			     min(a->max_send_sge, a->max_sge_rd ?: 1));
+	send_wr = conn->depth + 1 + 2 * conn->depth + conn->depth * rw_wr + 1;
+	recv_wr = conn->depth + 1 + 1;
+	if (send_wr > max_wr || recv_wr > max_wr) {
+		pr_warn("%s: depth %u needs %u work requests, %s allows %u\n",
+			conn->name, conn->depth, max(send_wr, recv_wr),
+			conn->kdev->name, max_wr);
+		return -EINVAL;
+	}
+
+	ret = krdma_alloc_bufs(conn);
+	if (ret)
+		goto out_bufs;
+
+	conn->cq_size = send_wr + recv_wr + conn->depth * 3;
+	if (conn->cq_size > a->max_cqe)
+		conn->cq_size = a->max_cqe;
+	conn->cq = ib_cq_pool_get(ibdev, conn->cq_size, -1, IB_POLL_SOFTIRQ);
+	if (IS_ERR(conn->cq)) {
+		ret = PTR_ERR(conn->cq);
+		conn->cq = NULL;
+		pr_warn("%s: no completion queue: %d\n", conn->name, ret);
+		goto out_bufs;
+	}
+
+	qa.qp_context = conn;
+	qa.send_cq = conn->cq;
+	qa.recv_cq = conn->cq;
+	qa.sq_sig_type = IB_SIGNAL_REQ_WR;
+	qa.qp_type = IB_QPT_RC;
+	qa.port_num = conn->port;
+	qa.cap.max_send_wr = send_wr;
+	qa.cap.max_recv_wr = recv_wr;
+	qa.cap.max_send_sge = min_t(u32, a->max_send_sge, 2);
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_rdma_ctxs = conn->depth;
+	ret = rdma_create_qp(conn->cm_id, conn->kdev->pd, &qa);
+	if (ret) {
+		pr_warn("%s: rdma_create_qp failed: %d\n", conn->name, ret);
+		goto out_cq;
+	}
+	conn->qp = conn->cm_id->qp;
+	conn->rw_slots = 0;
+	return 0;
+
+out_cq:
+	ib_cq_pool_put(conn->cq, conn->cq_size);
+	conn->cq = NULL;
+out_bufs:
+	krdma_free_bufs(conn);
+	return ret;
+}
+
+void krdma_conn_destroy_qp(struct krdma_conn *conn)
+{
+	if (conn->qp) {
+		rdma_destroy_qp(conn->cm_id);
+		conn->qp = NULL;
+	}
+	if (conn->cq) {
+		ib_cq_pool_put(conn->cq, conn->cq_size);
+		conn->cq = NULL;
+	}
+	if (conn->kdev)
+		krdma_free_bufs(conn);
+}
+
+/* ---- receive ------------------------------------------------------- */
+
+static int krdma_post_recv(struct krdma_conn *conn, struct krdma_rx *rx)
+{
+	struct ib_sge sge = {
+		.addr	= rx->dma,
+		.length	= KRDMA_HDR_LEN + conn->max_msg,
+		.lkey	= conn->kdev->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe		= &rx->cqe,
+		.sg_list	= &sge,
+		.num_sge	= 1,
+	};
+
+	ib_dma_sync_single_for_device(conn->kdev->ibdev, rx->dma, sge.length,
+				      DMA_FROM_DEVICE);
+	return ib_post_recv(conn->qp, &wr, NULL);
+}
+
+/* Before the connection exists: every receive goes up front. */
+int krdma_conn_post_recvs(struct krdma_conn *conn)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < conn->nr_rx; i++) {
+		ret = krdma_post_recv(conn, &conn->rx[i]);
+		if (ret) {
+			pr_warn("%s: ib_post_recv failed: %d\n", conn->name,
+				ret);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int krdma_post_ctl_locked(struct krdma_conn *conn);
+
+/*
+ * A receive buffer is free again: repost it and owe the peer a credit.
+ * Called with conn->lock held.
+ */
+static void krdma_repost_locked(struct krdma_conn *conn, struct krdma_rx *rx,
+				bool is_credit_msg)
+{
+	if (!conn->qp_ok)
+		return;
+	if (krdma_post_recv(conn, rx)) {
+		conn->qp_ok = false;
+		return;
+	}
+	if (is_credit_msg)
+		conn->owe_ctl_ack = true;
+	else
+		conn->owed++;
+	/* Give credits back early enough that the peer never stalls long. */
+	if (conn->ctl_token &&
+	    (conn->owed >= max_t(u32, conn->depth / 2, 1) ||
+	     (conn->owe_ctl_ack && conn->owed)))
+		krdma_post_ctl_locked(conn);
+}
+
+static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_rx *rx = container_of(wc->wr_cqe, struct krdma_rx, cqe);
+	struct krdma_conn *conn = rx->conn;
+	struct krdma_msg_info info;
+	bool wake = false;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		krdma_wc_error(conn, wc, "receive");
+		return;
+	}
+	ib_dma_sync_single_for_cpu(conn->kdev->ibdev, rx->dma, wc->byte_len,
+				   DMA_FROM_DEVICE);
+	if (krdma_msg_decode(rx->buf, wc->byte_len, conn->max_msg, &info)) {
+		pr_warn("%s: malformed message from the peer (%u bytes)\n",
+			conn->name, wc->byte_len);
+		atomic64_inc(&conn->stats.errors);
+		krdma_conn_set_error(conn, -EPROTO);
+		return;
+	}
+
+	spin_lock(&conn->lock);
+	if (info.credits) {
+		conn->credits += info.credits;
+		wake = true;
+	}
+	if (info.flags & KRDMA_MSG_F_CTL_ACK) {
+		conn->ctl_token = true;
+		wake = true;
+	}
+	if (info.type == KRDMA_MSG_CREDIT) {
+		atomic64_inc(&conn->stats.credit_msgs);
+		krdma_repost_locked(conn, rx, true);
+	} else {
+		rx->byte_len = info.len;
+		list_add_tail(&rx->list, &conn->rx_ready);
+		atomic64_inc(&conn->stats.recv_ops);
+		atomic64_add(info.len, &conn->stats.recv_bytes);
+		wake = true;
+	}
+	/* Credits owed may now go out with the token we got back. */
+	if (conn->ctl_token && conn->owed &&
+	    (conn->owed >= max_t(u32, conn->depth / 2, 1) || conn->owe_ctl_ack))
+		krdma_post_ctl_locked(conn);
+	spin_unlock(&conn->lock);
+	if (wake)
+		wake_up_all(&conn->wq);
+}
+
+static bool krdma_rx_ready(struct krdma_conn *conn)
+{
+	bool ready;
+
+	spin_lock_bh(&conn->lock);
+	ready = !list_empty(&conn->rx_ready) || !krdma_conn_usable(conn) ||
+		conn->rx_closed || conn->svc_stop;
+	spin_unlock_bh(&conn->lock);
+	return ready;
+}
+
+/**
+ * krdma_recv - receive the next message
+ * @conn: the connection
+ * @buf: where to copy the message
+ * @len: size of @buf; a longer message fails with -EMSGSIZE and stays queued
+ * @timeout: jiffies to wait (MAX_SCHEDULE_TIMEOUT: forever); interruptible
+ *
+ * Messages that arrived before the connection failed are still delivered.
+ *
+ * Return: the message length, or -ETIMEDOUT, -ERESTARTSYS, -EMSGSIZE, or
+ * the connection's error.
+ */
+int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout)
+{
+	struct krdma_rx *rx;
+	long left;
+	int ret;
+
+	left = wait_event_interruptible_timeout(conn->wq,
+						krdma_rx_ready(conn), timeout);
+	if (left < 0)
+		return left;
+
+	spin_lock_bh(&conn->lock);
+	rx = NULL;
+	if (!conn->rx_closed)
+		rx = list_first_entry_or_null(&conn->rx_ready,
+					      struct krdma_rx, list);
+	if (!rx) {
+		ret = conn->svc_stop ? -ESHUTDOWN :
+		      krdma_conn_usable(conn) ? -ETIMEDOUT :
+		      (conn->error ?: -ENOTCONN);
+		spin_unlock_bh(&conn->lock);
+		return ret;
+	}
+	if (rx->byte_len > len) {
+		spin_unlock_bh(&conn->lock);
+		return -EMSGSIZE;
+	}
+	list_del_init(&rx->list);
+	/* Holds off teardown, which frees the buffer, while we copy. */
+	conn->qp_users++;
+	spin_unlock_bh(&conn->lock);
+
+	memcpy(buf, rx->buf + KRDMA_HDR_LEN, rx->byte_len);
+	ret = rx->byte_len;
+
+	spin_lock_bh(&conn->lock);
+	krdma_repost_locked(conn, rx, false);
+	spin_unlock_bh(&conn->lock);
+	krdma_conn_qp_put(conn);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(krdma_recv);
+
+/* ---- send ---------------------------------------------------------- */
+
+static int krdma_post_ctl_locked(struct krdma_conn *conn)
+{
+	struct krdma_tx *tx = &conn->ctl_tx;
+	struct ib_sge sge = {
+		.addr	= tx->dma,
+		.length	= KRDMA_HDR_LEN,
+		.lkey	= conn->kdev->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe		= &tx->cqe,
+		.sg_list	= &sge,
+		.num_sge	= 1,
+		.opcode		= IB_WR_SEND,
+		.send_flags	= IB_SEND_SIGNALED,
+	};
+	u32 flags = conn->owe_ctl_ack ? KRDMA_MSG_F_CTL_ACK : 0;
+	int ret;
+
+	if (!conn->qp_ok)
+		return -ENOTCONN;
+	krdma_msg_encode(tx->buf, KRDMA_MSG_CREDIT, flags, conn->owed, 0);
+	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
+				      KRDMA_HDR_LEN, DMA_TO_DEVICE);
+	ret = ib_post_send(conn->qp, &wr, NULL);
+	if (ret) {
+		pr_warn("%s: posting a credit message failed: %d\n",
+			conn->name, ret);
+		conn->qp_ok = false;
+		return ret;
+	}
+	conn->ctl_token = false;
+	conn->owe_ctl_ack = false;
+	conn->owed = 0;
+	return 0;
+}
+
+static void krdma_ctl_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_tx *tx = container_of(wc->wr_cqe, struct krdma_tx, cqe);
+
+	if (wc->status != IB_WC_SUCCESS)
+		krdma_wc_error(tx->conn, wc, "credit message");
+}
+
+static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_tx *tx = container_of(wc->wr_cqe, struct krdma_tx, cqe);
+	struct krdma_conn *conn = tx->conn;
+	struct krdma_req *req;
+	int status = 0;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		krdma_wc_error(conn, wc, "send");
+		status = krdma_op_errno(conn, wc);
+	}
+	spin_lock(&conn->lock);
+	req = tx->req;
+	tx->req = NULL;
+	list_add(&tx->list, &conn->tx_free);
+	spin_unlock(&conn->lock);
+	wake_up_all(&conn->wq);
+	if (req) {
+		req->status = status;
+		if (status)
+			req->len = 0;
+		req->done(req);
+	}
+}
+
+/* A send may go when there is a credit and a free buffer, or never will. */
+static bool krdma_can_send(struct krdma_conn *conn)
+{
+	bool ok;
+
+	spin_lock_bh(&conn->lock);
+	ok = !krdma_conn_usable(conn) ||
+	     (conn->credits && !list_empty(&conn->tx_free));
+	spin_unlock_bh(&conn->lock);
+	return ok;
+}
+
+/**
+ * krdma_send_async - send a message, completing through a callback
+ * @conn: the connection
+ * @buf: the message; copied before this returns, so it may be reused
+ * @len: its length, up to krdma_max_msg_size() (0 is a valid message)
+ * @req: request whose ->done runs (softirq) when the peer has the message
+ * @nowait: fail with -EAGAIN instead of sleeping when no credit is free
+ *
+ * Return: 0 if posted (->done will run), else a negative errno and ->done
+ * will not run: -EMSGSIZE, -EAGAIN, -ERESTARTSYS, or the connection's error.
+ */
+int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
+		     struct krdma_req *req, bool nowait)
+{
+	struct ib_sge sge;
+	struct ib_send_wr wr = {};
+	struct krdma_tx *tx;
+	u32 flags;
+	int ret;
+
+	if (len > conn->max_msg)
+		return -EMSGSIZE;
+	for (;;) {
+		spin_lock_bh(&conn->lock);
+		if (!krdma_conn_usable(conn)) {
+			ret = conn->error ?: -ENOTCONN;
+			spin_unlock_bh(&conn->lock);
+			return ret;
+		}
+		if (conn->credits && !list_empty(&conn->tx_free))
+			break;
+		spin_unlock_bh(&conn->lock);
+		if (nowait)
+			return -EAGAIN;
+		atomic64_inc(&conn->stats.credit_waits);
+		ret = wait_event_interruptible(conn->wq, krdma_can_send(conn));
+		if (ret)
+			return ret;
+	}
+	tx = list_first_entry(&conn->tx_free, struct krdma_tx, list);
+	list_del_init(&tx->list);
+	conn->credits--;
+	flags = conn->owe_ctl_ack ? KRDMA_MSG_F_CTL_ACK : 0;
+	krdma_msg_encode(tx->buf, KRDMA_MSG_DATA, flags, conn->owed, len);
+	memcpy(tx->buf + KRDMA_HDR_LEN, buf, len);
+	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
+				      KRDMA_HDR_LEN + len, DMA_TO_DEVICE);
+	req->len = len;
+	tx->req = req;
+	sge.addr = tx->dma;
+	sge.length = KRDMA_HDR_LEN + len;
+	sge.lkey = conn->kdev->pd->local_dma_lkey;
+	wr.wr_cqe = &tx->cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	ret = ib_post_send(conn->qp, &wr, NULL);
+	if (ret) {
+		tx->req = NULL;
+		list_add(&tx->list, &conn->tx_free);
+		conn->credits++;
+		spin_unlock_bh(&conn->lock);
+		pr_warn("%s: ib_post_send failed: %d\n", conn->name, ret);
+		krdma_conn_set_error(conn, ret);
+		return ret;
+	}
+	conn->owed = 0;
+	conn->owe_ctl_ack = false;
+	spin_unlock_bh(&conn->lock);
+	atomic64_inc(&conn->stats.send_ops);
+	atomic64_add(len, &conn->stats.send_bytes);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(krdma_send_async);
+
+struct krdma_sync_req {
+	struct krdma_req	req;
+	struct completion	done;
+};
+
+static void krdma_sync_done(struct krdma_req *req)
+{
+	complete(&container_of(req, struct krdma_sync_req, req)->done);
+}
+
+/**
+ * krdma_send - send a message and wait until the peer has it
+ * @conn: the connection
+ * @buf: the message
+ * @len: its length, up to krdma_max_msg_size()
+ * @timeout: jiffies to wait for a credit (MAX_SCHEDULE_TIMEOUT: forever)
+ *
+ * Return: 0, or -EMSGSIZE, -ETIMEDOUT, -ERESTARTSYS, or the connection's
+ * error (-ECONNRESET after a disconnect, -ENODEV after device removal).
+ */
+int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
+	       long timeout)
+{
+	struct krdma_sync_req s;
+	long left;
+	int ret;
+
+	if (len > conn->max_msg)
+		return -EMSGSIZE;
+	left = wait_event_interruptible_timeout(conn->wq,
+						krdma_can_send(conn), timeout);
+	if (left < 0)
+		return left;
+	if (!left)
+		return -ETIMEDOUT;
+	init_completion(&s.done);
+	s.req.done = krdma_sync_done;
+	ret = krdma_send_async(conn, buf, len, &s.req, false);
+	if (ret)
+		return ret;
+	/* Posted: the completion always comes, at worst as a flush. */
+	wait_for_completion(&s.done);
+	return s.req.status;
+}
+EXPORT_SYMBOL_GPL(krdma_send);
+
+/* Teardown: whoever still waits learns the connection is gone. */
+void krdma_conn_flush_waiters(struct krdma_conn *conn)
+{
+	wake_up_all(&conn->wq);
+}

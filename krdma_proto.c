@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma wire formats: encode and decode, no side effects.
+ */
+#include <linux/errno.h>
+#include <linux/kernel.h>
+#include <linux/export.h>
+#include <linux/string.h>
+#include <asm/byteorder.h>
+
+#include <krdma.h>
+#include "krdma_proto.h"
+
+void krdma_hello_encode(struct krdma_hello *h, u32 depth, u32 max_msg)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = cpu_to_be32(KRDMA_PROTO_MAGIC);
+	h->version = KRDMA_PROTO_VERSION;
+	h->queue_depth = cpu_to_be16(depth);
+	h->max_msg_size = cpu_to_be32(max_msg);
+}
+
+/*
+ * Returns 0 with @p filled in, or a KRDMA_REJ_* reason (> 0) saying why the
+ * peer's hello is unacceptable.  Range checks are left to krdma_negotiate().
+ */
+int krdma_hello_decode(const void *data, size_t len, struct krdma_params *p)
+{
+	const struct krdma_hello *h = data;
+
+	if (!data || len < sizeof(*h))
+		return KRDMA_REJ_SHORT;
+	if (be32_to_cpu(h->magic) != KRDMA_PROTO_MAGIC)
+		return KRDMA_REJ_MAGIC;
+	if (h->version != KRDMA_PROTO_VERSION)
+		return KRDMA_REJ_VERSION;
+	p->version = h->version;
+	p->queue_depth = be16_to_cpu(h->queue_depth);
+	p->max_msg_size = be32_to_cpu(h->max_msg_size);
+	return 0;
+}
+
+/*
+ * Both sides settle on the smaller depth and message size.  A peer offering
+ * a value outside krdma's limits is refused rather than clamped: it would
+ * size its own buffers by what it offered.
+ */
+int krdma_negotiate(const struct krdma_params *local,
+		    const struct krdma_params *remote,
+		    struct krdma_params *out)
+{
+	if (!remote->queue_depth || remote->queue_depth > KRDMA_MAX_DEPTH)
+		return KRDMA_REJ_PARAMS;
+	if (remote->max_msg_size < sizeof(struct krdma_token_wire) ||
+	    remote->max_msg_size > KRDMA_MAX_MSG_SIZE)
+		return KRDMA_REJ_PARAMS;
+	out->version = KRDMA_PROTO_VERSION;
+	out->queue_depth = min(local->queue_depth, remote->queue_depth);
+	out->max_msg_size = min(local->max_msg_size, remote->max_msg_size);
+	return 0;
+}
+
+void krdma_rej_encode(struct krdma_rej *r, int reason)
+{
+	memset(r, 0, sizeof(*r));
+	r->magic = cpu_to_be32(KRDMA_PROTO_MAGIC);
+	r->version = KRDMA_PROTO_VERSION;
+	r->reason = reason;
+}
+
+/* The reason in a krdma reject, or 0 when the reject did not come from krdma. */
+int krdma_rej_decode(const void *data, size_t len)
+{
+	const struct krdma_rej *r = data;
+
+	if (!data || len < sizeof(*r) ||
+	    be32_to_cpu(r->magic) != KRDMA_PROTO_MAGIC)
+		return 0;
+	if (r->reason == KRDMA_REJ_NONE || r->reason >= KRDMA_REJ_MAX)
+		return 0;
+	return r->reason;
+}
+
+const char *krdma_rej_str(int reason)
+{
+	static const char * const names[KRDMA_REJ_MAX] = {
+		[KRDMA_REJ_NONE]	= "none",
+		[KRDMA_REJ_SHORT]	= "handshake too short",
+		[KRDMA_REJ_MAGIC]	= "not a krdma peer (bad magic)",
+		[KRDMA_REJ_VERSION]	= "unsupported protocol version",
+		[KRDMA_REJ_PARAMS]	= "queue depth or message size out of range",
+		[KRDMA_REJ_RESOURCES]	= "out of resources",
+		[KRDMA_REJ_DEVICE]	= "device going away",
+	};
+
+	if (reason < 0 || reason >= KRDMA_REJ_MAX)
+		return "unknown";
+	return names[reason];
+}
+
+int krdma_rej_errno(int reason)
+{
+	switch (reason) {
+	case KRDMA_REJ_SHORT:
+	case KRDMA_REJ_MAGIC:
+		return -EPROTO;
+	case KRDMA_REJ_VERSION:
+		return -EPROTONOSUPPORT;
+	case KRDMA_REJ_PARAMS:
+		return -EINVAL;
+	case KRDMA_REJ_RESOURCES:
+		return -ENOMEM;
+	case KRDMA_REJ_DEVICE:
+		return -ENODEV;
+	default:
+		return -ECONNREFUSED;
+	}
+}
+
+void krdma_msg_encode(struct krdma_msg_hdr *h, u32 type, u32 flags,
+		      u32 credits, u32 len)
+{
+	h->type = type;
+	h->flags = flags;
+	h->credits = cpu_to_be16(credits);
+	h->len = cpu_to_be32(len);
+}
+
+/*
+ * Check a received message: the header must fit in what arrived, name a
+ * known type, and claim exactly the payload that arrived (never more than
+ * the negotiated maximum).  Returns 0 or -EPROTO.
+ */
+int krdma_msg_decode(const void *buf, u32 byte_len, u32 max_msg,
+		     struct krdma_msg_info *info)
+{
+	const struct krdma_msg_hdr *h = buf;
+
+	if (byte_len < sizeof(*h))
+		return -EPROTO;
+	info->type = h->type;
+	info->flags = h->flags;
+	info->credits = be16_to_cpu(h->credits);
+	info->len = be32_to_cpu(h->len);
+	if (info->type != KRDMA_MSG_DATA && info->type != KRDMA_MSG_CREDIT)
+		return -EPROTO;
+	if (info->flags & ~KRDMA_MSG_F_CTL_ACK)
+		return -EPROTO;
+	if (info->len > max_msg || info->len != byte_len - sizeof(*h))
+		return -EPROTO;
+	if (info->type == KRDMA_MSG_CREDIT && info->len)
+		return -EPROTO;
+	return 0;
+}
+
+/*
+ * Test pattern: byte @pos of stream @seed.  A hash of (seed, pos / 4), so
+ * that a misplaced, duplicated or stale block never matches by accident.
+ */
+static u32 krdma_pattern_word(u64 seed, u64 word)
+{
+	u32 x = (u32)seed * 0x9e3779b1u ^ (u32)(seed >> 32) ^
+		(u32)word * 0x85ebca77u ^ (u32)(word >> 32);
+
+	x ^= x >> 15;
+	x *= 0x2c1b3c6du;
+	x ^= x >> 12;
+	x *= 0x297a2d39u;
+	x ^= x >> 15;
+	return x;
+}
+
+static u8 krdma_pattern_byte(u64 seed, u64 pos)
+{
+	return krdma_pattern_word(seed, pos >> 2) >> ((pos & 3) * 8);
+}
+
+/* Fill @len bytes with the pattern from stream position @pos on. */
+void krdma_pattern_fill(void *buf, size_t len, u64 seed, u64 pos)
+{
+	u8 *p = buf;
+	size_t i = 0;
+
+	for (; i < len && ((pos + i) & 3); i++)
+		p[i] = krdma_pattern_byte(seed, pos + i);
+	for (; i + 4 <= len; i += 4) {
+		u32 w = krdma_pattern_word(seed, (pos + i) >> 2);
+
+		p[i] = w;
+		p[i + 1] = w >> 8;
+		p[i + 2] = w >> 16;
+		p[i + 3] = w >> 24;
+	}
+	for (; i < len; i++)
+		p[i] = krdma_pattern_byte(seed, pos + i);
+}
+
+/* Stream position of the first byte that differs, or -1 if none does. */
+s64 krdma_pattern_check(const void *buf, size_t len, u64 seed, u64 pos)
+{
+	const u8 *p = buf;
+	u8 want[128];
+	size_t i = 0, n, j;
+
+	while (i < len) {
+		n = min_t(size_t, len - i, sizeof(want));
+		krdma_pattern_fill(want, n, seed, pos + i);
+		if (memcmp(p + i, want, n)) {
+			for (j = 0; p[i + j] == want[j]; j++)
+				;
+			return pos + i + j;
+		}
+		i += n;
+	}
+	return -1;
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdma wire formats: the handshake carried in rdma_cm private data and the
+ * header in front of every message.  Encoding and decoding are pure
+ * functions (krdma_proto.c) so that KUnit can test them without a device.
+ */
+#ifndef KRDMA_PROTO_H
+#define KRDMA_PROTO_H
+
+#include <linux/types.h>
+
+#define KRDMA_PROTO_MAGIC	0x4b52444d	/* "KRDM" */
+#define KRDMA_PROTO_VERSION	1
+
+/*
+ * Connect request and accept reply.  IB pads CM private data with zeros,
+ * iWARP carries it exactly, so the receiver accepts any length >= sizeof.
+ */
+struct krdma_hello {
+	__be32	magic;
+	u8	version;
+	u8	flags;
+	__be16	queue_depth;
+	__be32	max_msg_size;
+	__be32	reserved;
+} __packed;
+
+/* Reject reasons carried in struct krdma_rej (and shown in dmesg). */
+enum krdma_rej_reason {
+	KRDMA_REJ_NONE = 0,
+	KRDMA_REJ_SHORT,	/* private data shorter than struct krdma_hello */
+	KRDMA_REJ_MAGIC,	/* not a krdma peer */
+	KRDMA_REJ_VERSION,	/* a krdma peer speaking another version */
+	KRDMA_REJ_PARAMS,	/* depth or message size out of range */
+	KRDMA_REJ_RESOURCES,	/* passive side could not allocate */
+	KRDMA_REJ_DEVICE,	/* device going away */
+	KRDMA_REJ_MAX,
+};
+
+struct krdma_rej {
+	__be32	magic;
+	u8	version;
+	u8	reason;
+	__be16	reserved;
+} __packed;
+
+struct krdma_params {
+	u32	version;
+	u32	queue_depth;
+	u32	max_msg_size;
+};
+
+/* Message header: in front of every SEND. */
+enum krdma_msg_type {
+	KRDMA_MSG_DATA = 1,	/* carries a user message */
+	KRDMA_MSG_CREDIT = 2,	/* only returns credits */
+};
+
+#define KRDMA_MSG_F_CTL_ACK	0x1	/* the peer's credit message was reposted */
+
+struct krdma_msg_hdr {
+	u8	type;
+	u8	flags;
+	__be16	credits;
+	__be32	len;
+} __packed;
+
+struct krdma_msg_info {
+	u32	type;
+	u32	flags;
+	u32	credits;
+	u32	len;
+};
+
+void krdma_hello_encode(struct krdma_hello *h, u32 depth, u32 max_msg);
+int krdma_hello_decode(const void *data, size_t len, struct krdma_params *p);
+int krdma_negotiate(const struct krdma_params *local,
+		    const struct krdma_params *remote,
+		    struct krdma_params *out);
+void krdma_rej_encode(struct krdma_rej *r, int reason);
+int krdma_rej_decode(const void *data, size_t len);
+const char *krdma_rej_str(int reason);
+int krdma_rej_errno(int reason);
+
+void krdma_msg_encode(struct krdma_msg_hdr *h, u32 type, u32 flags,
+		      u32 credits, u32 len);
+int krdma_msg_decode(const void *buf, u32 byte_len, u32 max_msg,
+		     struct krdma_msg_info *info);
+
+void krdma_pattern_fill(void *buf, size_t len, u64 seed, u64 pos);
+s64 krdma_pattern_check(const void *buf, size_t len, u64 seed, u64 pos);
+
+#endif /* KRDMA_PROTO_H */

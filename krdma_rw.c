@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma one-sided transfers: RDMA WRITE and READ through rdma_rw, and
+ * atomics.  A transfer is cut into chunks (krdma_plan.c); each chunk is one
+ * rdma_rw context, which splits it further into as many work requests and
+ * registrations as the device needs, and takes one queue-depth slot.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <rdma/rw.h>
+
+#include "krdma_core.h"
+#include "krdma_plan.h"
+
+struct krdma_rw_op;
+
+struct krdma_rw_chunk {
+	struct rdma_rw_ctx	ctx;
+	struct ib_cqe		cqe;
+	struct krdma_rw_op	*op;
+	struct sg_table		sgt;
+	bool			inited;
+};
+
+struct krdma_rw_op {
+	struct krdma_conn	*conn;
+	struct krdma_req	*req;
+	bool			write;
+	int			nr_chunks;
+	atomic_t		pending;
+	int			status;
+	u32			len;
+	struct krdma_rw_chunk	chunks[];
+};
+
+static enum dma_data_direction krdma_rw_dir(bool write)
+{
+	return write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+}
+
+static void krdma_rw_chunk_destroy(struct krdma_rw_op *op,
+				   struct krdma_rw_chunk *ch)
+{
+	struct krdma_conn *conn = op->conn;
+
+	if (ch->inited)
+		rdma_rw_ctx_destroy(&ch->ctx, conn->qp, conn->port,
+				    ch->sgt.sgl, ch->sgt.orig_nents,
+				    krdma_rw_dir(op->write));
+	ch->inited = false;
+	sg_free_table(&ch->sgt);
+}
+
+static void krdma_rw_op_finish(struct krdma_rw_op *op);
+
+static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_rw_chunk *ch = container_of(wc->wr_cqe,
+						 struct krdma_rw_chunk, cqe);
+	struct krdma_rw_op *op = ch->op;
+	struct krdma_conn *conn = op->conn;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		krdma_wc_error(conn, wc, op->write ? "RDMA WRITE" :
+						     "RDMA READ");
+		if (wc->status == IB_WC_WR_FLUSH_ERR) {
+			spin_lock(&conn->lock);
+			cmpxchg(&op->status, 0, conn->error ?: -ECONNRESET);
+			spin_unlock(&conn->lock);
+		} else {
+			cmpxchg(&op->status, 0, krdma_wc_errno(wc->status));
+		}
+	}
+	krdma_rw_chunk_destroy(op, ch);
+	spin_lock(&conn->lock);
+	conn->rw_slots--;
+	spin_unlock(&conn->lock);
+	wake_up_all(&conn->wq);
+
+	if (atomic_dec_and_test(&op->pending))
+		krdma_rw_op_finish(op);
+}
+
+static void krdma_rw_op_finish(struct krdma_rw_op *op)
+{
+	struct krdma_conn *conn = op->conn;
+	struct krdma_req *req;
+
+	req = op->req;
+	req->status = op->status;
+	req->len = op->status ? 0 : op->len;
+	if (!op->status) {
+		if (op->write) {
+			atomic64_inc(&conn->stats.write_ops);
+			atomic64_add(op->len, &conn->stats.write_bytes);
+		} else {
+			atomic64_inc(&conn->stats.read_ops);
+			atomic64_add(op->len, &conn->stats.read_bytes);
+		}
+	}
+	kfree(op);
+	req->done(req);
+}
+
+static bool krdma_rw_slots_free(struct krdma_conn *conn, int n)
+{
+	bool ok;
+
+	spin_lock_bh(&conn->lock);
+	ok = !conn->qp_ok || conn->rw_slots + n <= conn->depth;
+	spin_unlock_bh(&conn->lock);
+	return ok;
+}
+
+/* Is the one-sided access [offset, offset + len) inside the token? */
+static int krdma_token_check(struct krdma_conn *conn,
+			     const struct krdma_token *token, u64 offset,
+			     u64 len)
+{
+	if (offset > token->length || len > token->length - offset) {
+		pr_warn("%s: access %llu+%llu outside the token's %u bytes\n",
+			conn->name, offset, len, token->length);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
+			      struct scatterlist *sg, int nents, u64 skip,
+			      u64 len, const struct krdma_token *token,
+			      u64 offset, struct krdma_req *req, bool nowait)
+{
+	struct krdma_chunk_plan *plan;
+	struct sg_table *tables;
+	struct krdma_rw_op *op;
+	bool split_gaps;
+	int n, i, ret;
+	u64 raddr;
+
+	ret = krdma_conn_qp_get(conn);
+	if (ret)
+		return ret;
+	/* iWARP RDMA READ lands in an MR: chunks must be MR-mappable. */
+	split_gaps = !write && rdma_protocol_iwarp(conn->kdev->ibdev,
+						    conn->port);
+
+	ret = -ENOMEM;
+	plan = kcalloc(conn->depth, sizeof(*plan), GFP_KERNEL);
+	if (!plan)
+		goto out_put;
+	n = krdma_rw_plan(sg, nents, skip, len, conn->rw_chunk_pages,
+			  split_gaps, plan, conn->depth);
+	if (n < 0) {
+		ret = n;
+		goto out_plan;
+	}
+	op = kzalloc(struct_size(op, chunks, n), GFP_KERNEL);
+	if (!op)
+		goto out_plan;
+	op->conn = conn;
+	op->req = req;
+	op->write = write;
+	op->nr_chunks = n;
+	op->len = len;
+	atomic_set(&op->pending, n);
+	for (i = 0; i < n; i++) {
+		op->chunks[i].op = op;
+		op->chunks[i].cqe.done = krdma_rw_done;
+	}
+	tables = kcalloc(n, sizeof(*tables), GFP_KERNEL);
+	if (!tables) {
+		kfree(op);
+		goto out_plan;
+	}
+	ret = krdma_rw_fill(sg, nents, skip, len, plan, n, tables, GFP_KERNEL);
+	if (ret) {
+		kfree(tables);
+		kfree(op);
+		goto out_plan;
+	}
+	for (i = 0; i < n; i++)
+		op->chunks[i].sgt = tables[i];
+	kfree(tables);
+
+	/* Wait for slots before taking MRs from the QP's pool. */
+	for (;;) {
+		spin_lock_bh(&conn->lock);
+		if (!conn->qp_ok) {
+			ret = conn->error ?: -ENOTCONN;
+			spin_unlock_bh(&conn->lock);
+			goto out_op;
+		}
+		if (conn->rw_slots + n <= conn->depth) {
+			conn->rw_slots += n;
+			spin_unlock_bh(&conn->lock);
+			break;
+		}
+		spin_unlock_bh(&conn->lock);
+		if (nowait) {
+			ret = -EAGAIN;
+			goto out_op;
+		}
+		ret = wait_event_interruptible(conn->wq,
+					       krdma_rw_slots_free(conn, n));
+		if (ret)
+			goto out_op;
+	}
+
+	raddr = token->addr + offset;
+	for (i = 0; i < n; i++) {
+		struct krdma_rw_chunk *ch = &op->chunks[i];
+
+		ret = rdma_rw_ctx_init(&ch->ctx, conn->qp, conn->port,
+				       ch->sgt.sgl, ch->sgt.orig_nents, 0, raddr,
+				       token->rkey, krdma_rw_dir(write));
+		if (ret < 0) {
+			pr_warn("%s: rdma_rw_ctx_init failed: %d\n",
+				conn->name, ret);
+			goto out_slots;
+		}
+		ch->inited = true;
+		raddr += plan[i].bytes;
+	}
+
+	for (i = 0; i < n; i++) {
+		spin_lock_bh(&conn->lock);
+		ret = conn->qp_ok ?
+		      rdma_rw_ctx_post(&op->chunks[i].ctx, conn->qp,
+				       conn->port, &op->chunks[i].cqe, NULL) :
+		      -ENOTCONN;
+		spin_unlock_bh(&conn->lock);
+		if (ret)
+			break;
+	}
+	if (i < n) {
+		/* Posted chunks complete (or flush) and finish the op. */
+		pr_warn("%s: posting RDMA %s failed: %d\n", conn->name,
+			write ? "WRITE" : "READ", ret);
+		krdma_conn_set_error(conn, ret);
+		cmpxchg(&op->status, 0, ret);
+		if (!i)
+			goto out_slots;
+		/*
+		 * Chunks 0..i-1 are in flight (they flush, the connection is
+		 * failing); whoever drops the last pending count ends the op.
+		 */
+		for (n -= i; i < op->nr_chunks; i++)
+			krdma_rw_chunk_destroy(op, &op->chunks[i]);
+		spin_lock_bh(&conn->lock);
+		conn->rw_slots -= n;
+		spin_unlock_bh(&conn->lock);
+		if (atomic_sub_and_test(n, &op->pending))
+			krdma_rw_op_finish(op);
+		ret = 0;
+	}
+	kfree(plan);
+	krdma_conn_qp_put(conn);
+	return ret;
+
+out_slots:
+	spin_lock_bh(&conn->lock);
+	conn->rw_slots -= n;
+	spin_unlock_bh(&conn->lock);
+	wake_up_all(&conn->wq);
+out_op:
+	for (i = 0; i < n; i++)
+		krdma_rw_chunk_destroy(op, &op->chunks[i]);
+	kfree(op);
+out_plan:
+	kfree(plan);
+out_put:
+	krdma_conn_qp_put(conn);
+	return ret;
+}
+
+/**
+ * krdma_rdma_async - RDMA WRITE or READ, completing through a callback
+ * @conn: the connection
+ * @write: true to write local data to the peer, false to read from it
+ * @sg: local memory (source of a write, destination of a read)
+ * @nents: entries in @sg
+ * @token: the peer's region
+ * @offset: where in the peer's region
+ * @req: ->done runs (softirq) when the whole transfer is complete
+ * @nowait: fail with -EAGAIN instead of waiting for a free slot
+ *
+ * The transfer may be at most queue depth chunks long (256 pages each);
+ * krdma_write()/krdma_read() take any length.
+ *
+ * Return: 0 if started (->done will run), else a negative errno and ->done
+ * will not run: -EINVAL (empty), -ERANGE (outside the token), -E2BIG,
+ * -EAGAIN, -ERESTARTSYS, or the connection's error.
+ */
+int krdma_rdma_async(struct krdma_conn *conn, bool write,
+		     struct scatterlist *sg, int nents,
+		     const struct krdma_token *token, u64 offset,
+		     struct krdma_req *req, bool nowait)
+{
+	u64 len;
+	int ret;
+
+	ret = krdma_sg_len(sg, nents, &len);
+	if (ret || !len)
+		return -EINVAL;
+	ret = krdma_token_check(conn, token, offset, len);
+	if (ret)
+		return ret;
+	return __krdma_rdma_async(conn, write, sg, nents, 0, len, token,
+				  offset, req, nowait);
+}
+EXPORT_SYMBOL_GPL(krdma_rdma_async);
+
+struct krdma_rw_sync {
+	struct krdma_req	req;
+	struct completion	done;
+};
+
+static void krdma_rw_sync_done(struct krdma_req *req)
+{
+	complete(&container_of(req, struct krdma_rw_sync, req)->done);
+}
+
+/*
+ * Move @len bytes starting @skip bytes into @sg to/from @token at @offset,
+ * in windows that fit the queue depth, and wait for each.
+ */
+int krdma_rdma_range(struct krdma_conn *conn, bool write,
+		     struct scatterlist *sg, int nents, u64 skip, u64 len,
+		     const struct krdma_token *token, u64 offset, long timeout)
+{
+	u64 done = 0, window;
+	struct krdma_rw_sync s;
+	long left;
+	int ret;
+
+	if (!len)
+		return -EINVAL;
+	ret = krdma_token_check(conn, token, offset, len);
+	if (ret)
+		return ret;
+
+	/*
+	 * Windows of half the queue depth in chunks keep the pipe full
+	 * without starving concurrent users of the connection.
+	 */
+	window = (u64)max_t(u32, conn->depth / 2, 1) * conn->rw_chunk_pages *
+		 PAGE_SIZE / 2;
+	while (done < len) {
+		u64 this = min(len - done, window);
+
+		init_completion(&s.done);
+		s.req.done = krdma_rw_sync_done;
+		ret = __krdma_rdma_async(conn, write, sg, nents, skip + done, this,
+					 token, offset + done, &s.req, false);
+		if (ret == -E2BIG && window > PAGE_SIZE) {
+			/* Gappy scatterlist: more chunks than planned. */
+			window /= 2;
+			continue;
+		}
+		if (ret)
+			return ret;
+		left = wait_for_completion_timeout(&s.done, timeout);
+		if (!left) {
+			/*
+			 * The op still owns our request: the connection
+			 * must fail so that the flush completes it.
+			 */
+			krdma_conn_set_error(conn, -ETIMEDOUT);
+			krdma_conn_teardown(conn, -ETIMEDOUT);
+			wait_for_completion(&s.done);
+			return -ETIMEDOUT;
+		}
+		if (s.req.status)
+			return s.req.status;
+		done += this;
+	}
+	return 0;
+}
+
+static int krdma_rdma_sync(struct krdma_conn *conn, bool write,
+			   struct scatterlist *sg, int nents,
+			   const struct krdma_token *token, u64 offset,
+			   long timeout)
+{
+	u64 len;
+
+	if (krdma_sg_len(sg, nents, &len) || !len)
+		return -EINVAL;
+	return krdma_rdma_range(conn, write, sg, nents, 0, len, token, offset,
+				timeout);
+}
+
+/**
+ * krdma_write - RDMA WRITE local memory into a peer's region, and wait
+ * @conn: the connection
+ * @sg: local data, any length within the token
+ * @nents: entries in @sg
+ * @token: the peer's region (with remote write right)
+ * @offset: where in the peer's region
+ * @timeout: jiffies; a transfer not done by then fails the connection
+ *
+ * Return: 0 once the data is placed at the peer, else -EINVAL, -ERANGE,
+ * -EACCES (the peer refused the key or the right), -ETIMEDOUT, or the
+ * connection's error.
+ */
+int krdma_write(struct krdma_conn *conn, struct scatterlist *sg, int nents,
+		const struct krdma_token *token, u64 offset, long timeout)
+{
+	return krdma_rdma_sync(conn, true, sg, nents, token, offset, timeout);
+}
+EXPORT_SYMBOL_GPL(krdma_write);
+
+/**
+ * krdma_read - RDMA READ from a peer's region into local memory, and wait
+ * @conn: the connection
+ * @sg: local destination, any length within the token
+ * @nents: entries in @sg
+ * @token: the peer's region (with remote read right)
+ * @offset: where in the peer's region
+ * @timeout: jiffies; a transfer not done by then fails the connection
+ *
+ * Return: as krdma_write().
+ */
+int krdma_read(struct krdma_conn *conn, struct scatterlist *sg, int nents,
+	       const struct krdma_token *token, u64 offset, long timeout)
+{
+	return krdma_rdma_sync(conn, false, sg, nents, token, offset, timeout);
+}
+EXPORT_SYMBOL_GPL(krdma_read);
+
+/* ---- atomics ------------------------------------------------------- */
+
+struct krdma_atomic_ctx {
+	struct ib_cqe		cqe;
+	struct completion	done;
+	int			status;
+	struct krdma_conn	*conn;
+};
+
+static void krdma_atomic_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_atomic_ctx *a = container_of(wc->wr_cqe,
+						  struct krdma_atomic_ctx, cqe);
+
+	a->status = 0;
+	if (wc->status != IB_WC_SUCCESS) {
+		krdma_wc_error(a->conn, wc, "atomic");
+		a->status = krdma_wc_errno(wc->status);
+		if (wc->status == IB_WC_WR_FLUSH_ERR)
+			a->status = -ECONNRESET;
+	}
+	complete(&a->done);
+}
+
+static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
+			const struct krdma_token *token, u64 offset,
+			u64 compare_add, u64 swap, u64 *old, long timeout)
+{
+	struct krdma_atomic_ctx a = {};
+	struct ib_atomic_wr wr = {};
+	struct ib_device *ibdev;
+	struct ib_sge sge;
+	u64 *buf, dma;
+	int ret;
+
+	ret = krdma_token_check(conn, token, offset, sizeof(u64));
+	if (ret)
+		return ret;
+	if ((token->addr + offset) & 7) {
+		pr_warn("%s: atomic target not 8-byte aligned\n", conn->name);
+		return -EINVAL;
+	}
+	ret = krdma_conn_qp_get(conn);
+	if (ret)
+		return ret;
+	ibdev = conn->kdev->ibdev;
+	if (ibdev->attrs.atomic_cap == IB_ATOMIC_NONE) {
+		ret = -EOPNOTSUPP;
+		goto out_put;
+	}
+	ret = -ENOMEM;
+	buf = kmalloc(sizeof(*buf), GFP_KERNEL);
+	if (!buf)
+		goto out_put;
+	dma = ib_dma_map_single(ibdev, buf, sizeof(*buf), DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(ibdev, dma))
+		goto out_free;
+
+	init_completion(&a.done);
+	a.conn = conn;
+	a.cqe.done = krdma_atomic_done;
+	sge.addr = dma;
+	sge.length = sizeof(u64);
+	sge.lkey = conn->kdev->pd->local_dma_lkey;
+	wr.wr.wr_cqe = &a.cqe;
+	wr.wr.sg_list = &sge;
+	wr.wr.num_sge = 1;
+	wr.wr.opcode = opcode;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.remote_addr = token->addr + offset;
+	wr.rkey = token->rkey;
+	wr.compare_add = compare_add;
+	wr.swap = swap;
+
+	spin_lock_bh(&conn->lock);
+	ret = conn->qp_ok ? ib_post_send(conn->qp, &wr.wr, NULL) : -ENOTCONN;
+	spin_unlock_bh(&conn->lock);
+	if (!ret) {
+		/* The cqe lives on our stack: wait for it whatever happens. */
+		if (!wait_for_completion_timeout(&a.done, timeout)) {
+			krdma_conn_set_error(conn, -ETIMEDOUT);
+			krdma_conn_qp_put(conn);
+			krdma_conn_teardown(conn, -ETIMEDOUT);
+			wait_for_completion(&a.done);
+			ib_dma_unmap_single(ibdev, dma, sizeof(*buf),
+					    DMA_FROM_DEVICE);
+			kfree(buf);
+			return -ETIMEDOUT;
+		}
+		ret = a.status;
+	}
+	ib_dma_unmap_single(ibdev, dma, sizeof(*buf), DMA_FROM_DEVICE);
+	if (!ret) {
+		*old = *buf;
+		atomic64_inc(&conn->stats.atomic_ops);
+	}
+out_free:
+	kfree(buf);
+out_put:
+	krdma_conn_qp_put(conn);
+	return ret;
+}
+
+/**
+ * krdma_atomic_cas - compare-and-swap 8 bytes of a peer's region
+ * @conn: the connection
+ * @token: the peer's region (with remote atomic right)
+ * @offset: 8-byte aligned offset in the region
+ * @compare: expected value
+ * @swap: new value, stored if the old one equals @compare
+ * @old: the value before the operation
+ * @timeout: jiffies
+ *
+ * Return: 0, -EOPNOTSUPP where the device has no atomics (siw), -EINVAL for
+ * a misaligned target, -ERANGE, -EACCES, or the connection's error.
+ */
+int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
+		     u64 offset, u64 compare, u64 swap, u64 *old, long timeout)
+{
+	return krdma_atomic(conn, IB_WR_ATOMIC_CMP_AND_SWP, token, offset,
+			    compare, swap, old, timeout);
+}
+EXPORT_SYMBOL_GPL(krdma_atomic_cas);
+
+/**
+ * krdma_atomic_fadd - fetch-and-add on 8 bytes of a peer's region
+ * @conn: the connection
+ * @token: the peer's region (with remote atomic right)
+ * @offset: 8-byte aligned offset in the region
+ * @add: the addend
+ * @old: the value before the operation
+ * @timeout: jiffies
+ *
+ * Return: as krdma_atomic_cas().
+ */
+int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,
+		      u64 offset, u64 add, u64 *old, long timeout)
+{
+	return krdma_atomic(conn, IB_WR_ATOMIC_FETCH_AND_ADD, token, offset,
+			    add, 0, old, timeout);
+}
+EXPORT_SYMBOL_GPL(krdma_atomic_fadd);

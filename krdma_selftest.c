@@ -1,0 +1,771 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma self-test, in the spirit of krping's validate mode: the initiator
+ * asks its peer to expose buffers, then sends, RDMA-writes, RDMA-reads and
+ * (where the device has them) runs atomics on patterned data, and each
+ * side checks every byte.  It runs on connections made through sysfs; each
+ * such connection has a service thread that receives messages, answers the
+ * peer's test requests and hands replies to the local test.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kthread.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/ktime.h>
+#include <linux/random.h>
+
+#include "krdma_core.h"
+#include "krdma_plan.h"
+#include "krdma_selftest.h"
+
+#define ST_MAGIC	0x4b525354	/* "KRST" */
+#define ST_TIMEOUT	(30 * HZ)
+#define ST_MAX_REGIONS	64
+
+enum st_op {
+	ST_SETUP = 1,	/* expose len bytes (arg: access rights) */
+	ST_TOKEN,	/* reply: token arg of off regions */
+	ST_VERIFY,	/* check the exposed bytes hold pattern(seed) */
+	ST_FILL,	/* fill the exposed bytes with pattern(seed) */
+	ST_DATA,	/* a message whose payload is pattern(seed) */
+	ST_FREE,	/* release what ST_SETUP exposed */
+	ST_REPLY,	/* status (0 ok, else errno) and off = first bad byte */
+	ST_VERIFY64,	/* the first 8 exposed bytes hold seed */
+};
+
+struct st_msg {
+	__be32	magic;
+	u8	op;
+	u8	pad;
+	__be16	status;
+	__be32	arg;
+	__be32	rsvd;
+	__be64	seed;
+	__be64	len;
+	__be64	off;
+	struct krdma_token_wire tok;
+} __packed;
+
+/* What the responder side exposed for the peer's current test. */
+struct st_exposed {
+	void		*buf[ST_MAX_REGIONS];
+	struct krdma_mr	*mr[ST_MAX_REGIONS];
+	u32		nr;
+	u64		len;
+	u64		region;
+};
+
+struct krdma_selftest {
+	struct krdma_conn	*conn;
+	struct work_struct	work;
+	struct mutex		lock;		/* parameters and results */
+	bool			running;
+	u32			ops, size, count, sge;
+	/* results, read through sysfs */
+	char			status[96];
+	u64			done_ops;
+	u64			bytes;
+	u64			usecs;
+	u64			lat_min, lat_max, lat_sum;
+	/* reply mailbox, filled by the service thread */
+	struct st_msg		reply;
+	bool			have_reply;
+	/* what we exposed for the peer */
+	struct st_exposed	exp;
+};
+
+static struct workqueue_struct *krdma_test_wq;
+
+static void st_encode(struct st_msg *m, u8 op, u64 seed, u64 len, u64 off,
+		      u32 arg, int status)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = cpu_to_be32(ST_MAGIC);
+	m->op = op;
+	m->status = cpu_to_be16((u16)-status);
+	m->arg = cpu_to_be32(arg);
+	m->seed = cpu_to_be64(seed);
+	m->len = cpu_to_be64(len);
+	m->off = cpu_to_be64(off);
+}
+
+/* ---- responder: what the service thread does for the peer ----------- */
+
+static void st_exp_free(struct st_exposed *e)
+{
+	u32 i;
+
+	for (i = 0; i < e->nr; i++) {
+		if (e->mr[i])
+			krdma_mr_free(e->mr[i]);
+		vfree(e->buf[i]);
+		e->mr[i] = NULL;
+		e->buf[i] = NULL;
+	}
+	e->nr = 0;
+	e->len = 0;
+}
+
+static int st_send(struct krdma_conn *conn, struct st_msg *m)
+{
+	return krdma_send(conn, m, sizeof(*m), ST_TIMEOUT);
+}
+
+static int st_reply(struct krdma_conn *conn, int status, u64 off)
+{
+	struct st_msg m;
+
+	st_encode(&m, ST_REPLY, 0, 0, off, 0, status);
+	return st_send(conn, &m);
+}
+
+static int st_setup(struct krdma_conn *conn, struct st_exposed *e, u64 len,
+		    int access)
+{
+	struct krdma_device *kdev = conn->kdev;
+	struct krdma_token tok;
+	struct st_msg m;
+	u64 region, left;
+	int ret;
+	u32 i;
+
+	st_exp_free(e);
+	if (!kdev)
+		return -ENOTCONN;
+	/* Each region is one MR: the device bounds how large that can be. */
+	region = (u64)kdev->ibdev->attrs.max_fast_reg_page_list_len *
+		 PAGE_SIZE;
+	region = min_t(u64, region, 1u << 30);
+	if (!len || DIV_ROUND_UP(len, region) > ST_MAX_REGIONS)
+		return -E2BIG;
+	e->region = region;
+	e->len = len;
+	for (left = len, i = 0; left; i++) {
+		u64 this = min(left, region);
+
+		e->buf[i] = vzalloc(this);
+		if (!e->buf[i]) {
+			e->nr = i;
+			return -ENOMEM;
+		}
+		e->nr = i + 1;
+		e->mr[i] = krdma_reg_buf(conn, e->buf[i], this, access);
+		if (IS_ERR(e->mr[i])) {
+			ret = PTR_ERR(e->mr[i]);
+			e->mr[i] = NULL;
+			return ret;
+		}
+		left -= this;
+	}
+	for (i = 0; i < e->nr; i++) {
+		krdma_mr_token(e->mr[i], &tok);
+		st_encode(&m, ST_TOKEN, 0, 0, e->nr, i, 0);
+		krdma_token_pack(&tok, &m.tok);
+		ret = st_send(conn, &m);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Check (or fill) the exposed regions against pattern(seed). */
+static s64 st_exp_pattern(struct st_exposed *e, u64 seed, u64 len, bool fill)
+{
+	u64 pos = 0, this;
+	s64 bad;
+	u32 i;
+
+	if (len > e->len)
+		return 0;
+	for (i = 0; i < e->nr && pos < len; i++) {
+		this = min(len - pos, e->region);
+		if (fill) {
+			krdma_pattern_fill(e->buf[i], this, seed, pos);
+		} else {
+			bad = krdma_pattern_check(e->buf[i], this, seed, pos);
+			if (bad >= 0)
+				return bad;
+		}
+		pos += this;
+	}
+	return -1;
+}
+
+static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
+		     const struct st_msg *m, u32 len)
+{
+	struct st_exposed *e = &st->exp;
+	u64 seed = be64_to_cpu(m->seed), mlen = be64_to_cpu(m->len);
+	s64 bad;
+	int ret;
+
+	switch (m->op) {
+	case ST_SETUP:
+		ret = st_setup(conn, e, mlen, be32_to_cpu(m->arg));
+		if (ret) {
+			pr_warn("%s: self-test setup of %llu bytes failed: %d\n",
+				conn->name, mlen, ret);
+			st_exp_free(e);
+			st_reply(conn, ret, 0);
+		}
+		break;
+	case ST_VERIFY:
+		bad = e->nr ? st_exp_pattern(e, seed, mlen, false) : 0;
+		if (bad >= 0)
+			pr_warn("%s: self-test data differs at byte %lld\n",
+				conn->name, bad);
+		st_reply(conn, bad >= 0 ? -EILSEQ : 0, bad >= 0 ? bad : 0);
+		break;
+	case ST_VERIFY64:
+		ret = e->nr && *(u64 *)e->buf[0] == seed ? 0 : -EILSEQ;
+		if (ret)
+			pr_warn("%s: self-test atomic result %llu, expected %llu\n",
+				conn->name, e->nr ? *(u64 *)e->buf[0] : 0,
+				seed);
+		st_reply(conn, ret, 0);
+		break;
+	case ST_FILL:
+		st_exp_pattern(e, seed, mlen, true);
+		st_reply(conn, e->nr ? 0 : -EINVAL, 0);
+		break;
+	case ST_DATA:
+		bad = krdma_pattern_check((const u8 *)m + sizeof(*m),
+					  len - sizeof(*m), seed, 0);
+		if (bad >= 0 || mlen != len - sizeof(*m)) {
+			pr_warn("%s: self-test message %llu bad at byte %lld\n",
+				conn->name, seed, bad);
+			st_reply(conn, -EILSEQ, bad);
+		} else if (be32_to_cpu(m->arg)) {
+			/* The last of a batch: one reply for all of them. */
+			st_reply(conn, 0, 0);
+		}
+		break;
+	case ST_FREE:
+		st_exp_free(e);
+		st_reply(conn, 0, 0);
+		break;
+	case ST_REPLY:
+	case ST_TOKEN:
+		mutex_lock(&st->lock);
+		st->reply = *m;
+		st->have_reply = true;
+		mutex_unlock(&st->lock);
+		wake_up_all(&conn->wq);
+		break;
+	}
+}
+
+static int krdma_svc_thread(void *arg)
+{
+	struct krdma_conn *conn = arg;
+	struct krdma_selftest *st = conn->st;
+	u32 bufsz = conn->max_msg;
+	void *buf;
+	int n;
+
+	buf = kvmalloc(bufsz, GFP_KERNEL);
+	while (buf && !kthread_should_stop()) {
+		n = krdma_recv(conn, buf, bufsz, MAX_SCHEDULE_TIMEOUT);
+		if (n >= (int)sizeof(struct st_msg) &&
+		    be32_to_cpu(((struct st_msg *)buf)->magic) == ST_MAGIC) {
+			st_serve(conn, st, buf, n);
+			continue;
+		}
+		if (n >= 0)
+			continue;	/* not a self-test message: dropped */
+		/* Stopped, or the connection ended: wait to be stopped. */
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	st_exp_free(&st->exp);
+	kvfree(buf);
+	return 0;
+}
+
+/* ---- initiator ----------------------------------------------------- */
+
+static bool st_reply_ready(struct krdma_selftest *st)
+{
+	return READ_ONCE(st->have_reply) || krdma_conn_error(st->conn);
+}
+
+static int st_wait_reply(struct krdma_selftest *st, struct st_msg *out)
+{
+	long left;
+
+	left = wait_event_interruptible_timeout(st->conn->wq,
+						st_reply_ready(st),
+						ST_TIMEOUT);
+	mutex_lock(&st->lock);
+	if (!st->have_reply) {
+		mutex_unlock(&st->lock);
+		if (left < 0)
+			return left;
+		return krdma_conn_error(st->conn) ?: -ETIMEDOUT;
+	}
+	*out = st->reply;
+	st->have_reply = false;
+	mutex_unlock(&st->lock);
+	return 0;
+}
+
+static int st_request(struct krdma_selftest *st, u8 op, u64 seed, u64 len,
+		      u32 arg, u64 *bad)
+{
+	struct st_msg m;
+	int ret;
+
+	st_encode(&m, op, seed, len, 0, arg, 0);
+	ret = st_send(st->conn, &m);
+	if (ret)
+		return ret;
+	ret = st_wait_reply(st, &m);
+	if (ret)
+		return ret;
+	if (m.op != ST_REPLY)
+		return -EPROTO;
+	if (bad)
+		*bad = be64_to_cpu(m.off);
+	return -(int)be16_to_cpu(m.status);
+}
+
+struct st_local {
+	void			*seg[KRDMA_TEST_MAX_SGE];
+	u32			seglen[KRDMA_TEST_MAX_SGE];
+	u32			nseg;
+	struct sg_table		sgt;
+};
+
+static void st_local_free(struct st_local *l)
+{
+	u32 i;
+
+	sg_free_table(&l->sgt);
+	for (i = 0; i < l->nseg; i++)
+		vfree(l->seg[i]);
+}
+
+/*
+ * The local side of a one-sided test: @sge separately allocated segments
+ * (so the scatterlist has real gaps), one entry per page piece.
+ */
+static int st_local_alloc(struct st_local *l, u32 size, u32 sge)
+{
+	struct scatterlist *sg;
+	u32 i, npieces = 0, left = size;
+	int ret;
+
+	memset(l, 0, sizeof(*l));
+	for (i = 0; i < sge; i++) {
+		l->seglen[i] = i == sge - 1 ? left : size / sge;
+		left -= l->seglen[i];
+		l->seg[i] = vzalloc(max_t(u32, l->seglen[i], 1));
+		if (!l->seg[i])
+			goto nomem;
+		l->nseg = i + 1;
+		npieces += DIV_ROUND_UP(l->seglen[i], PAGE_SIZE);
+	}
+	ret = sg_alloc_table(&l->sgt, npieces, GFP_KERNEL);
+	if (ret)
+		goto nomem;
+	sg = l->sgt.sgl;
+	for (i = 0; i < l->nseg; i++) {
+		u32 off = 0;
+
+		while (off < l->seglen[i]) {
+			u32 plen = min_t(u32, PAGE_SIZE, l->seglen[i] - off);
+
+			sg_set_page(sg, vmalloc_to_page(l->seg[i] + off), plen,
+				    0);
+			sg = sg_next(sg);
+			off += plen;
+		}
+	}
+	return 0;
+nomem:
+	for (i = 0; i < l->nseg; i++)
+		vfree(l->seg[i]);
+	l->nseg = 0;
+	return -ENOMEM;
+}
+
+static void st_local_pattern(struct st_local *l, u64 seed, bool fill,
+			     s64 *bad)
+{
+	u64 pos = 0;
+	u32 i;
+
+	*bad = -1;
+	for (i = 0; i < l->nseg; i++) {
+		if (fill) {
+			krdma_pattern_fill(l->seg[i], l->seglen[i], seed, pos);
+		} else if (*bad < 0) {
+			*bad = krdma_pattern_check(l->seg[i], l->seglen[i],
+						   seed, pos);
+		}
+		pos += l->seglen[i];
+	}
+}
+
+static void st_lat(struct krdma_selftest *st, ktime_t t0, u64 bytes)
+{
+	u64 ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+
+	mutex_lock(&st->lock);
+	st->done_ops++;
+	st->bytes += bytes;
+	st->lat_sum += ns;
+	if (!st->lat_min || ns < st->lat_min)
+		st->lat_min = ns;
+	if (ns > st->lat_max)
+		st->lat_max = ns;
+	mutex_unlock(&st->lock);
+}
+
+static int st_get_tokens(struct krdma_selftest *st, u64 len, int access,
+			 struct krdma_token *toks, u32 *nr, u64 *region)
+{
+	struct st_msg m;
+	u32 i, n = 1;
+	int ret;
+
+	st_encode(&m, ST_SETUP, 0, len, 0, access, 0);
+	ret = st_send(st->conn, &m);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		ret = st_wait_reply(st, &m);
+		if (ret)
+			return ret;
+		if (m.op == ST_REPLY)
+			return -(int)be16_to_cpu(m.status) ?: -EPROTO;
+		n = be64_to_cpu(m.off);
+		if (m.op != ST_TOKEN || !n || n > ST_MAX_REGIONS ||
+		    be32_to_cpu(m.arg) != i)
+			return -EPROTO;
+		krdma_token_unpack(&m.tok, &toks[i]);
+	}
+	*nr = n;
+	*region = toks[0].length;
+	return 0;
+}
+
+static int st_one_sided(struct krdma_selftest *st, bool write, u64 seed0)
+{
+	struct krdma_conn *conn = st->conn;
+	struct krdma_token *toks;
+	struct st_local l;
+	u64 region, bad;
+	u32 nr, i, r;
+	s64 lbad;
+	int ret;
+
+	toks = kcalloc(ST_MAX_REGIONS, sizeof(*toks), GFP_KERNEL);
+	if (!toks)
+		return -ENOMEM;
+	ret = st_local_alloc(&l, st->size, st->sge);
+	if (ret)
+		goto out_toks;
+	ret = st_get_tokens(st, st->size,
+			    write ? KRDMA_ACCESS_REMOTE_WRITE :
+				    KRDMA_ACCESS_REMOTE_READ,
+			    toks, &nr, &region);
+	if (ret)
+		goto out_local;
+
+	for (i = 0; i < st->count && !ret; i++) {
+		u64 seed = seed0 + i;
+		ktime_t t0;
+
+		if (write)
+			st_local_pattern(&l, seed, true, &lbad);
+		else
+			ret = st_request(st, ST_FILL, seed, st->size, 0, NULL);
+		if (ret)
+			break;
+		t0 = ktime_get();
+		for (r = 0; r < nr && !ret; r++) {
+			u64 skip = r * region;
+			u64 this = min_t(u64, st->size - skip, region);
+
+			ret = krdma_rdma_range(conn, write, l.sgt.sgl,
+					       l.sgt.orig_nents, skip, this,
+					       &toks[r], 0, ST_TIMEOUT);
+		}
+		if (ret)
+			break;
+		st_lat(st, t0, st->size);
+		if (write) {
+			ret = st_request(st, ST_VERIFY, seed, st->size, 0,
+					 &bad);
+			if (ret == -EILSEQ)
+				snprintf(st->status, sizeof(st->status),
+					 "failed: write data differs at peer byte %llu",
+					 bad);
+		} else {
+			st_local_pattern(&l, seed, false, &lbad);
+			if (lbad >= 0) {
+				snprintf(st->status, sizeof(st->status),
+					 "failed: read data differs at byte %lld",
+					 lbad);
+				ret = -EILSEQ;
+			}
+		}
+	}
+	if (krdma_conn_error(conn) == 0)
+		st_request(st, ST_FREE, 0, 0, 0, NULL);
+out_local:
+	st_local_free(&l);
+out_toks:
+	kfree(toks);
+	return ret;
+}
+
+static int st_send_test(struct krdma_selftest *st, u64 seed0)
+{
+	struct krdma_conn *conn = st->conn;
+	u32 payload = min_t(u32, st->size, conn->max_msg - sizeof(struct st_msg));
+	struct st_msg *m;
+	u64 bad;
+	int ret = 0;
+	u32 i;
+
+	m = kvmalloc(sizeof(*m) + payload, GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	for (i = 0; i < st->count && !ret; i++) {
+		ktime_t t0 = ktime_get();
+		bool last = i == st->count - 1;
+
+		st_encode(m, ST_DATA, seed0 + i, payload, 0, last, 0);
+		krdma_pattern_fill((u8 *)m + sizeof(*m), payload, seed0 + i, 0);
+		ret = krdma_send(conn, m, sizeof(*m) + payload, ST_TIMEOUT);
+		if (!ret)
+			st_lat(st, t0, payload);
+	}
+	/* The peer checked every message and answers once for all. */
+	if (!ret) {
+		struct st_msg r;
+
+		ret = st_wait_reply(st, &r);
+		if (!ret) {
+			ret = -(int)be16_to_cpu(r.status);
+			bad = be64_to_cpu(r.off);
+			if (ret == -EILSEQ)
+				snprintf(st->status, sizeof(st->status),
+					 "failed: message differs at peer byte %llu",
+					 bad);
+		}
+	}
+	kvfree(m);
+	return ret;
+}
+
+static int st_atomic_test(struct krdma_selftest *st)
+{
+	struct krdma_conn *conn = st->conn;
+	struct krdma_token tok;
+	u64 region, old, expect = 0;
+	u32 nr, i;
+	int ret;
+
+	ret = st_get_tokens(st, sizeof(u64), KRDMA_ACCESS_REMOTE_ATOMIC, &tok,
+			    &nr, &region);
+	if (ret)
+		return ret;
+	for (i = 0; i < st->count && !ret; i++) {
+		ktime_t t0 = ktime_get();
+
+		ret = krdma_atomic_fadd(conn, &tok, 0, i + 1, &old, ST_TIMEOUT);
+		if (!ret && old != expect)
+			ret = -EILSEQ;
+		expect += i + 1;
+		if (!ret) {
+			ret = krdma_atomic_cas(conn, &tok, 0, expect,
+					       expect * 3, &old, ST_TIMEOUT);
+			if (!ret && old != expect)
+				ret = -EILSEQ;
+			expect *= 3;
+		}
+		if (!ret)
+			st_lat(st, t0, 16);
+	}
+	if (!ret)
+		ret = st_request(st, ST_VERIFY64, expect, 8, 0, NULL);
+	if (ret == -EILSEQ)
+		snprintf(st->status, sizeof(st->status),
+			 "failed: atomic results wrong");
+	if (krdma_conn_error(conn) == 0)
+		st_request(st, ST_FREE, 0, 0, 0, NULL);
+	return ret;
+}
+
+static void krdma_test_work(struct work_struct *work)
+{
+	struct krdma_selftest *st = container_of(work, struct krdma_selftest,
+						 work);
+	ktime_t t0 = ktime_get();
+	u64 seed = get_random_u32();
+	int ret = 0;
+
+	if ((st->ops & KRDMA_TEST_SEND) && !ret)
+		ret = st_send_test(st, seed);
+	if ((st->ops & KRDMA_TEST_WRITE) && !ret)
+		ret = st_one_sided(st, true, seed + 1000003);
+	if ((st->ops & KRDMA_TEST_READ) && !ret)
+		ret = st_one_sided(st, false, seed + 2000003);
+	if ((st->ops & KRDMA_TEST_ATOMIC) && !ret)
+		ret = st_atomic_test(st);
+
+	mutex_lock(&st->lock);
+	st->usecs = ktime_to_us(ktime_sub(ktime_get(), t0));
+	if (!ret)
+		strscpy(st->status, "passed", sizeof(st->status));
+	else if (strncmp(st->status, "failed", 6))
+		snprintf(st->status, sizeof(st->status), "failed: %d", ret);
+	st->running = false;
+	mutex_unlock(&st->lock);
+	pr_info("%s: self-test %s\n", st->conn->name, st->status);
+	krdma_conn_put(st->conn);
+}
+
+int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
+		     u32 sge)
+{
+	struct krdma_selftest *st = conn->st;
+	int ret = 0;
+
+	if (!st || !conn->svc)
+		return -EOPNOTSUPP;
+	if (krdma_conn_error(conn))
+		return krdma_conn_error(conn);
+	if ((ops & KRDMA_TEST_ATOMIC) &&
+	    conn->kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE) {
+		pr_warn("%s: device %s has no atomics\n", conn->name,
+			conn->kdev->name);
+		return -EOPNOTSUPP;
+	}
+	mutex_lock(&st->lock);
+	if (st->running) {
+		ret = -EBUSY;
+	} else {
+		st->running = true;
+		st->ops = ops;
+		st->size = size;
+		st->count = count;
+		st->sge = sge;
+		st->done_ops = 0;
+		st->bytes = 0;
+		st->usecs = 0;
+		st->lat_min = 0;
+		st->lat_max = 0;
+		st->lat_sum = 0;
+		st->have_reply = false;
+		strscpy(st->status, "running", sizeof(st->status));
+		krdma_conn_get(conn);
+		queue_work(krdma_test_wq, &st->work);
+	}
+	mutex_unlock(&st->lock);
+	return ret;
+}
+
+ssize_t krdma_test_show(struct krdma_conn *conn, int what, char *buf)
+{
+	struct krdma_selftest *st = conn->st;
+	ssize_t n;
+
+	if (!st)
+		return sysfs_emit(buf, what == ST_SHOW_STATUS ? "idle\n" : "0\n");
+	mutex_lock(&st->lock);
+	switch (what) {
+	case ST_SHOW_STATUS:
+		n = sysfs_emit(buf, "%s\n", st->status[0] ? st->status : "idle");
+		break;
+	case ST_SHOW_OPS:
+		n = sysfs_emit(buf, "%llu\n", st->done_ops);
+		break;
+	case ST_SHOW_BYTES:
+		n = sysfs_emit(buf, "%llu\n", st->bytes);
+		break;
+	case ST_SHOW_USECS:
+		n = sysfs_emit(buf, "%llu\n", st->usecs);
+		break;
+	case ST_SHOW_LAT_MIN:
+		n = sysfs_emit(buf, "%llu\n", st->lat_min);
+		break;
+	case ST_SHOW_LAT_AVG:
+		n = sysfs_emit(buf, "%llu\n", st->done_ops ?
+			       div64_u64(st->lat_sum, st->done_ops) : 0);
+		break;
+	default:
+		n = sysfs_emit(buf, "%llu\n", st->lat_max);
+		break;
+	}
+	mutex_unlock(&st->lock);
+	return n;
+}
+
+/* Give a sysfs-owned connection its service thread. */
+int krdma_svc_start(struct krdma_conn *conn)
+{
+	struct krdma_selftest *st;
+	struct task_struct *t;
+
+	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	if (!st)
+		return -ENOMEM;
+	st->conn = conn;
+	mutex_init(&st->lock);
+	INIT_WORK(&st->work, krdma_test_work);
+	conn->st = st;
+	t = kthread_run(krdma_svc_thread, conn, "krdma/%s", conn->name);
+	if (IS_ERR(t)) {
+		conn->st = NULL;
+		kfree(st);
+		return PTR_ERR(t);
+	}
+	get_task_struct(t);
+	conn->svc = t;
+	return 0;
+}
+
+/* Before teardown: stop the local test and the service thread. */
+void krdma_svc_stop(struct krdma_conn *conn)
+{
+	if (!conn->svc)
+		return;
+	spin_lock_bh(&conn->lock);
+	conn->svc_stop = true;
+	spin_unlock_bh(&conn->lock);
+	wake_up_all(&conn->wq);
+	kthread_stop(conn->svc);
+	put_task_struct(conn->svc);
+	conn->svc = NULL;
+}
+
+/* After teardown: the test sees the error and ends; wait for it. */
+void krdma_test_flush(struct krdma_conn *conn)
+{
+	if (conn->st)
+		flush_work(&conn->st->work);
+}
+
+void krdma_test_free(struct krdma_conn *conn)
+{
+	kfree(conn->st);
+	conn->st = NULL;
+}
+
+int krdma_selftest_init(void)
+{
+	krdma_test_wq = alloc_workqueue("krdma_test", WQ_UNBOUND, 0);
+	return krdma_test_wq ? 0 : -ENOMEM;
+}
+
+void krdma_selftest_exit(void)
+{
+	destroy_workqueue(krdma_test_wq);
+}
