@@ -403,6 +403,11 @@ static int krdma_conn_prepare(struct krdma_conn *conn)
 		return -ENODEV;
 	strscpy(conn->devname, conn->kdev->name, sizeof(conn->devname));
 	conn->port = conn->cm_id->port_num;
+	/*
+	 * A lost peer must be noticed in bounded time: 2^15 * 4.096 us (~134
+	 * ms) per try, times the retry count.  iWARP leaves this to TCP.
+	 */
+	rdma_set_ack_timeout(conn->cm_id, 15);
 	ret = krdma_conn_create_qp(conn);
 	if (ret)
 		return ret;
@@ -974,6 +979,24 @@ struct krdma_conn *krdma_accept(struct krdma_listener *l, long timeout)
 	return ERR_PTR(-ETIMEDOUT);
 }
 EXPORT_SYMBOL_GPL(krdma_accept);
+
+/**
+ * krdma_accept_ready - is a connection waiting for krdma_accept()?
+ * @l: the listener
+ *
+ * For poll(): takes nothing off the queue and does not sleep.
+ *
+ * Return: true when krdma_accept() would return a connection at once.
+ */
+bool krdma_accept_ready(struct krdma_listener *l)
+{
+	bool ready;
+
+	spin_lock_bh(&l->lock);
+	ready = !list_empty(&l->accept_q);
+	spin_unlock_bh(&l->lock);
+	return ready;
+}
 
 /**
  * krdma_listener_close - stop listening and release the listener

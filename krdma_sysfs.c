@@ -599,9 +599,12 @@ static ssize_t control_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%s", krdma_cmd_usage);
 }
 
-/* Root only; reading it (as root) prints the grammar. */
+/*
+ * Root only.  0600 rather than 0200: sysfs refuses reads of a file with no
+ * read bit even to root, and reading the control file prints the grammar.
+ */
 static struct kobj_attribute krdma_attr_control =
-	__ATTR(control, 0200, control_show, control_store);
+	__ATTR(control, 0600, control_show, control_store);
 
 /* ---- module level -------------------------------------------------- */
 

@@ -82,6 +82,15 @@ ctl_err() {
 	*"Bad address"*)		echo EFAULT ;;
 	*"Permission denied"*)		echo EACCES ;;
 	*"Protocol not supported"*)	echo EPROTONOSUPPORT ;;
+	*"Protocol error"*)		echo EPROTO ;;
+	*"No route to host"*)		echo EHOSTUNREACH ;;
+	*"Message too long"*)		echo EMSGSIZE ;;
+	*"temporarily unavailable"*)	echo EAGAIN ;;
+	*"Argument list too long"*)	echo E2BIG ;;
+	*"Cannot allocate memory"*)	echo ENOMEM ;;
+	*"Operation not permitted"*)	echo EPERM ;;
+	*"Address already in use"*)	echo EADDRINUSE ;;
+	*"Cannot assign requested"*)	echo EADDRNOTAVAIL ;;
 	*)				echo "OTHER($out)" ;;
 	esac
 }

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# krdma's exported kernel API as a kernel user sees it: krdma_apitest.ko
+# (test/apitest) runs its scenarios and logs one line per scenario.  One
+# guest: server and client in the one module (role=both); two guests: the
+# server on B, the client on A.  Fails naming every scenario that failed.
+# KRDMA_APITEST_SCENARIOS=a,b,... runs only those (default: all).
+# topo: single pair
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+ko=$BUILD/apitest/krdma_apitest.ko
+[ -f "$ko" ] || fail "$ko not built"
+args=(port=7471 "dev=$DEV" "scenarios=${KRDMA_APITEST_SCENARIOS:-all}")
+
+rdma_dev_up
+krdma_load
+start=$(dmesg | wc -l)
+# The module's lines since it was loaded.
+at_log() { dmesg | tail -n +"$((start + 1))" | grep -o 'krdma_apitest: .*'; }
+at_done() { at_log | grep -q '^krdma_apitest: DONE '; }
+
+# Unloading stops whatever is running, promptly.
+at_unload() {
+	local t0=$SECONDS
+	rmmod krdma_apitest || fail "rmmod krdma_apitest"
+	[ $((SECONDS - t0)) -le 30 ] || fail "rmmod krdma_apitest took $((SECONDS - t0)) s"
+}
+
+if [ "$TOPO" = pair ] && [ "$ROLE" = B ]; then
+	insmod "$ko" role=server "addr=$MY_IP" "${args[@]}" || fail "insmod (server)"
+	barrier server-up
+	barrier client-done 280
+	at_unload
+	at_log
+	exit 0
+fi
+
+if [ "$TOPO" = pair ]; then
+	barrier server-up
+	insmod "$ko" role=client "addr=$PEER_IP" "${args[@]}" || fail "insmod (client)"
+else
+	insmod "$ko" role=both "addr=$MY_IP" "${args[@]}" || fail "insmod"
+fi
+wait_for 240 at_done
+done=$?
+barrier client-done
+at_unload
+at_log
+[ "$done" = 0 ] || fail "no DONE line in 240 s; last: $(at_log | tail -n 1)"
+fails=$(at_log | sed -n 's/^krdma_apitest: FAIL //p')
+[ -z "$fails" ] || fail "$(echo "$fails" | paste -sd ';' | sed 's/;/; /g')"
+at_log | grep -q '^krdma_apitest: DONE passed=[0-9]* failed=0 ' ||
+	fail "$(at_log | grep '^krdma_apitest: DONE')"

@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Device removal under traffic: rdma link delete while a self-test runs
+# tears everything down synchronously (no hang), waiters get an error,
+# connections show -ENODEV; the device added again is usable again.
+# topo: single
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+rdma_dev_up
+krdma_load
+ctl listen name=l1 addr=$MY_IP:7010 || fail "listen"
+for i in 1 2 3; do
+	ctl connect name=c$i addr=$PEER_IP:7010 || fail "connect c$i"
+done
+ctl test name=c1 op=write,read size=256K count=100000 || fail "test start"
+ctl test name=c2 op=send size=1K count=1000000 || fail "test start"
+sleep 2
+expect_eq "$(cat $KRDMA_SYS/conns/c1/test_status)" running "c1 test before removal"
+
+timeout 60 rdma link delete $IBDEV || fail "rdma link delete hung or failed"
+for c in c1 c2 c3; do
+	expect_eq "$(cat $KRDMA_SYS/conns/$c/state)" error "$c state after removal"
+	expect_eq "$(cat $KRDMA_SYS/conns/$c/error)" -19 "$c error after removal"
+done
+# Over loopback the passive ends may see their peer's disconnect first.
+for c in l1.0 l1.1 l1.2; do
+	case "$(cat $KRDMA_SYS/conns/$c/state):$(cat $KRDMA_SYS/conns/$c/error)" in
+	error:-19|disconnected:-104) ;;
+	*) fail "$c after removal: $(cat $KRDMA_SYS/conns/$c/state) $(cat $KRDMA_SYS/conns/$c/error)" ;;
+	esac
+done
+wait_for 40 sh -c "! grep -q running $KRDMA_SYS/conns/c1/test_status" ||
+	fail "c1 self-test still running after removal"
+grep -q '^failed' $KRDMA_SYS/conns/c1/test_status || fail "c1 test: $(cat $KRDMA_SYS/conns/c1/test_status)"
+[ ! -e $KRDMA_SYS/devices/$IBDEV ] || fail "device dir left after removal"
+# A listener bound to the device's address stops listening.
+grep -q 'stopped -19' $KRDMA_SYS/listeners/l1/state || fail "l1: $(cat $KRDMA_SYS/listeners/l1/state)"
+expect_ctl_err ENODEV test name=c3 op=send
+for c in c1 c2 c3 l1.0 l1.1 l1.2; do ctl disconnect name=$c || fail "disconnect $c"; done
+ctl unlisten name=l1 || fail "unlisten"
+
+rdma_dev_up
+wait_for 5 test -d $KRDMA_SYS/devices/$IBDEV || fail "device not back"
+ctl listen name=l2 addr=$MY_IP:7011 || fail "listen after re-add"
+ctl connect name=d1 addr=$PEER_IP:7011 || fail "connect after re-add"
+ctl test name=d1 op=send,write,read size=64K count=2 || fail "test after re-add"
+wait_for 60 sh -c "! grep -q running $KRDMA_SYS/conns/d1/test_status"
+expect_eq "$(cat $KRDMA_SYS/conns/d1/test_status)" passed "self-test after re-add"

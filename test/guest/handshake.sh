@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The connection handshake: a peer speaking garbage, another protocol
+# version, a truncated hello or bad parameters is rejected with a clear
+# reason on both sides; a good peer afterwards still connects.
+# topo: single
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+rdma_dev_up
+krdma_load
+ctl listen name=l1 addr=$MY_IP:7001 || fail "listen"
+l=$KRDMA_SYS/listeners/l1
+expect_eq "$(cat $l/state)" listening "listener state"
+
+try() {	# try HELLO ERRNO DMESG-REASON
+	local before
+	before=$(cat $l/rejected)
+	dmesg -C
+	expect_ctl_err "$2" connect name=bad$1 addr=$PEER_IP:7001 hello=$1 timeout_ms=3000
+	[ ! -e $KRDMA_SYS/conns/bad$1 ] || fail "failed connection bad$1 left in sysfs"
+	expect_eq "$(cat $l/rejected)" $((before + 1)) "rejected count after hello=$1"
+	dmesg | grep -q "l1: rejected connection from .*: $3" ||
+		fail "passive side did not log '$3'"
+	dmesg | grep -q "bad$1: .* rejected the connection: $3" ||
+		fail "active side did not log '$3'"
+}
+try 1 EPROTO "not a krdma peer (bad magic)"
+try 2 EPROTONOSUPPORT "unsupported protocol version"
+# IB CM pads private data with zeros, so on RoCE a short hello reads as
+# version 0; iWARP delivers it exactly as sent.
+if [ "$DEV" = siw ]; then
+	try 3 EPROTO "handshake too short"
+else
+	try 3 EPROTONOSUPPORT "unsupported protocol version"
+fi
+try 4 EINVAL "queue depth or message size out of range"
+
+# Negotiation: each side's smaller depth and message size win.
+ctl listen name=l2 addr=$MY_IP:7002 depth=8 msg=2048 || fail "listen l2"
+ctl connect name=c2 addr=$PEER_IP:7002 depth=16 msg=65536 || fail "connect c2"
+expect_eq "$(cat $KRDMA_SYS/conns/c2/queue_depth)" 8 "negotiated depth"
+expect_eq "$(cat $KRDMA_SYS/conns/c2/max_msg_size)" 2048 "negotiated msg size"
+wait_for 5 test -e $KRDMA_SYS/conns/l2.0 || fail "l2.0 missing"
+expect_eq "$(cat $KRDMA_SYS/conns/l2.0/queue_depth)" 8 "passive depth"
+expect_eq "$(cat $KRDMA_SYS/conns/l2.0/max_msg_size)" 2048 "passive msg size"
+
+# Nobody listening: refused, nothing left behind.
+expect_ctl_err ECONNREFUSED connect name=c3 addr=$PEER_IP:7999 timeout_ms=3000
+[ ! -e $KRDMA_SYS/conns/c3 ] || fail "refused connection left in sysfs"
+
+# Names are unique.
+ctl connect name=c4 addr=$PEER_IP:7001 || fail "good connect after rejects"
+expect_ctl_err EEXIST connect name=c4 addr=$PEER_IP:7001
+expect_ctl_err EEXIST listen name=l1 addr=$MY_IP:7003
+ctl test name=c4 op=send,write,read size=1 || fail "test c4"
+wait_for 60 sh -c "! grep -q running $KRDMA_SYS/conns/c4/test_status"
+expect_eq "$(cat $KRDMA_SYS/conns/c4/test_status)" passed "c4 self-test"

@@ -1,0 +1,55 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Kernel to kernel across two guests: B listens, A connects; self-test of
+# every operation at size edges, single and multi-SGE; disconnect from the
+# passive side is seen by the active side.
+# topo: pair
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+rdma_dev_up
+krdma_load
+if [ "$ROLE" = B ]; then
+	ctl listen name=l1 addr=$MY_IP:7030 || fail "listen"
+	barrier listening
+	barrier tested
+	wait_for 10 test -e $KRDMA_SYS/conns/l1.0 || fail "no l1.0"
+	expect_eq "$(cat $KRDMA_SYS/conns/l1.0/state)" connected "l1.0 state"
+	expect_eq "$(cat $KRDMA_SYS/conns/l1.0/peer_addr | cut -d: -f1)" "$PEER_IP" "peer address"
+	[ "$(cat $KRDMA_SYS/conns/l1.0/write_ops)" = 0 ] || fail "passive side counted writes it did not do"
+	ctl disconnect name=l1.0 || fail "passive disconnect"
+	barrier disconnected
+	ctl unlisten name=l1 || fail "unlisten"
+	exit 0
+fi
+
+barrier listening
+ctl connect name=c1 addr=$PEER_IP:7030 || fail "connect"
+c=$KRDMA_SYS/conns/c1
+expect_eq "$(cat $c/peer_addr)" "$PEER_IP:7030" "peer_addr"
+expect_eq "$(cat $c/local_addr | cut -d: -f1)" "$MY_IP" "local_addr"
+run_test() {	# run_test ARGS...
+	ctl test name=c1 "$@" || fail "test $*"
+	wait_for 300 sh -c "! grep -q running $c/test_status"
+	st=$(cat $c/test_status)
+	[ "$st" = passed ] || fail "test $*: $st"
+	log "test $*: $(cat $c/test_ops) ops, $(cat $c/test_usecs) us"
+}
+run_test op=send size=0 count=3
+for size in 1 4095 4096 4097 65536 1M; do
+	run_test op=all size=$size count=2
+done
+run_test op=write,read size=3M count=1
+run_test op=write,read size=200001 sge=7 count=2
+run_test op=send size=4096 count=2000
+[ "$DEV" = rxe ] && run_test op=atomic count=20
+if [ "$DEV" = siw ]; then
+	expect_ctl_err EOPNOTSUPP test name=c1 op=atomic
+fi
+[ "$(cat $c/errors)" = 0 ] || fail "errors counted: $(cat $c/errors)"
+barrier tested
+barrier disconnected
+wait_for 10 grep -q disconnected $c/state || fail "active side state: $(cat $c/state)"
+expect_eq "$(cat $c/error)" -104 "error after peer disconnect"
+expect_ctl_err ECONNRESET test name=c1 op=send
+ctl disconnect name=c1 || fail "disconnect"
