@@ -389,7 +389,8 @@ static void krdma_fill_conn_param(struct krdma_conn *conn,
 	param->private_data_len = plen;
 	param->responder_resources = min_t(u32, a->max_qp_rd_atom, 16);
 	param->initiator_depth = min_t(u32, a->max_qp_init_rd_atom, 16);
-	param->retry_count = 7;
+	/* rxe treats 7 as "retry forever": a dead peer would never be noticed. */
+	param->retry_count = 6;
 	param->rnr_retry_count = 7;
 	param->flow_control = 1;
 }

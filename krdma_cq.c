@@ -655,8 +655,18 @@ int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	ret = krdma_send_async(conn, buf, len, &s.req, false);
 	if (ret)
 		return ret;
-	/* Posted: the completion always comes, at worst as a flush. */
-	wait_for_completion(&s.done);
+	/*
+	 * Posted: the completion always comes, at worst as a flush.  A peer
+	 * that never acknowledges (iWARP leaves retries to TCP, which takes
+	 * many minutes) fails the connection after @timeout.
+	 */
+	if (!wait_for_completion_timeout(&s.done, timeout)) {
+		pr_warn("%s: send not acknowledged in %u ms, failing the connection\n",
+			conn->name, jiffies_to_msecs(timeout));
+		krdma_conn_teardown(conn, -ETIMEDOUT);
+		wait_for_completion(&s.done);
+		return -ETIMEDOUT;
+	}
 	return s.req.status;
 }
 EXPORT_SYMBOL_GPL(krdma_send);

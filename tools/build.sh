@@ -18,6 +18,9 @@ rel=$("$here/kver.sh" "$line")
 kdir=$("$here/kdir.sh" "$line")
 out=$top/build/$rel
 mkdir -p "$out"
+# One build at a time per release: several lab runs may start together.
+exec 9>"$top/build/.lock-$rel"
+flock 9
 
 # Symlink farm: kbuild of 6.1 cannot put objects outside M=, so mirror the
 # sources into a per-release directory and build there.
