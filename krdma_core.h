@@ -233,12 +233,14 @@ void krdma_remove_device_users(struct krdma_device *kdev);
 void krdma_close_all(void);
 int krdma_conn_qp_get(struct krdma_conn *conn);
 void krdma_conn_qp_put(struct krdma_conn *conn);
+bool krdma_accept_ready(struct krdma_listener *l);
 
 /* krdma_cq.c: queue pair, CQ, buffers and the message datapath */
 int krdma_conn_create_qp(struct krdma_conn *conn);
 void krdma_conn_destroy_qp(struct krdma_conn *conn);
 int krdma_conn_post_recvs(struct krdma_conn *conn);
 void krdma_conn_flush_waiters(struct krdma_conn *conn);
+bool krdma_msg_ready(struct krdma_conn *conn);
 int krdma_wc_errno(enum ib_wc_status status);
 void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc,
 		    const char *op);
@@ -268,5 +270,9 @@ int krdma_sysfs_add_conn(struct krdma_conn *conn);
 void krdma_sysfs_del_conn(struct krdma_conn *conn);
 int krdma_sysfs_add_listener(struct krdma_listener *l);
 void krdma_sysfs_del_listener(struct krdma_listener *l);
+
+/* krdma_chardev.c: /dev/krdma */
+int krdma_chardev_init(void);
+void krdma_chardev_exit(void);
 
 #endif /* KRDMA_CORE_H */

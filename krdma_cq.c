@@ -402,6 +402,24 @@ static bool krdma_rx_ready(struct krdma_conn *conn)
 }
 
 /**
+ * krdma_msg_ready - is a message waiting to be received?
+ * @conn: the connection
+ *
+ * For poll(): neither consumes the message nor sleeps.
+ *
+ * Return: true when krdma_recv() would return a message at once.
+ */
+bool krdma_msg_ready(struct krdma_conn *conn)
+{
+	bool ready;
+
+	spin_lock_bh(&conn->lock);
+	ready = !conn->rx_closed && !list_empty(&conn->rx_ready);
+	spin_unlock_bh(&conn->lock);
+	return ready;
+}
+
+/**
  * krdma_recv - receive the next message
  * @conn: the connection
  * @buf: where to copy the message

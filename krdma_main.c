@@ -135,9 +135,14 @@ static int __init krdma_init(void)
 		pr_err("ib_register_client failed: %d\n", ret);
 		goto out_sysfs;
 	}
+	ret = krdma_chardev_init();
+	if (ret)
+		goto out_client;
 	pr_info("version %s loaded\n", KRDMA_VERSION);
 	return 0;
 
+out_client:
+	ib_unregister_client(&krdma_ib_client);
 out_sysfs:
 	krdma_sysfs_exit();
 out_wq:
@@ -147,6 +152,7 @@ out_wq:
 
 static void __exit krdma_exit(void)
 {
+	krdma_chardev_exit();
 	/* Nothing new can start: the control file goes first. */
 	krdma_sysfs_stop();
 	krdma_close_all();

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * krdma: the /dev/krdma ioctl ABI.
+ *
+ * Every open file of /dev/krdma is a session.  Listeners, connections and
+ * registrations created through a session are named by small integer
+ * handles (1..KRDMA_IOC_MAX_HANDLES) that only mean something in that
+ * session; closing the file closes everything it still owns, even in the
+ * middle of a transfer.
+ *
+ * Layout rules, so that 32- and 64-bit processes share one ABI: every
+ * structure has a fixed size that is a multiple of 8, every field sits at a
+ * multiple of its size, padding is explicit, and user pointers travel as
+ * __u64.  Fields named reserved* and every flags word must be zero (no flag
+ * is defined yet); anything else fails with EINVAL, so that a later ABI can
+ * give them a meaning.  Fields marked "out" are ignored on input.
+ *
+ * Versioning: KRDMA_IOC_VERSION reports KRDMA_ABI_VERSION, and its structure
+ * never changes.  Every command number encodes the size of its structure;
+ * a known command with a different size (a program built against another
+ * version of this header) fails with EINVAL.  Unknown commands fail with
+ * ENOTTY.
+ *
+ * Errors common to all commands:
+ *   EFAULT   the argument or a buffer pointer is not readable/writable
+ *   EINVAL   wrong structure size, reserved field or flag set, bad value
+ *   ENOTTY   unknown command
+ *   EBADF    the handle is not one of this session's handles of the kind
+ *            the command needs (a handle from another session is EBADF)
+ *   E2BIG    a length above the limits below
+ *   EMFILE   the session has KRDMA_IOC_MAX_HANDLES handles already
+ * Commands that wait return EINTR (or restart) on a signal.
+ *
+ * poll()/epoll on the file: EPOLLIN | EPOLLRDNORM while a message waits on
+ * one of the session's connections or an established connection waits on
+ * one of its listeners for ACCEPT; EPOLLHUP while one of its connections
+ * has ended (KRDMA_IOC_QUERY tells which; CLOSE it to clear this).
+ */
+#ifndef _UAPI_LINUX_KRDMA_H
+#define _UAPI_LINUX_KRDMA_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define KRDMA_ABI_VERSION	1
+
+#define KRDMA_IOC_MAGIC		0xDA
+
+/* Limits. */
+#define KRDMA_IOC_MAX_HANDLES	4096
+#define KRDMA_IOC_MAX_XFER	(1ULL << 30)	/* REG, READ, WRITE, RECV */
+#define KRDMA_IOC_MAX_MSG	(1024 * 1024)	/* SEND; see also max_msg_size */
+
+/* timeout_ms: wait forever (still interruptible by signals). */
+#define KRDMA_IOC_TIMEOUT_INF	0xffffffffU
+
+/* Access rights of a registration (krdma_ioc_reg.access). */
+#define KRDMA_IOC_ACCESS_REMOTE_READ	0x1
+#define KRDMA_IOC_ACCESS_REMOTE_WRITE	0x2
+#define KRDMA_IOC_ACCESS_REMOTE_ATOMIC	0x4
+
+/* Kind of a handle (krdma_ioc_query.type). */
+#define KRDMA_IOC_TYPE_LISTENER		1
+#define KRDMA_IOC_TYPE_CONN		2
+#define KRDMA_IOC_TYPE_MR		3
+
+/* krdma_ioc_query.state */
+#define KRDMA_IOC_STATE_CONNECTING	1
+#define KRDMA_IOC_STATE_CONNECTED	2
+#define KRDMA_IOC_STATE_DISCONNECTED	3
+#define KRDMA_IOC_STATE_ERROR		4
+#define KRDMA_IOC_STATE_CLOSED		5
+#define KRDMA_IOC_STATE_LISTENING	6
+#define KRDMA_IOC_STATE_STOPPED		7	/* listener lost its device */
+
+/**
+ * struct krdma_ioc_addr - an IPv4 or IPv6 address and port
+ * @family: AF_INET (2) or AF_INET6 (10); 0 means "none" where a field is
+ *	optional (CONNECT's source), and then the whole structure is zero
+ * @port: port, host byte order
+ * @scope_id: IPv6 scope (interface index of a link-local address); 0 for
+ *	IPv4
+ * @addr: the address in network byte order; IPv4 uses addr[0..3] and the
+ *	other twelve bytes must be zero
+ */
+struct krdma_ioc_addr {
+	__u16	family;
+	__u16	port;
+	__u32	scope_id;
+	__u8	addr[16];
+};
+
+/**
+ * struct krdma_ioc_token - remote access to a peer's registered region
+ * @addr: address for RDMA operations
+ * @rkey: remote key
+ * @length: bytes accessible from @addr
+ */
+struct krdma_ioc_token {
+	__u64	addr;
+	__u32	rkey;
+	__u32	length;
+};
+
+/**
+ * struct krdma_ioc_version - KRDMA_IOC_VERSION (out only, never changes)
+ * @abi_version: KRDMA_ABI_VERSION of the running module
+ * @max_handles: KRDMA_IOC_MAX_HANDLES
+ * @max_msg_size: largest message a connection can negotiate
+ * @max_depth: largest queue depth a connection can negotiate
+ * @max_xfer: KRDMA_IOC_MAX_XFER
+ * @reserved: zero
+ */
+struct krdma_ioc_version {
+	__u32	abi_version;
+	__u32	max_handles;
+	__u32	max_msg_size;
+	__u32	max_depth;
+	__u64	max_xfer;
+	__u64	reserved[2];
+};
+
+/**
+ * struct krdma_ioc_listen - KRDMA_IOC_LISTEN: listen for connections
+ * @addr: in: local address (may be the wildcard) and port (not 0)
+ * @queue_depth: in: messages in flight each way offered to peers (0: 32)
+ * @max_msg_size: in: largest message offered to peers (0: 4096)
+ * @flags: in: 0
+ * @handle: out: the listener
+ * @reserved: in: 0
+ *
+ * Errors: EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT (unknown family), EINVAL.
+ */
+struct krdma_ioc_listen {
+	struct krdma_ioc_addr	addr;
+	__u32	queue_depth;
+	__u32	max_msg_size;
+	__u32	flags;
+	__u32	handle;
+	__u64	reserved[2];
+};
+
+/**
+ * struct krdma_ioc_accept - KRDMA_IOC_ACCEPT: take an established connection
+ * @handle: in: a listener
+ * @timeout_ms: in: how long to wait; 0: do not wait (EAGAIN if none is
+ *	queued); KRDMA_IOC_TIMEOUT_INF: forever
+ * @flags: in: 0
+ * @conn: out: the connection
+ * @reserved: in: 0
+ *
+ * Errors: EAGAIN, ETIMEDOUT, ENODEV (the listener was closed or lost its
+ * device).
+ */
+struct krdma_ioc_accept {
+	__u32	handle;
+	__u32	timeout_ms;
+	__u32	flags;
+	__u32	conn;
+	__u64	reserved[2];
+};
+
+/**
+ * struct krdma_ioc_connect - KRDMA_IOC_CONNECT: connect to a listener
+ * @dst: in: the peer's address and port (not 0)
+ * @src: in: local address to use, or all zero
+ * @queue_depth: in: as for LISTEN (0: 32)
+ * @max_msg_size: in: as for LISTEN (0: 4096)
+ * @timeout_ms: in: how long connecting may take (0: 5000)
+ * @flags: in: 0
+ * @handle: out: the connection
+ * @reserved32: in: 0
+ * @reserved: in: 0
+ *
+ * Errors: ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH, ENODEV, EPROTO,
+ * EPROTONOSUPPORT, EAFNOSUPPORT, EINVAL.
+ */
+struct krdma_ioc_connect {
+	struct krdma_ioc_addr	dst;
+	struct krdma_ioc_addr	src;
+	__u32	queue_depth;
+	__u32	max_msg_size;
+	__u32	timeout_ms;
+	__u32	flags;
+	__u32	handle;
+	__u32	reserved32;
+	__u64	reserved[2];
+};
+
+/**
+ * struct krdma_ioc_handle - CLOSE, UNREG and REVOKE
+ * @handle: in: the handle
+ * @flags: in: 0
+ * @reserved: in: 0
+ *
+ * KRDMA_IOC_CLOSE closes a handle of any kind; closing a connection also
+ * closes the registrations made on it, and closing a listener closes the
+ * connections it accepted that were not taken with ACCEPT yet.
+ * KRDMA_IOC_UNREG revokes and releases a registration (a CLOSE that only
+ * takes registrations).  KRDMA_IOC_REVOKE invalidates a registration's
+ * token but keeps the handle (UNREG or CLOSE still release it).
+ */
+struct krdma_ioc_handle {
+	__u32	handle;
+	__u32	flags;
+	__u64	reserved;
+};
+
+/**
+ * struct krdma_ioc_msg - KRDMA_IOC_SEND and KRDMA_IOC_RECV
+ * @handle: in: a connection
+ * @flags: in: 0
+ * @buf: in: user pointer to the message (SEND) or the buffer (RECV)
+ * @len: in: the message's length (SEND, up to the connection's
+ *	max_msg_size) or the buffer's size (RECV)
+ * @timeout_ms: in: SEND: how long to wait for the peer's credit; RECV: for
+ *	a message.  0: do not wait (EAGAIN); KRDMA_IOC_TIMEOUT_INF: forever
+ * @msg_len: out (RECV): the message's length
+ * @reserved: in: 0
+ *
+ * SEND returns once the peer has the message.  RECV takes the next
+ * message; one longer than @len fails with EMSGSIZE and stays queued.
+ * Messages that arrived before the connection ended are still delivered,
+ * then RECV fails with the connection's error (ECONNRESET after a
+ * disconnect).  Errors: EMSGSIZE, EAGAIN, ETIMEDOUT, ECONNRESET, ENOTCONN,
+ * ENODEV.
+ */
+struct krdma_ioc_msg {
+	__u32	handle;
+	__u32	flags;
+	__u64	buf;
+	__u64	len;
+	__u32	timeout_ms;
+	__u32	msg_len;
+	__u64	reserved;
+};
+
+/**
+ * struct krdma_ioc_reg - KRDMA_IOC_REG: expose user memory to the peer
+ * @handle: in: the connection whose peer gets access
+ * @access: in: KRDMA_IOC_ACCESS_* (at least one)
+ * @buf: in: start of the memory (any alignment)
+ * @len: in: its length (1..KRDMA_IOC_MAX_XFER, and what one memory region
+ *	of the device can map)
+ * @flags: in: 0
+ * @mr: out: the registration's handle
+ * @token: out: what the peer needs for READ/WRITE; send it over
+ * @reserved: in: 0
+ *
+ * The pages stay pinned until the registration is released (UNREG, CLOSE
+ * of it or of its connection, or the end of the session).
+ * Errors: E2BIG (larger than one region), EOPNOTSUPP (atomic access on a
+ * device without atomics), EFAULT.
+ */
+struct krdma_ioc_reg {
+	__u32	handle;
+	__u32	access;
+	__u64	buf;
+	__u64	len;
+	__u32	flags;
+	__u32	mr;
+	struct krdma_ioc_token	token;
+	__u64	reserved[2];
+};
+
+/**
+ * struct krdma_ioc_rdma - KRDMA_IOC_WRITE and KRDMA_IOC_READ
+ * @handle: in: a connection
+ * @flags: in: 0
+ * @buf: in: local user memory (source of WRITE, destination of READ)
+ * @len: in: bytes to move (1..KRDMA_IOC_MAX_XFER)
+ * @token: in: the peer's region
+ * @offset: in: where in the peer's region
+ * @timeout_ms: in: a transfer step not done by then fails the connection
+ *	(0: 30000)
+ * @reserved32: in: 0
+ * @reserved: in: 0
+ *
+ * Errors: ERANGE (outside the token), EACCES (the peer refused the key or
+ * the right), ETIMEDOUT, ECONNRESET, ENOTCONN.
+ */
+struct krdma_ioc_rdma {
+	__u32	handle;
+	__u32	flags;
+	__u64	buf;
+	__u64	len;
+	struct krdma_ioc_token	token;
+	__u64	offset;
+	__u32	timeout_ms;
+	__u32	reserved32;
+	__u64	reserved[2];
+};
+
+/**
+ * struct krdma_ioc_query - KRDMA_IOC_QUERY: state of a connection/listener
+ * @handle: in: a connection or a listener
+ * @flags: in: 0
+ * @type: out: KRDMA_IOC_TYPE_*
+ * @state: out: KRDMA_IOC_STATE_*
+ * @error: out: 0, or the negative errno that ended the connection
+ * @queue_depth: out: negotiated (listener: offered) queue depth
+ * @max_msg_size: out: negotiated (listener: offered) largest message
+ * @credits: out: messages the peer can take now
+ * @local: out: local address (listener: the one it listens on)
+ * @peer: out: peer's address (listener: zero)
+ * @name: out: the directory under /sys/kernel/krdma/conns (or listeners)
+ * @device: out: RDMA device name, empty if none
+ * @send_ops: out: counters, as in sysfs
+ * @send_bytes: out
+ * @recv_ops: out
+ * @recv_bytes: out
+ * @write_ops: out
+ * @write_bytes: out
+ * @read_ops: out
+ * @read_bytes: out
+ * @atomic_ops: out
+ * @errors: out
+ * @reserved: in: 0; out: 0
+ *
+ * The out fields are ignored on input.
+ */
+struct krdma_ioc_query {
+	__u32	handle;
+	__u32	flags;
+	__u32	type;
+	__u32	state;
+	__s32	error;
+	__u32	queue_depth;
+	__u32	max_msg_size;
+	__u32	credits;
+	struct krdma_ioc_addr	local;
+	struct krdma_ioc_addr	peer;
+	char	name[32];
+	char	device[64];
+	__u64	send_ops;
+	__u64	send_bytes;
+	__u64	recv_ops;
+	__u64	recv_bytes;
+	__u64	write_ops;
+	__u64	write_bytes;
+	__u64	read_ops;
+	__u64	read_bytes;
+	__u64	atomic_ops;
+	__u64	errors;
+	__u64	reserved[4];
+};
+
+#define KRDMA_IOC_VERSION _IOR(KRDMA_IOC_MAGIC, 0x00, struct krdma_ioc_version)
+#define KRDMA_IOC_LISTEN  _IOWR(KRDMA_IOC_MAGIC, 0x01, struct krdma_ioc_listen)
+#define KRDMA_IOC_ACCEPT  _IOWR(KRDMA_IOC_MAGIC, 0x02, struct krdma_ioc_accept)
+#define KRDMA_IOC_CONNECT _IOWR(KRDMA_IOC_MAGIC, 0x03, struct krdma_ioc_connect)
+#define KRDMA_IOC_CLOSE   _IOW(KRDMA_IOC_MAGIC, 0x04, struct krdma_ioc_handle)
+#define KRDMA_IOC_SEND    _IOW(KRDMA_IOC_MAGIC, 0x05, struct krdma_ioc_msg)
+#define KRDMA_IOC_RECV    _IOWR(KRDMA_IOC_MAGIC, 0x06, struct krdma_ioc_msg)
+#define KRDMA_IOC_REG     _IOWR(KRDMA_IOC_MAGIC, 0x07, struct krdma_ioc_reg)
+#define KRDMA_IOC_UNREG   _IOW(KRDMA_IOC_MAGIC, 0x08, struct krdma_ioc_handle)
+#define KRDMA_IOC_REVOKE  _IOW(KRDMA_IOC_MAGIC, 0x09, struct krdma_ioc_handle)
+#define KRDMA_IOC_WRITE   _IOW(KRDMA_IOC_MAGIC, 0x0a, struct krdma_ioc_rdma)
+#define KRDMA_IOC_READ    _IOW(KRDMA_IOC_MAGIC, 0x0b, struct krdma_ioc_rdma)
+#define KRDMA_IOC_QUERY   _IOWR(KRDMA_IOC_MAGIC, 0x0c, struct krdma_ioc_query)
+
+#endif /* _UAPI_LINUX_KRDMA_H */

@@ -1,0 +1,1135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/krdma: the krdma API for user space (include/uapi/linux/krdma.h).
+ *
+ * Each open file is a session.  What a session creates (listeners,
+ * connections, registrations) lives in an xarray of small handles local to
+ * the file; a handle number means nothing in another session, where it
+ * fails with -EBADF like any handle the session does not have.  Closing the
+ * file closes everything the session still owns, even in the middle of a
+ * transfer: connections are torn down first (in-flight operations end with
+ * an error), then registrations are released and their pages unpinned.
+ *
+ * Lifetime of a handle's object: the xarray holds one reference and every
+ * ioctl using the object holds another for its duration.  Taking a handle
+ * out of the table (CLOSE, UNREG, release) also shuts the object down, so
+ * that other threads of the session blocked on it return at once; the
+ * krdma object itself is released when the last reference goes.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/miscdevice.h>
+#include <linux/fs.h>
+#include <linux/poll.h>
+#include <linux/xarray.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/uaccess.h>
+#include <linux/sched/signal.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <uapi/linux/krdma.h>
+
+#include "krdma_core.h"
+#include "krdma_plan.h"
+
+/*
+ * SEND, RECV, WRITE and READ copy through a kernel bounce buffer, at most
+ * this much at a time.  That costs a copy, and is acceptable for now; a
+ * zero-copy path would pin the user pages as REG does.
+ */
+#define KRDMA_CD_BOUNCE		(1024 * 1024)
+#define KRDMA_CD_RW_TIMEOUT_MS	30000
+
+#define krdma_cd_warn(fmt, ...)						\
+	pr_warn_ratelimited("/dev/krdma: %s[%d]: " fmt, current->comm,	\
+			    task_pid_nr(current), ##__VA_ARGS__)
+
+struct krdma_cd_session {
+	struct xarray		handles;
+	u32			next;		/* cyclic handle allocation */
+	wait_queue_head_t	wq;		/* poll */
+};
+
+struct krdma_cd_obj {
+	struct kref			ref;
+	u32				type;	/* KRDMA_IOC_TYPE_* */
+	u32				handle;
+	struct krdma_cd_session		*s;
+	struct list_head		dead;	/* being closed */
+	/* Forwards wake-ups of the conn/listener wait queue to poll(). */
+	struct wait_queue_entry		wait;
+	wait_queue_head_t		*wqh;
+	union {
+		struct krdma_listener	*l;
+		struct krdma_conn	*conn;
+		struct {
+			struct krdma_mr		*kmr;
+			struct krdma_cd_obj	*conn_obj;
+			struct page		**pages;
+			unsigned long		npages;
+			bool			dirty;
+			struct sg_table		sgt;
+			struct mutex		lock;	/* revoke vs revoke */
+		} mr;
+	};
+};
+
+union krdma_cd_arg {
+	struct krdma_ioc_version	version;
+	struct krdma_ioc_listen		listen;
+	struct krdma_ioc_accept		accept;
+	struct krdma_ioc_connect	connect;
+	struct krdma_ioc_handle		handle;
+	struct krdma_ioc_msg		msg;
+	struct krdma_ioc_reg		reg;
+	struct krdma_ioc_rdma		rdma;
+	struct krdma_ioc_query		query;
+};
+
+struct krdma_cd_cmd {
+	unsigned int	cmd;
+	const char	*name;
+	/* @created: a handle made by the command, closed if copy-out fails */
+	long (*fn)(struct krdma_cd_session *s, union krdma_cd_arg *a,
+		   u32 *created);
+};
+
+/* ---- objects ------------------------------------------------------- */
+
+static int krdma_cd_wake(struct wait_queue_entry *wait, unsigned int mode,
+			 int sync, void *key)
+{
+	struct krdma_cd_obj *obj = container_of(wait, struct krdma_cd_obj,
+						wait);
+
+	wake_up_all(&obj->s->wq);
+	return 0;
+}
+
+static struct krdma_cd_obj *krdma_cd_obj_alloc(struct krdma_cd_session *s,
+					       u32 type)
+{
+	struct krdma_cd_obj *obj;
+
+	obj = kzalloc(sizeof(*obj), GFP_KERNEL);
+	if (!obj)
+		return NULL;
+	kref_init(&obj->ref);
+	obj->type = type;
+	obj->s = s;
+	INIT_LIST_HEAD(&obj->dead);
+	init_waitqueue_func_entry(&obj->wait, krdma_cd_wake);
+	return obj;
+}
+
+static void krdma_cd_watch(struct krdma_cd_obj *obj, wait_queue_head_t *wqh)
+{
+	obj->wqh = wqh;
+	add_wait_queue(wqh, &obj->wait);
+}
+
+static void krdma_cd_unwatch(struct krdma_cd_obj *obj)
+{
+	if (obj->wqh)
+		remove_wait_queue(obj->wqh, &obj->wait);
+	obj->wqh = NULL;
+}
+
+static void krdma_cd_obj_put(struct krdma_cd_obj *obj);
+
+/* The last reference: release the krdma object.  Process context. */
+static void krdma_cd_obj_release(struct kref *ref)
+{
+	struct krdma_cd_obj *obj = container_of(ref, struct krdma_cd_obj, ref);
+
+	switch (obj->type) {
+	case KRDMA_IOC_TYPE_LISTENER:
+		krdma_cd_unwatch(obj);
+		/* krdma_listener_close() ran at shutdown; this is our ref. */
+		krdma_listener_put(obj->l);
+		break;
+	case KRDMA_IOC_TYPE_CONN:
+		krdma_cd_unwatch(obj);
+		krdma_close(obj->conn);
+		break;
+	case KRDMA_IOC_TYPE_MR:
+		/* Revoked and unmapped before the pages go back. */
+		krdma_mr_free(obj->mr.kmr);
+		sg_free_table(&obj->mr.sgt);
+		unpin_user_pages_dirty_lock(obj->mr.pages, obj->mr.npages,
+					    obj->mr.dirty);
+		kvfree(obj->mr.pages);
+		krdma_cd_obj_put(obj->mr.conn_obj);
+		break;
+	}
+	kfree(obj);
+}
+
+static void krdma_cd_obj_put(struct krdma_cd_obj *obj)
+{
+	kref_put(&obj->ref, krdma_cd_obj_release);
+}
+
+/*
+ * The object left the handle table: make everyone still using it return.
+ * Connections stop (pending transfers fail, registrations lose remote
+ * access); listeners stop listening and wake their ACCEPT waiters.
+ */
+static void krdma_cd_obj_shutdown(struct krdma_cd_obj *obj)
+{
+	switch (obj->type) {
+	case KRDMA_IOC_TYPE_LISTENER:
+		krdma_listener_close(obj->l);
+		break;
+	case KRDMA_IOC_TYPE_CONN:
+		krdma_conn_teardown(obj->conn, 0);
+		break;
+	}
+}
+
+static int krdma_cd_install(struct krdma_cd_session *s,
+			    struct krdma_cd_obj *obj, const char *cmd)
+{
+	int ret;
+
+	ret = xa_alloc_cyclic(&s->handles, &obj->handle, obj,
+			      XA_LIMIT(1, KRDMA_IOC_MAX_HANDLES), &s->next,
+			      GFP_KERNEL);
+	if (ret == -EBUSY) {
+		krdma_cd_warn("%s: session has %u handles already\n", cmd,
+			      KRDMA_IOC_MAX_HANDLES);
+		return -EMFILE;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+/* A reference to the session's handle @h if it is of @type (0: any). */
+static struct krdma_cd_obj *krdma_cd_get(struct krdma_cd_session *s, u32 h,
+					 u32 type, const char *cmd)
+{
+	struct krdma_cd_obj *obj;
+
+	xa_lock(&s->handles);
+	obj = xa_load(&s->handles, h);
+	if (obj && (!type || obj->type == type))
+		kref_get(&obj->ref);
+	else
+		obj = NULL;
+	xa_unlock(&s->handles);
+	if (!obj)
+		krdma_cd_warn("%s: handle %u is not a %s of this session\n",
+			      cmd, h,
+			      type == KRDMA_IOC_TYPE_LISTENER ? "listener" :
+			      type == KRDMA_IOC_TYPE_CONN ? "connection" :
+			      type == KRDMA_IOC_TYPE_MR ? "registration" :
+			      "handle");
+	return obj;
+}
+
+/* Take the registrations made on @conn_obj out of the table, onto @dead. */
+static void krdma_cd_take_mrs(struct krdma_cd_session *s,
+			      struct krdma_cd_obj *conn_obj,
+			      struct list_head *dead)
+{
+	struct krdma_cd_obj *obj;
+	unsigned long h;
+
+	xa_lock(&s->handles);
+	xa_for_each(&s->handles, h, obj) {
+		if (obj->type == KRDMA_IOC_TYPE_MR &&
+		    obj->mr.conn_obj == conn_obj) {
+			__xa_erase(&s->handles, h);
+			list_add_tail(&obj->dead, dead);
+		}
+	}
+	xa_unlock(&s->handles);
+}
+
+/* CLOSE/UNREG: take @h (of @type, 0: any) out of the table and close it. */
+static int krdma_cd_close_handle(struct krdma_cd_session *s, u32 h, u32 type,
+				 const char *cmd)
+{
+	struct krdma_cd_obj *obj, *mr, *tmp;
+	LIST_HEAD(dead);
+
+	xa_lock(&s->handles);
+	obj = xa_load(&s->handles, h);
+	if (obj && (!type || obj->type == type))
+		__xa_erase(&s->handles, h);
+	else
+		obj = NULL;
+	xa_unlock(&s->handles);
+	if (!obj) {
+		krdma_cd_warn("%s: handle %u is not a %s of this session\n",
+			      cmd, h, type ? "registration" : "handle");
+		return -EBADF;
+	}
+	krdma_cd_obj_shutdown(obj);
+	if (obj->type == KRDMA_IOC_TYPE_CONN)
+		krdma_cd_take_mrs(s, obj, &dead);
+	list_for_each_entry_safe(mr, tmp, &dead, dead)
+		krdma_cd_obj_put(mr);
+	krdma_cd_obj_put(obj);
+	return 0;
+}
+
+/* ---- argument checks ------------------------------------------------ */
+
+static bool krdma_cd_zero(const void *p, size_t len, const char *cmd,
+			  const char *what)
+{
+	if (!memchr_inv(p, 0, len))
+		return true;
+	krdma_cd_warn("%s: %s must be zero\n", cmd, what);
+	return false;
+}
+
+#define KRDMA_CD_ZERO(cmd, field) \
+	krdma_cd_zero(&(field), sizeof(field), cmd, #field)
+
+/*
+ * A user address to a sockaddr.  Returns 1 for an all-zero address where
+ * @optional allows one ("none"), 0 for an address, else a negative errno.
+ */
+static int krdma_cd_addr_in(const struct krdma_ioc_addr *a,
+			    struct sockaddr_storage *ss, bool optional,
+			    const char *cmd)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	switch (a->family) {
+	case 0:
+		if (!optional) {
+			krdma_cd_warn("%s: address family missing\n", cmd);
+			return -EAFNOSUPPORT;
+		}
+		if (!krdma_cd_zero(a, sizeof(*a), cmd, "unused source address"))
+			return -EINVAL;
+		return 1;
+	case AF_INET:
+		if (a->scope_id || memchr_inv(a->addr + 4, 0, 12)) {
+			krdma_cd_warn("%s: IPv4 address with IPv6 bytes or a scope id set\n",
+				      cmd);
+			return -EINVAL;
+		}
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(a->port);
+		memcpy(&sin->sin_addr, a->addr, 4);
+		break;
+	case AF_INET6:
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(a->port);
+		sin6->sin6_scope_id = a->scope_id;
+		memcpy(&sin6->sin6_addr, a->addr, 16);
+		break;
+	default:
+		krdma_cd_warn("%s: address family %u is neither AF_INET nor AF_INET6\n",
+			      cmd, a->family);
+		return -EAFNOSUPPORT;
+	}
+	if (!optional && !a->port) {
+		krdma_cd_warn("%s: port 0\n", cmd);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void krdma_cd_addr_out(const struct sockaddr_storage *ss,
+			      struct krdma_ioc_addr *a)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET) {
+		a->family = AF_INET;
+		a->port = ntohs(sin->sin_port);
+		memcpy(a->addr, &sin->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		a->family = AF_INET6;
+		a->port = ntohs(sin6->sin6_port);
+		a->scope_id = sin6->sin6_scope_id;
+		memcpy(a->addr, &sin6->sin6_addr, 16);
+	}
+}
+
+/* A queue depth / message size within what krdma negotiates (0: default). */
+static bool krdma_cd_opts_ok(u32 depth, u32 msg, const char *cmd)
+{
+	if (depth > KRDMA_MAX_DEPTH) {
+		krdma_cd_warn("%s: queue depth %u above %u\n", cmd, depth,
+			      KRDMA_MAX_DEPTH);
+		return false;
+	}
+	if (msg && (msg < sizeof(struct krdma_token_wire) ||
+		    msg > KRDMA_MAX_MSG_SIZE)) {
+		krdma_cd_warn("%s: message size %u out of range %zu..%u\n",
+			      cmd, msg, sizeof(struct krdma_token_wire),
+			      KRDMA_MAX_MSG_SIZE);
+		return false;
+	}
+	return true;
+}
+
+static bool krdma_cd_len_ok(u64 len, u64 max, bool zero_ok, const char *cmd,
+			    int *err)
+{
+	if (len > max) {
+		krdma_cd_warn("%s: length %llu above the limit %llu\n", cmd,
+			      len, max);
+		*err = -E2BIG;
+		return false;
+	}
+	if (!len && !zero_ok) {
+		krdma_cd_warn("%s: length 0\n", cmd);
+		*err = -EINVAL;
+		return false;
+	}
+	return true;
+}
+
+static bool krdma_cd_user_ok(u64 buf, u64 len, const char *cmd)
+{
+	if (access_ok(u64_to_user_ptr(buf), len))
+		return true;
+	krdma_cd_warn("%s: buffer 0x%llx+%llu is not user memory\n", cmd, buf,
+		      len);
+	return false;
+}
+
+/* timeout_ms to jiffies: 0 stays 0, KRDMA_IOC_TIMEOUT_INF is forever. */
+static long krdma_cd_timeout(u32 ms)
+{
+	if (ms == KRDMA_IOC_TIMEOUT_INF)
+		return MAX_SCHEDULE_TIMEOUT;
+	return msecs_to_jiffies(ms);
+}
+
+/* ---- commands ------------------------------------------------------- */
+
+static long krdma_cd_version(struct krdma_cd_session *s,
+			     union krdma_cd_arg *a, u32 *created)
+{
+	struct krdma_ioc_version *v = &a->version;
+
+	memset(v, 0, sizeof(*v));
+	v->abi_version = KRDMA_ABI_VERSION;
+	v->max_handles = KRDMA_IOC_MAX_HANDLES;
+	v->max_msg_size = KRDMA_MAX_MSG_SIZE;
+	v->max_depth = KRDMA_MAX_DEPTH;
+	v->max_xfer = KRDMA_IOC_MAX_XFER;
+	return 0;
+}
+
+static long krdma_cd_listen(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			    u32 *created)
+{
+	struct krdma_ioc_listen *la = &a->listen;
+	struct krdma_conn_opts opts = {
+		.queue_depth = la->queue_depth,
+		.max_msg_size = la->max_msg_size,
+	};
+	struct sockaddr_storage ss;
+	struct krdma_listener *l;
+	struct krdma_cd_obj *obj;
+	int ret;
+
+	if (!KRDMA_CD_ZERO("LISTEN", la->flags) ||
+	    !KRDMA_CD_ZERO("LISTEN", la->reserved) ||
+	    !krdma_cd_opts_ok(la->queue_depth, la->max_msg_size, "LISTEN"))
+		return -EINVAL;
+	ret = krdma_cd_addr_in(&la->addr, &ss, false, "LISTEN");
+	if (ret)
+		return ret;
+
+	obj = krdma_cd_obj_alloc(s, KRDMA_IOC_TYPE_LISTENER);
+	if (!obj)
+		return -ENOMEM;
+	l = krdma_listen((struct sockaddr *)&ss, &opts);
+	if (IS_ERR(l)) {
+		kfree(obj);
+		return PTR_ERR(l);
+	}
+	/* Ours, beyond the owner's that krdma_listener_close() drops. */
+	kobject_get(&l->kobj);
+	obj->l = l;
+	krdma_cd_watch(obj, &l->wq);
+	ret = krdma_cd_install(s, obj, "LISTEN");
+	if (ret) {
+		krdma_cd_obj_shutdown(obj);
+		krdma_cd_obj_put(obj);
+		return ret;
+	}
+	la->handle = obj->handle;
+	*created = obj->handle;
+	return 0;
+}
+
+static int krdma_cd_add_conn(struct krdma_cd_session *s,
+			     struct krdma_conn *conn, u32 *handle,
+			     const char *cmd)
+{
+	struct krdma_cd_obj *obj;
+	int ret;
+
+	obj = krdma_cd_obj_alloc(s, KRDMA_IOC_TYPE_CONN);
+	if (!obj) {
+		krdma_close(conn);
+		return -ENOMEM;
+	}
+	obj->conn = conn;
+	krdma_cd_watch(obj, &conn->wq);
+	ret = krdma_cd_install(s, obj, cmd);
+	if (ret) {
+		krdma_cd_obj_shutdown(obj);
+		krdma_cd_obj_put(obj);
+		return ret;
+	}
+	*handle = obj->handle;
+	return 0;
+}
+
+static long krdma_cd_accept(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			    u32 *created)
+{
+	struct krdma_ioc_accept *aa = &a->accept;
+	struct krdma_cd_obj *lobj;
+	struct krdma_conn *conn;
+	int ret;
+
+	if (!KRDMA_CD_ZERO("ACCEPT", aa->flags) ||
+	    !KRDMA_CD_ZERO("ACCEPT", aa->reserved))
+		return -EINVAL;
+	lobj = krdma_cd_get(s, aa->handle, KRDMA_IOC_TYPE_LISTENER, "ACCEPT");
+	if (!lobj)
+		return -EBADF;
+	conn = krdma_accept(lobj->l, krdma_cd_timeout(aa->timeout_ms));
+	krdma_cd_obj_put(lobj);
+	if (IS_ERR(conn)) {
+		ret = PTR_ERR(conn);
+		return ret == -ETIMEDOUT && !aa->timeout_ms ? -EAGAIN : ret;
+	}
+	ret = krdma_cd_add_conn(s, conn, &aa->conn, "ACCEPT");
+	if (!ret)
+		*created = aa->conn;
+	return ret;
+}
+
+static long krdma_cd_connect(struct krdma_cd_session *s,
+			     union krdma_cd_arg *a, u32 *created)
+{
+	struct krdma_ioc_connect *ca = &a->connect;
+	struct krdma_conn_opts opts = {
+		.queue_depth = ca->queue_depth,
+		.max_msg_size = ca->max_msg_size,
+		.timeout_ms = ca->timeout_ms,
+	};
+	struct sockaddr_storage dst, src;
+	struct krdma_conn *conn;
+	int ret, nosrc;
+
+	if (!KRDMA_CD_ZERO("CONNECT", ca->flags) ||
+	    !KRDMA_CD_ZERO("CONNECT", ca->reserved32) ||
+	    !KRDMA_CD_ZERO("CONNECT", ca->reserved) ||
+	    !krdma_cd_opts_ok(ca->queue_depth, ca->max_msg_size, "CONNECT"))
+		return -EINVAL;
+	ret = krdma_cd_addr_in(&ca->dst, &dst, false, "CONNECT");
+	if (ret)
+		return ret;
+	nosrc = krdma_cd_addr_in(&ca->src, &src, true, "CONNECT");
+	if (nosrc < 0)
+		return nosrc;
+	if (!nosrc && src.ss_family != dst.ss_family) {
+		krdma_cd_warn("CONNECT: source and destination families differ\n");
+		return -EINVAL;
+	}
+
+	conn = krdma_connect((struct sockaddr *)&dst,
+			     nosrc ? NULL : (struct sockaddr *)&src, &opts);
+	if (IS_ERR(conn))
+		return PTR_ERR(conn);
+	ret = krdma_cd_add_conn(s, conn, &ca->handle, "CONNECT");
+	if (!ret)
+		*created = ca->handle;
+	return ret;
+}
+
+static long krdma_cd_close(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			   u32 *created)
+{
+	if (!KRDMA_CD_ZERO("CLOSE", a->handle.flags) ||
+	    !KRDMA_CD_ZERO("CLOSE", a->handle.reserved))
+		return -EINVAL;
+	return krdma_cd_close_handle(s, a->handle.handle, 0, "CLOSE");
+}
+
+static long krdma_cd_unreg(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			   u32 *created)
+{
+	if (!KRDMA_CD_ZERO("UNREG", a->handle.flags) ||
+	    !KRDMA_CD_ZERO("UNREG", a->handle.reserved))
+		return -EINVAL;
+	return krdma_cd_close_handle(s, a->handle.handle, KRDMA_IOC_TYPE_MR,
+				     "UNREG");
+}
+
+static long krdma_cd_revoke(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			    u32 *created)
+{
+	struct krdma_cd_obj *obj;
+	int ret;
+
+	if (!KRDMA_CD_ZERO("REVOKE", a->handle.flags) ||
+	    !KRDMA_CD_ZERO("REVOKE", a->handle.reserved))
+		return -EINVAL;
+	obj = krdma_cd_get(s, a->handle.handle, KRDMA_IOC_TYPE_MR, "REVOKE");
+	if (!obj)
+		return -EBADF;
+	mutex_lock(&obj->mr.lock);
+	ret = krdma_mr_revoke(obj->mr.kmr);
+	mutex_unlock(&obj->mr.lock);
+	krdma_cd_obj_put(obj);
+	return ret;
+}
+
+static long krdma_cd_send(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			  u32 *created)
+{
+	struct krdma_ioc_msg *m = &a->msg;
+	struct krdma_cd_obj *obj;
+	void *kbuf;
+	int ret;
+
+	if (!KRDMA_CD_ZERO("SEND", m->flags) ||
+	    !KRDMA_CD_ZERO("SEND", m->reserved))
+		return -EINVAL;
+	if (!krdma_cd_len_ok(m->len, KRDMA_IOC_MAX_MSG, true, "SEND", &ret))
+		return ret;
+	obj = krdma_cd_get(s, m->handle, KRDMA_IOC_TYPE_CONN, "SEND");
+	if (!obj)
+		return -EBADF;
+	ret = -ENOMEM;
+	kbuf = kvmalloc(max_t(u64, m->len, 1), GFP_KERNEL);
+	if (!kbuf)
+		goto out;
+	if (copy_from_user(kbuf, u64_to_user_ptr(m->buf), m->len)) {
+		krdma_cd_warn("SEND: bad buffer pointer 0x%llx\n", m->buf);
+		ret = -EFAULT;
+		goto out_free;
+	}
+	ret = krdma_send(obj->conn, kbuf, m->len,
+			 krdma_cd_timeout(m->timeout_ms));
+	if (ret == -ETIMEDOUT && !m->timeout_ms)
+		ret = -EAGAIN;
+out_free:
+	kvfree(kbuf);
+out:
+	krdma_cd_obj_put(obj);
+	return ret;
+}
+
+static long krdma_cd_recv(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			  u32 *created)
+{
+	struct krdma_ioc_msg *m = &a->msg;
+	struct krdma_cd_obj *obj;
+	size_t blen;
+	void *kbuf;
+	int ret;
+
+	if (!KRDMA_CD_ZERO("RECV", m->flags) ||
+	    !KRDMA_CD_ZERO("RECV", m->reserved))
+		return -EINVAL;
+	if (!krdma_cd_len_ok(m->len, KRDMA_IOC_MAX_XFER, true, "RECV", &ret))
+		return ret;
+	if (!krdma_cd_user_ok(m->buf, m->len, "RECV"))
+		return -EFAULT;
+	obj = krdma_cd_get(s, m->handle, KRDMA_IOC_TYPE_CONN, "RECV");
+	if (!obj)
+		return -EBADF;
+	ret = -ENOMEM;
+	blen = min_t(u64, m->len, krdma_max_msg_size(obj->conn));
+	kbuf = kvmalloc(max_t(size_t, blen, 1), GFP_KERNEL);
+	if (!kbuf)
+		goto out;
+	ret = krdma_recv(obj->conn, kbuf, blen,
+			 krdma_cd_timeout(m->timeout_ms));
+	if (ret == -ETIMEDOUT && !m->timeout_ms)
+		ret = -EAGAIN;
+	if (ret >= 0) {
+		m->msg_len = ret;
+		ret = 0;
+		/* The message is consumed: a bad buffer loses it. */
+		if (copy_to_user(u64_to_user_ptr(m->buf), kbuf, m->msg_len)) {
+			krdma_cd_warn("RECV: bad buffer pointer 0x%llx, message of %u bytes lost\n",
+				      m->buf, m->msg_len);
+			ret = -EFAULT;
+		}
+	}
+	kvfree(kbuf);
+out:
+	krdma_cd_obj_put(obj);
+	return ret;
+}
+
+/* Pin [buf, buf + len) of the caller for as long as a registration lives. */
+static int krdma_cd_pin(struct krdma_cd_obj *obj, u64 buf, u64 len,
+			bool write)
+{
+	unsigned long start = buf & PAGE_MASK;
+	unsigned long npages, done = 0;
+	unsigned int gup = FOLL_LONGTERM | (write ? FOLL_WRITE : 0);
+	int ret;
+
+	npages = (offset_in_page(buf) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	obj->mr.pages = kvmalloc_array(npages, sizeof(struct page *),
+				       GFP_KERNEL);
+	if (!obj->mr.pages)
+		return -ENOMEM;
+	/*
+	 * /dev/krdma is root only, so the pages are not charged to
+	 * RLIMIT_MEMLOCK as ib_umem does for unprivileged verbs users.
+	 */
+	while (done < npages) {
+		ret = pin_user_pages_fast(start + done * PAGE_SIZE,
+					  min_t(unsigned long, npages - done,
+						INT_MAX >> PAGE_SHIFT),
+					  gup, obj->mr.pages + done);
+		if (ret <= 0) {
+			ret = ret ?: -EFAULT;
+			goto unpin;
+		}
+		done += ret;
+	}
+	obj->mr.npages = npages;
+	obj->mr.dirty = write;
+	ret = sg_alloc_table_from_pages(&obj->mr.sgt, obj->mr.pages, npages,
+					offset_in_page(buf), len, GFP_KERNEL);
+	if (ret)
+		goto unpin;
+	return 0;
+
+unpin:
+	unpin_user_pages(obj->mr.pages, done);
+	kvfree(obj->mr.pages);
+	obj->mr.pages = NULL;
+	obj->mr.npages = 0;
+	return ret;
+}
+
+static long krdma_cd_reg(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			 u32 *created)
+{
+	const int all = KRDMA_IOC_ACCESS_REMOTE_READ |
+			KRDMA_IOC_ACCESS_REMOTE_WRITE |
+			KRDMA_IOC_ACCESS_REMOTE_ATOMIC;
+	struct krdma_ioc_reg *r = &a->reg;
+	struct krdma_cd_obj *cobj, *obj;
+	struct krdma_token tok;
+	struct krdma_mr *kmr;
+	int ret;
+
+	if (!KRDMA_CD_ZERO("REG", r->flags) ||
+	    !KRDMA_CD_ZERO("REG", r->reserved))
+		return -EINVAL;
+	if (!r->access || (r->access & ~all)) {
+		krdma_cd_warn("REG: access 0x%x is not a set of KRDMA_IOC_ACCESS_* rights\n",
+			      r->access);
+		return -EINVAL;
+	}
+	if (!krdma_cd_len_ok(r->len, KRDMA_IOC_MAX_XFER, false, "REG", &ret))
+		return ret;
+	if (!krdma_cd_user_ok(r->buf, r->len, "REG"))
+		return -EFAULT;
+	cobj = krdma_cd_get(s, r->handle, KRDMA_IOC_TYPE_CONN, "REG");
+	if (!cobj)
+		return -EBADF;
+
+	ret = -ENOMEM;
+	obj = krdma_cd_obj_alloc(s, KRDMA_IOC_TYPE_MR);
+	if (!obj)
+		goto out_conn;
+	mutex_init(&obj->mr.lock);
+	ret = krdma_cd_pin(obj, r->buf, r->len,
+			   r->access & (KRDMA_IOC_ACCESS_REMOTE_WRITE |
+					KRDMA_IOC_ACCESS_REMOTE_ATOMIC));
+	if (ret) {
+		if (ret == -EFAULT)
+			krdma_cd_warn("REG: cannot pin 0x%llx+%llu\n", r->buf,
+				      r->len);
+		goto out_obj;
+	}
+	kmr = krdma_reg_sg(cobj->conn, obj->mr.sgt.sgl, obj->mr.sgt.orig_nents,
+			   r->access);
+	if (IS_ERR(kmr)) {
+		ret = PTR_ERR(kmr);
+		goto out_unpin;
+	}
+	obj->mr.kmr = kmr;
+	obj->mr.conn_obj = cobj;	/* our reference moves to the MR */
+	ret = krdma_cd_install(s, obj, "REG");
+	if (ret) {
+		krdma_cd_obj_put(obj);
+		return ret;
+	}
+	krdma_mr_token(kmr, &tok);
+	r->mr = obj->handle;
+	r->token.addr = tok.addr;
+	r->token.rkey = tok.rkey;
+	r->token.length = tok.length;
+	*created = obj->handle;
+	return 0;
+
+out_unpin:
+	sg_free_table(&obj->mr.sgt);
+	unpin_user_pages(obj->mr.pages, obj->mr.npages);
+	kvfree(obj->mr.pages);
+out_obj:
+	kfree(obj);
+out_conn:
+	krdma_cd_obj_put(cobj);
+	return ret;
+}
+
+static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			  bool write)
+{
+	const char *cmd = write ? "WRITE" : "READ";
+	struct krdma_ioc_rdma *r = &a->rdma;
+	void __user *ubuf = u64_to_user_ptr(r->buf);
+	struct krdma_token tok = {
+		.addr = r->token.addr,
+		.rkey = r->token.rkey,
+		.length = r->token.length,
+	};
+	struct krdma_cd_obj *obj;
+	size_t chunk, this;
+	struct sg_table sgt;
+	u64 done = 0;
+	long timeout;
+	void *kbuf;
+	int ret;
+
+	if (!KRDMA_CD_ZERO(cmd, r->flags) ||
+	    !KRDMA_CD_ZERO(cmd, r->reserved32) ||
+	    !KRDMA_CD_ZERO(cmd, r->reserved))
+		return -EINVAL;
+	if (!krdma_cd_len_ok(r->len, KRDMA_IOC_MAX_XFER, false, cmd, &ret))
+		return ret;
+	if (!krdma_cd_user_ok(r->buf, r->len, cmd))
+		return -EFAULT;
+	if (r->offset > tok.length || r->len > tok.length - r->offset) {
+		krdma_cd_warn("%s: %llu bytes at offset %llu do not fit the token's %u\n",
+			      cmd, r->len, r->offset, tok.length);
+		return -ERANGE;
+	}
+	obj = krdma_cd_get(s, r->handle, KRDMA_IOC_TYPE_CONN, cmd);
+	if (!obj)
+		return -EBADF;
+	timeout = krdma_cd_timeout(r->timeout_ms ?: KRDMA_CD_RW_TIMEOUT_MS);
+
+	ret = -ENOMEM;
+	chunk = min_t(u64, r->len, KRDMA_CD_BOUNCE);
+	kbuf = kvmalloc(chunk, GFP_KERNEL);
+	if (!kbuf)
+		goto out;
+	ret = 0;
+	while (done < r->len) {
+		this = min_t(u64, r->len - done, chunk);
+		if (signal_pending(current)) {
+			ret = -ERESTARTSYS;
+			break;
+		}
+		if (write && copy_from_user(kbuf, ubuf + done, this)) {
+			krdma_cd_warn("WRITE: bad buffer pointer 0x%llx\n",
+				      r->buf + done);
+			ret = -EFAULT;
+			break;
+		}
+		ret = krdma_buf_to_sgt(kbuf, this, &sgt, GFP_KERNEL);
+		if (ret)
+			break;
+		if (write)
+			ret = krdma_write(obj->conn, sgt.sgl, sgt.orig_nents,
+					  &tok, r->offset + done, timeout);
+		else
+			ret = krdma_read(obj->conn, sgt.sgl, sgt.orig_nents,
+					 &tok, r->offset + done, timeout);
+		sg_free_table(&sgt);
+		if (ret)
+			break;
+		if (!write && copy_to_user(ubuf + done, kbuf, this)) {
+			krdma_cd_warn("READ: bad buffer pointer 0x%llx\n",
+				      r->buf + done);
+			ret = -EFAULT;
+			break;
+		}
+		done += this;
+		cond_resched();
+	}
+	kvfree(kbuf);
+out:
+	krdma_cd_obj_put(obj);
+	return ret;
+}
+
+static long krdma_cd_write(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			   u32 *created)
+{
+	return krdma_cd_rdma(s, a, true);
+}
+
+static long krdma_cd_read(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			  u32 *created)
+{
+	return krdma_cd_rdma(s, a, false);
+}
+
+static u32 krdma_cd_state(enum krdma_conn_state st)
+{
+	switch (st) {
+	case KRDMA_CONN_CONNECTING:	return KRDMA_IOC_STATE_CONNECTING;
+	case KRDMA_CONN_CONNECTED:	return KRDMA_IOC_STATE_CONNECTED;
+	case KRDMA_CONN_DISCONNECTED:	return KRDMA_IOC_STATE_DISCONNECTED;
+	case KRDMA_CONN_ERROR:		return KRDMA_IOC_STATE_ERROR;
+	case KRDMA_CONN_CLOSED:		return KRDMA_IOC_STATE_CLOSED;
+	}
+	return KRDMA_IOC_STATE_ERROR;
+}
+
+static void krdma_cd_query_conn(struct krdma_conn *conn,
+				struct krdma_ioc_query *q)
+{
+	struct krdma_stats *st = &conn->stats;
+
+	spin_lock_bh(&conn->lock);
+	q->state = krdma_cd_state(conn->state);
+	q->error = conn->error;
+	q->credits = conn->credits;
+	spin_unlock_bh(&conn->lock);
+	q->queue_depth = conn->depth;
+	q->max_msg_size = conn->max_msg;
+	krdma_cd_addr_out(&conn->laddr, &q->local);
+	krdma_cd_addr_out(&conn->raddr, &q->peer);
+	strscpy(q->name, conn->name, sizeof(q->name));
+	strscpy(q->device, conn->devname, sizeof(q->device));
+	q->send_ops = atomic64_read(&st->send_ops);
+	q->send_bytes = atomic64_read(&st->send_bytes);
+	q->recv_ops = atomic64_read(&st->recv_ops);
+	q->recv_bytes = atomic64_read(&st->recv_bytes);
+	q->write_ops = atomic64_read(&st->write_ops);
+	q->write_bytes = atomic64_read(&st->write_bytes);
+	q->read_ops = atomic64_read(&st->read_ops);
+	q->read_bytes = atomic64_read(&st->read_bytes);
+	q->atomic_ops = atomic64_read(&st->atomic_ops);
+	q->errors = atomic64_read(&st->errors);
+}
+
+static void krdma_cd_query_listener(struct krdma_listener *l,
+				    struct krdma_ioc_query *q)
+{
+	int err = READ_ONCE(l->error);
+
+	q->state = err ? KRDMA_IOC_STATE_STOPPED : KRDMA_IOC_STATE_LISTENING;
+	q->error = err;
+	q->queue_depth = l->opts.queue_depth;
+	q->max_msg_size = l->opts.max_msg_size;
+	krdma_cd_addr_out(&l->addr, &q->local);
+	strscpy(q->name, l->name, sizeof(q->name));
+}
+
+static long krdma_cd_query(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			   u32 *created)
+{
+	struct krdma_ioc_query *q = &a->query;
+	struct krdma_cd_obj *obj;
+	u32 h = q->handle;
+
+	if (!KRDMA_CD_ZERO("QUERY", q->flags) ||
+	    !KRDMA_CD_ZERO("QUERY", q->reserved))
+		return -EINVAL;
+	obj = krdma_cd_get(s, h, 0, "QUERY");
+	if (!obj)
+		return -EBADF;
+	memset(q, 0, sizeof(*q));
+	q->handle = h;
+	q->type = obj->type;
+	if (obj->type == KRDMA_IOC_TYPE_CONN)
+		krdma_cd_query_conn(obj->conn, q);
+	else if (obj->type == KRDMA_IOC_TYPE_LISTENER)
+		krdma_cd_query_listener(obj->l, q);
+	krdma_cd_obj_put(obj);
+	return 0;
+}
+
+/* Indexed by _IOC_NR(). */
+static const struct krdma_cd_cmd krdma_cd_cmds[] = {
+	{ KRDMA_IOC_VERSION,	"VERSION",	krdma_cd_version },
+	{ KRDMA_IOC_LISTEN,	"LISTEN",	krdma_cd_listen },
+	{ KRDMA_IOC_ACCEPT,	"ACCEPT",	krdma_cd_accept },
+	{ KRDMA_IOC_CONNECT,	"CONNECT",	krdma_cd_connect },
+	{ KRDMA_IOC_CLOSE,	"CLOSE",	krdma_cd_close },
+	{ KRDMA_IOC_SEND,	"SEND",		krdma_cd_send },
+	{ KRDMA_IOC_RECV,	"RECV",		krdma_cd_recv },
+	{ KRDMA_IOC_REG,	"REG",		krdma_cd_reg },
+	{ KRDMA_IOC_UNREG,	"UNREG",	krdma_cd_unreg },
+	{ KRDMA_IOC_REVOKE,	"REVOKE",	krdma_cd_revoke },
+	{ KRDMA_IOC_WRITE,	"WRITE",	krdma_cd_write },
+	{ KRDMA_IOC_READ,	"READ",		krdma_cd_read },
+	{ KRDMA_IOC_QUERY,	"QUERY",	krdma_cd_query },
+};
+
+static long krdma_cd_ioctl(struct file *file, unsigned int cmd,
+			   unsigned long arg)
+{
+	struct krdma_cd_session *s = file->private_data;
+	void __user *uarg = (void __user *)arg;
+	const struct krdma_cd_cmd *c;
+	union krdma_cd_arg a;
+	unsigned int nr = _IOC_NR(cmd);
+	u32 created = 0;
+	long ret;
+
+	if (_IOC_TYPE(cmd) != KRDMA_IOC_MAGIC ||
+	    nr >= ARRAY_SIZE(krdma_cd_cmds)) {
+		krdma_cd_warn("unknown ioctl 0x%x\n", cmd);
+		return -ENOTTY;
+	}
+	c = &krdma_cd_cmds[nr];
+	if (cmd != c->cmd) {
+		krdma_cd_warn("%s: argument of %u bytes (direction %u), ABI version %d has %u (direction %u)\n",
+			      c->name, _IOC_SIZE(cmd), _IOC_DIR(cmd),
+			      KRDMA_ABI_VERSION, _IOC_SIZE(c->cmd),
+			      _IOC_DIR(c->cmd));
+		return -EINVAL;
+	}
+	memset(&a, 0, sizeof(a));
+	if ((_IOC_DIR(cmd) & _IOC_WRITE) &&
+	    copy_from_user(&a, uarg, _IOC_SIZE(cmd))) {
+		krdma_cd_warn("%s: bad argument pointer 0x%lx\n", c->name, arg);
+		return -EFAULT;
+	}
+	ret = c->fn(s, &a, &created);
+	if (ret || !(_IOC_DIR(cmd) & _IOC_READ))
+		return ret;
+	if (copy_to_user(uarg, &a, _IOC_SIZE(cmd))) {
+		krdma_cd_warn("%s: bad argument pointer 0x%lx\n", c->name, arg);
+		/* Nobody learnt the new handle: do not leave it behind. */
+		if (created)
+			krdma_cd_close_handle(s, created, 0, c->name);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static __poll_t krdma_cd_poll(struct file *file, poll_table *wait)
+{
+	struct krdma_cd_session *s = file->private_data;
+	struct krdma_cd_obj *obj;
+	unsigned long h;
+	__poll_t mask = 0;
+
+	poll_wait(file, &s->wq, wait);
+	xa_lock(&s->handles);
+	xa_for_each(&s->handles, h, obj) {
+		if (obj->type == KRDMA_IOC_TYPE_CONN) {
+			if (krdma_msg_ready(obj->conn))
+				mask |= EPOLLIN | EPOLLRDNORM;
+			if (krdma_conn_error(obj->conn))
+				mask |= EPOLLHUP;
+		} else if (obj->type == KRDMA_IOC_TYPE_LISTENER) {
+			if (krdma_accept_ready(obj->l))
+				mask |= EPOLLIN | EPOLLRDNORM;
+		}
+	}
+	xa_unlock(&s->handles);
+	return mask;
+}
+
+static int krdma_cd_open(struct inode *inode, struct file *file)
+{
+	struct krdma_cd_session *s;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	xa_init_flags(&s->handles, XA_FLAGS_ALLOC1);
+	init_waitqueue_head(&s->wq);
+	file->private_data = s;
+	return nonseekable_open(inode, file);
+}
+
+/* The last reference to the file: close everything the session owns. */
+static int krdma_cd_release(struct inode *inode, struct file *file)
+{
+	struct krdma_cd_session *s = file->private_data;
+	struct krdma_cd_obj *obj;
+	unsigned long h;
+
+	/* Stop every connection first: transfers in flight end now. */
+	xa_for_each(&s->handles, h, obj)
+		if (obj->type != KRDMA_IOC_TYPE_MR)
+			krdma_cd_obj_shutdown(obj);
+	xa_for_each(&s->handles, h, obj) {
+		xa_erase(&s->handles, h);
+		krdma_cd_obj_put(obj);
+	}
+	xa_destroy(&s->handles);
+	kfree(s);
+	return 0;
+}
+
+static const struct file_operations krdma_cd_fops = {
+	.owner		= THIS_MODULE,
+	.open		= krdma_cd_open,
+	.release	= krdma_cd_release,
+	.unlocked_ioctl	= krdma_cd_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.poll		= krdma_cd_poll,
+};
+
+static struct miscdevice krdma_miscdev = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= "krdma",
+	.fops	= &krdma_cd_fops,
+	.mode	= 0600,
+};
+
+int krdma_chardev_init(void)
+{
+	int ret;
+
+	/* The ABI: no implicit padding, same layout for 32-bit callers. */
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_addr) != 24);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_token) != 16);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_version) != 40);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_listen) != 56);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_accept) != 32);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_connect) != 88);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_handle) != 16);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_msg) != 40);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_reg) != 64);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_rdma) != 72);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_query) != 288);
+	BUILD_BUG_ON(KRDMA_IOC_ACCESS_REMOTE_READ != KRDMA_ACCESS_REMOTE_READ);
+	BUILD_BUG_ON(KRDMA_IOC_ACCESS_REMOTE_WRITE !=
+		     KRDMA_ACCESS_REMOTE_WRITE);
+	BUILD_BUG_ON(KRDMA_IOC_ACCESS_REMOTE_ATOMIC !=
+		     KRDMA_ACCESS_REMOTE_ATOMIC);
+	BUILD_BUG_ON(KRDMA_IOC_MAX_MSG != KRDMA_MAX_MSG_SIZE);
+
+	ret = misc_register(&krdma_miscdev);
+	if (ret)
+		pr_err("cannot register /dev/krdma: %d\n", ret);
+	return ret;
+}
+
+void krdma_chardev_exit(void)
+{
+	/* Open files hold the module: no session is left by now. */
+	misc_deregister(&krdma_miscdev);
+}
