@@ -62,8 +62,11 @@ struct krdma_selftest {
 	struct mutex		lock;		/* parameters and results */
 	bool			running;
 	u32			ops, size, count, sge;
-	/* results, read through sysfs */
+	/* results, read through sysfs; counters under stat_lock */
 	char			status[96];
+	spinlock_t		stat_lock;
+	atomic_t		send_inflight;
+	int			send_err;
 	u64			done_ops;
 	u64			bytes;
 	u64			usecs;
@@ -410,11 +413,13 @@ static void st_local_pattern(struct st_local *l, u64 seed, bool fill,
 	}
 }
 
+/* Also called from send completions (softirq). */
 static void st_lat(struct krdma_selftest *st, ktime_t t0, u64 bytes)
 {
 	u64 ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+	unsigned long flags;
 
-	mutex_lock(&st->lock);
+	spin_lock_irqsave(&st->stat_lock, flags);
 	st->done_ops++;
 	st->bytes += bytes;
 	st->lat_sum += ns;
@@ -422,7 +427,7 @@ static void st_lat(struct krdma_selftest *st, ktime_t t0, u64 bytes)
 		st->lat_min = ns;
 	if (ns > st->lat_max)
 		st->lat_max = ns;
-	mutex_unlock(&st->lock);
+	spin_unlock_irqrestore(&st->stat_lock, flags);
 }
 
 static int st_get_tokens(struct krdma_selftest *st, u64 len, int access,
@@ -524,29 +529,84 @@ out_toks:
 	return ret;
 }
 
+struct st_sreq {
+	struct krdma_req	req;
+	ktime_t			t0;
+	struct krdma_selftest	*st;
+};
+
+static void st_send_done(struct krdma_req *req)
+{
+	struct st_sreq *s = container_of(req, struct st_sreq, req);
+	struct krdma_selftest *st = s->st;
+
+	if (req->status)
+		cmpxchg(&st->send_err, 0, req->status);
+	else
+		st_lat(st, s->t0, req->len - sizeof(struct st_msg));
+	atomic_dec(&st->send_inflight);
+	wake_up_all(&st->conn->wq);
+}
+
+static bool st_send_slot(struct krdma_selftest *st, int max)
+{
+	return atomic_read(&st->send_inflight) < max ||
+	       krdma_conn_error(st->conn);
+}
+
+/*
+ * Messages go out back to back, up to the queue depth in flight, so that
+ * the receiver's credits are what paces the sender.  The peer checks every
+ * message and answers once, after the last.
+ */
 static int st_send_test(struct krdma_selftest *st, u64 seed0)
 {
 	struct krdma_conn *conn = st->conn;
 	u32 payload = min_t(u32, st->size, conn->max_msg - sizeof(struct st_msg));
+	u32 nslots = 2 * conn->depth, i;
+	struct st_sreq *reqs;
 	struct st_msg *m;
-	u64 bad;
 	int ret = 0;
-	u32 i;
+	u64 bad;
 
 	m = kvmalloc(sizeof(*m) + payload, GFP_KERNEL);
-	if (!m)
+	reqs = kcalloc(nslots, sizeof(*reqs), GFP_KERNEL);
+	if (!m || !reqs) {
+		kvfree(m);
+		kfree(reqs);
 		return -ENOMEM;
-	for (i = 0; i < st->count && !ret; i++) {
-		ktime_t t0 = ktime_get();
-		bool last = i == st->count - 1;
-
-		st_encode(m, ST_DATA, seed0 + i, payload, 0, last, 0);
-		krdma_pattern_fill((u8 *)m + sizeof(*m), payload, seed0 + i, 0);
-		ret = krdma_send(conn, m, sizeof(*m) + payload, ST_TIMEOUT);
-		if (!ret)
-			st_lat(st, t0, payload);
 	}
-	/* The peer checked every message and answers once for all. */
+	atomic_set(&st->send_inflight, 0);
+	st->send_err = 0;
+	for (i = 0; i < st->count && !ret; i++) {
+		struct st_sreq *s = &reqs[i % nslots];
+
+		/* In-order completions: slot i % nslots is free again. */
+		wait_event(conn->wq, st_send_slot(st, conn->depth));
+		ret = READ_ONCE(st->send_err) ?: krdma_conn_error(conn);
+		if (ret)
+			break;
+		st_encode(m, ST_DATA, seed0 + i, payload, 0,
+			  i == st->count - 1, 0);
+		krdma_pattern_fill((u8 *)m + sizeof(*m), payload, seed0 + i, 0);
+		s->st = st;
+		s->req.done = st_send_done;
+		s->t0 = ktime_get();
+		atomic_inc(&st->send_inflight);
+		ret = krdma_send_async(conn, m, sizeof(*m) + payload, &s->req,
+				       false);
+		if (ret)
+			atomic_dec(&st->send_inflight);
+	}
+	if (!wait_event_timeout(conn->wq, !atomic_read(&st->send_inflight),
+				ST_TIMEOUT)) {
+		pr_warn("%s: self-test sends not acknowledged, failing the connection\n",
+			conn->name);
+		krdma_conn_teardown(conn, -ETIMEDOUT);
+		wait_event(conn->wq, !atomic_read(&st->send_inflight));
+	}
+	ret = ret ?: st->send_err;
+
 	if (!ret) {
 		struct st_msg r;
 
@@ -560,6 +620,7 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 					 bad);
 		}
 	}
+	kfree(reqs);
 	kvfree(m);
 	return ret;
 }
@@ -657,12 +718,14 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 		st->size = size;
 		st->count = count;
 		st->sge = sge;
+		spin_lock_irq(&st->stat_lock);
 		st->done_ops = 0;
 		st->bytes = 0;
 		st->usecs = 0;
 		st->lat_min = 0;
 		st->lat_max = 0;
 		st->lat_sum = 0;
+		spin_unlock_irq(&st->stat_lock);
 		st->have_reply = false;
 		strscpy(st->status, "running", sizeof(st->status));
 		krdma_conn_get(conn);
@@ -680,6 +743,7 @@ ssize_t krdma_test_show(struct krdma_conn *conn, int what, char *buf)
 	if (!st)
 		return sysfs_emit(buf, what == ST_SHOW_STATUS ? "idle\n" : "0\n");
 	mutex_lock(&st->lock);
+	spin_lock_irq(&st->stat_lock);
 	switch (what) {
 	case ST_SHOW_STATUS:
 		n = sysfs_emit(buf, "%s\n", st->status[0] ? st->status : "idle");
@@ -704,6 +768,7 @@ ssize_t krdma_test_show(struct krdma_conn *conn, int what, char *buf)
 		n = sysfs_emit(buf, "%llu\n", st->lat_max);
 		break;
 	}
+	spin_unlock_irq(&st->stat_lock);
 	mutex_unlock(&st->lock);
 	return n;
 }
@@ -719,6 +784,7 @@ int krdma_svc_start(struct krdma_conn *conn)
 		return -ENOMEM;
 	st->conn = conn;
 	mutex_init(&st->lock);
+	spin_lock_init(&st->stat_lock);
 	INIT_WORK(&st->work, krdma_test_work);
 	conn->st = st;
 	t = kthread_run(krdma_svc_thread, conn, "krdma/%s", conn->name);
