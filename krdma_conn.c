@@ -630,7 +630,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 	struct krdma_conn_opts opts;
 	struct krdma_hello hello;
 	struct krdma_conn *conn;
-	char name[32];
+	char name[48];
 	int reason, ret;
 
 	reason = krdma_hello_decode(ev->param.conn.private_data,

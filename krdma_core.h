@@ -109,7 +109,7 @@ struct krdma_conn {
 	struct kobject		kobj;		/* conns/<name> */
 	bool			in_sysfs;
 	u32			id;
-	char			name[32];
+	char			name[48];	/* listener name + ".N" fits */
 	struct list_head	list;		/* krdma_conns, krdma_lock */
 	struct list_head	accept_entry;	/* listener's accept queue */
 	struct krdma_listener	*listener;	/* passive side: where from */

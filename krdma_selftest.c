@@ -71,9 +71,9 @@ struct krdma_selftest {
 	u64			bytes;
 	u64			usecs;
 	u64			lat_min, lat_max, lat_sum;
-	/* reply mailbox, filled by the service thread */
-	struct st_msg		reply;
-	bool			have_reply;
+	/* replies from the peer, queued by the service thread */
+	struct st_msg		replies[ST_MAX_REGIONS + 2];
+	u32			rhead, rtail;
 	/* what we exposed for the peer */
 	struct st_exposed	exp;
 };
@@ -250,9 +250,12 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 		break;
 	case ST_REPLY:
 	case ST_TOKEN:
+		/* Several tokens come back to back: queue, do not overwrite. */
 		mutex_lock(&st->lock);
-		st->reply = *m;
-		st->have_reply = true;
+		if (st->rtail - st->rhead < ARRAY_SIZE(st->replies))
+			st->replies[st->rtail++ % ARRAY_SIZE(st->replies)] = *m;
+		else
+			pr_warn("%s: self-test reply dropped\n", conn->name);
 		mutex_unlock(&st->lock);
 		wake_up_all(&conn->wq);
 		break;
@@ -292,7 +295,8 @@ static int krdma_svc_thread(void *arg)
 
 static bool st_reply_ready(struct krdma_selftest *st)
 {
-	return READ_ONCE(st->have_reply) || krdma_conn_error(st->conn);
+	return READ_ONCE(st->rtail) != READ_ONCE(st->rhead) ||
+	       krdma_conn_error(st->conn);
 }
 
 static int st_wait_reply(struct krdma_selftest *st, struct st_msg *out)
@@ -303,14 +307,13 @@ static int st_wait_reply(struct krdma_selftest *st, struct st_msg *out)
 						st_reply_ready(st),
 						ST_TIMEOUT);
 	mutex_lock(&st->lock);
-	if (!st->have_reply) {
+	if (st->rtail == st->rhead) {
 		mutex_unlock(&st->lock);
 		if (left < 0)
 			return left;
 		return krdma_conn_error(st->conn) ?: -ETIMEDOUT;
 	}
-	*out = st->reply;
-	st->have_reply = false;
+	*out = st->replies[st->rhead++ % ARRAY_SIZE(st->replies)];
 	mutex_unlock(&st->lock);
 	return 0;
 }
@@ -726,7 +729,7 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 		st->lat_max = 0;
 		st->lat_sum = 0;
 		spin_unlock_irq(&st->stat_lock);
-		st->have_reply = false;
+		st->rhead = st->rtail;
 		strscpy(st->status, "running", sizeof(st->status));
 		krdma_conn_get(conn);
 		queue_work(krdma_test_wq, &st->work);
