@@ -239,6 +239,7 @@ bool krdma_accept_ready(struct krdma_listener *l);
 int krdma_conn_create_qp(struct krdma_conn *conn);
 void krdma_conn_destroy_qp(struct krdma_conn *conn);
 int krdma_conn_post_recvs(struct krdma_conn *conn);
+bool krdma_can_send(struct krdma_conn *conn);
 void krdma_conn_flush_waiters(struct krdma_conn *conn);
 bool krdma_msg_ready(struct krdma_conn *conn);
 int krdma_wc_errno(enum ib_wc_status status);

@@ -546,7 +546,7 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /* A send may go when there is a credit and a free buffer, or never will. */
-static bool krdma_can_send(struct krdma_conn *conn)
+bool krdma_can_send(struct krdma_conn *conn)
 {
 	bool ok;
 

@@ -596,8 +596,19 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 		s->req.done = st_send_done;
 		s->t0 = ktime_get();
 		atomic_inc(&st->send_inflight);
-		ret = krdma_send_async(conn, m, sizeof(*m) + payload, &s->req,
-				       false);
+		/*
+		 * Wait for a credit with a bound: a dead iWARP peer returns
+		 * none and TCP would keep the sends pending for minutes.
+		 */
+		while ((ret = krdma_send_async(conn, m, sizeof(*m) + payload,
+					       &s->req, true)) == -EAGAIN) {
+			if (!wait_event_timeout(conn->wq, krdma_can_send(conn),
+						ST_TIMEOUT)) {
+				pr_warn("%s: no credit from the peer in %d s, failing the connection\n",
+					conn->name, ST_TIMEOUT / HZ);
+				krdma_conn_teardown(conn, -ETIMEDOUT);
+			}
+		}
 		if (ret)
 			atomic_dec(&st->send_inflight);
 	}

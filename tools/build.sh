@@ -38,6 +38,20 @@ fi
 # Surface compiler warnings even when the build succeeds.
 grep -E 'warning:|error:' "$log" >&2 || true
 
+# test/apitest: a second external module, a user of krdma's exported symbols.
+mkdir -p "$out/apitest"
+for f in "$top"/test/apitest/Kbuild "$top"/test/apitest/*.c; do
+	[ -e "$f" ] && ln -sf "$f" "$out/apitest/$(basename "$f")"
+done
+log=$out/apitest/build.log
+if ! make -C "$kdir" M="$out/apitest" KBUILD_EXTRA_SYMBOLS="$out/Module.symvers" \
+	"$@" modules >"$log" 2>&1; then
+	cat "$log" >&2
+	echo "build: krdma_apitest failed for $rel" >&2
+	exit 1
+fi
+grep -E 'warning:|error:' "$log" >&2 || true
+
 config=$kdir/.config
 if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then
 	srcpkg=
