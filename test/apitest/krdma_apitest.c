@@ -1,0 +1,2112 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma_apitest: drives krdma's exported kernel API (include/krdma.h) the
+ * way a kernel user such as a block or storage transport would, and checks
+ * every value it gets back: data byte for byte, errnos by value.
+ *
+ * Module parameters:
+ *   role=server|client|both  server: listen on addr:port and serve every
+ *                            accepted connection in its own thread;
+ *                            client: run the scenarios against addr:port;
+ *                            both: the two at once (one-guest lab)
+ *   addr=IP port=N           where to listen / connect (IPv4 or IPv6)
+ *   dev=rxe|siw              the device under test, for the expectations
+ *                            that differ between RoCE and iWARP (below)
+ *   scenarios=a,b,...        client: the scenarios to run, in this order
+ *                            (default "all": every one, in table order)
+ *   flood_count=N            messages sent by msg_order_flood (4000)
+ *
+ * Results go to the kernel log, one line per scenario and a summary:
+ *   krdma_apitest: PASS name
+ *   krdma_apitest: FAIL name: reason
+ *   krdma_apitest: SKIP name: reason
+ *   krdma_apitest: DONE passed=N failed=N skipped=N
+ * Lines "krdma_apitest: name: ..." are information (sizes, times, counts).
+ * Unloading the module stops both roles at any point: every wait is bounded
+ * and every thread polls kthread_should_stop().
+ *
+ * The scenarios (at_scenarios[] below) each open their own connections.
+ * The server is generic: the first message on a connection (HELLO) picks a
+ * mode (plain request/reply, the msg_sizes echo, the msg_order_flood sink),
+ * then it answers requests (struct at_msg) to register memory regions,
+ * fill or verify their bytes, revoke or free them, run 64-bit loads and
+ * stores for the atomics, report a mode's result, or close the connection.
+ * Regions outlive the connection that registered them (only their
+ * registrations go with it), so that a scenario that breaks a connection
+ * can check the server's memory over a fresh one.
+ *
+ * RoCE (rxe) and iWARP (siw) differ in what a kernel user sees:
+ *  - a peer refusing a one-sided access (bad key, missing right) sends an
+ *    iWARP TERMINATE and drops the connection: there is no per-operation
+ *    remote access error.  A WRITE, complete at the initiator once sent,
+ *    may return 0; a READ is flushed with -ECONNRESET; afterwards
+ *    krdma_conn_error() is non-zero.  On RoCE both fail with -EACCES;
+ *  - siw has no atomics: krdma_atomic_*() and registrations with the
+ *    atomic right fail with -EOPNOTSUPP.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/kernel.h>
+#include <linux/kthread.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/mm.h>
+#include <linux/inet.h>
+#include <linux/delay.h>
+#include <linux/jiffies.h>
+#include <linux/ktime.h>
+#include <linux/wait.h>
+#include <linux/string.h>
+#include <linux/scatterlist.h>
+#include <net/net_namespace.h>
+
+#include <krdma.h>
+
+static char *role = "both";
+module_param(role, charp, 0444);
+MODULE_PARM_DESC(role, "server, client or both");
+static char *addr;
+module_param(addr, charp, 0444);
+MODULE_PARM_DESC(addr, "IP address to listen on / connect to");
+static int port = 7471;
+module_param(port, int, 0444);
+MODULE_PARM_DESC(port, "port to listen on / connect to");
+static char *dev = "rxe";
+module_param(dev, charp, 0444);
+MODULE_PARM_DESC(dev, "device under test: rxe or siw");
+static char *scenarios = "all";
+module_param(scenarios, charp, 0444);
+MODULE_PARM_DESC(scenarios, "comma-separated scenarios to run (client)");
+static unsigned int flood_count = 4000;
+module_param(flood_count, uint, 0444);
+MODULE_PARM_DESC(flood_count, "messages sent by msg_order_flood");
+
+#define AT_MAGIC	0x4b415054	/* "KAPT" */
+#define AT_MAX_TOK	8
+#define AT_TIMEOUT	(20 * HZ)
+#define AT_SLICE	(HZ / 4)
+#define AT_SRV_DEPTH	32
+#define AT_SRV_MSG	65536
+#define AT_MAX_REGION	(4 << 20)
+#define AT_GUARD	16
+#define AT_GUARD_BYTE	0xa5
+
+/* Requests to the server; every one but NOP gets a REPLY. */
+enum at_op {
+	AT_HELLO = 1,	/* mode, arg: what the connection is for */
+	/* AT_REG: off != 0 asks for kmalloc'ed memory, that far from its start */
+	AT_REG,		/* len bytes, rights arg, filled with pattern(seed) */
+	AT_VERIFY,	/* region bytes [off, off + len) hold pattern(seed, arg) */
+	AT_FILL,	/* write pattern(seed, arg) into [off, off + len) */
+	AT_SET64,	/* store u64 arg at off */
+	AT_GET64,	/* reply arg: the u64 at off */
+	AT_REVOKE,	/* krdma_mr_revoke() the region's registrations */
+	AT_FREE,	/* release the region */
+	AT_RESULT,	/* the connection mode's verdict */
+	AT_CLOSE,	/* reply, wait arg ms, close the connection */
+	AT_NOP,		/* ignored */
+	AT_REPLY,
+};
+
+enum at_mode {
+	AT_MODE_GENERIC,
+	AT_MODE_MSG_SIZES,
+	AT_MODE_FLOOD,
+};
+
+struct at_msg {
+	__be32	magic;
+	u8	op;
+	u8	ntok;
+	__be16	mode;
+	__be32	status;		/* reply: 0 or a positive errno */
+	__be32	region;
+	__be64	off;
+	__be64	len;
+	__be64	seed;
+	__be64	arg;
+	struct krdma_token_wire tok[AT_MAX_TOK];
+	char	why[64];	/* reply: what went wrong */
+} __packed;
+
+static struct sockaddr_storage at_addr;
+static bool at_iwarp;
+
+/* ---- data patterns ------------------------------------------------- */
+
+static u8 at_pat(u64 seed, u64 pos)
+{
+	u64 x = (pos + 1) * 0x9e3779b97f4a7c15ULL + seed * 0xbf58476d1ce4e5b9ULL;
+
+	return (u8)((x >> 32) ^ (x >> 56));
+}
+
+static void at_fill(void *buf, u64 len, u64 seed, u64 pos)
+{
+	u8 *p = buf;
+	u64 i;
+
+	for (i = 0; i < len; i++) {
+		p[i] = at_pat(seed, pos + i);
+		if (!(i & 0xffff))
+			cond_resched();
+	}
+}
+
+/* Index of the first byte that is not pattern(seed, pos + i), or -1. */
+static s64 at_check(const void *buf, u64 len, u64 seed, u64 pos)
+{
+	const u8 *p = buf;
+	u64 i;
+
+	for (i = 0; i < len; i++) {
+		if (p[i] != at_pat(seed, pos + i))
+			return i;
+		if (!(i & 0xffff))
+			cond_resched();
+	}
+	return -1;
+}
+
+/* krdma_recv() in short slices, so that a stopping thread never waits. */
+static int at_recv(struct krdma_conn *c, void *buf, size_t len, long timeout)
+{
+	unsigned long end = jiffies + timeout;
+	int ret;
+
+	for (;;) {
+		ret = krdma_recv(c, buf, len, AT_SLICE);
+		if (ret != -ETIMEDOUT)
+			return ret;
+		if (kthread_should_stop())
+			return -EINTR;
+		if (timeout != MAX_SCHEDULE_TIMEOUT && time_after_eq(jiffies, end))
+			return -ETIMEDOUT;
+	}
+}
+
+static void at_msg_init(struct at_msg *m, u8 op, u32 region, u64 off, u64 len,
+			u64 seed, u64 arg)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = cpu_to_be32(AT_MAGIC);
+	m->op = op;
+	m->region = cpu_to_be32(region);
+	m->off = cpu_to_be64(off);
+	m->len = cpu_to_be64(len);
+	m->seed = cpu_to_be64(seed);
+	m->arg = cpu_to_be64(arg);
+}
+
+static const char *at_op_str(u8 op)
+{
+	static const char * const names[] = {
+		[AT_HELLO] = "HELLO", [AT_REG] = "REG", [AT_VERIFY] = "VERIFY",
+		[AT_FILL] = "FILL", [AT_SET64] = "SET64", [AT_GET64] = "GET64",
+		[AT_REVOKE] = "REVOKE", [AT_FREE] = "FREE",
+		[AT_RESULT] = "RESULT", [AT_CLOSE] = "CLOSE", [AT_NOP] = "NOP",
+		[AT_REPLY] = "REPLY",
+	};
+
+	return op < ARRAY_SIZE(names) && names[op] ? names[op] : "?";
+}
+
+/* ---- server -------------------------------------------------------- */
+
+/* Memory the server exposed; lives until AT_FREE or module unload. */
+struct at_region {
+	struct list_head	list;
+	u32			id;
+	void			*owner;		/* handler whose conn registered */
+	void			*alloc;
+	u8			*buf;
+	u64			len;
+	bool			vmem;
+	int			nmr;
+	struct krdma_mr		*mr[AT_MAX_TOK];
+};
+
+static LIST_HEAD(at_regions);
+static DEFINE_MUTEX(at_regions_lock);
+static u32 at_next_region;
+
+/* One accepted connection and the thread serving it. */
+struct at_handler {
+	struct list_head	list;		/* at_handlers */
+	struct task_struct	*task;
+	struct krdma_conn	*conn;
+	bool			started;
+	bool			finished;
+	u8			*buf;		/* max_msg bytes */
+	/* the verdict of the connection's mode, sent on AT_RESULT */
+	int			res_status;
+	u64			res_arg;
+	char			res_why[64];
+};
+
+static struct krdma_listener *at_listener;
+static struct task_struct *at_accept_task;
+static LIST_HEAD(at_handlers);		/* the accept thread's, then exit's */
+static atomic_t at_handler_ids = ATOMIC_INIT(0);
+
+static __printf(3, 4) void at_srv_fail(struct at_handler *h, int err,
+				       const char *fmt, ...)
+{
+	va_list ap;
+
+	if (h->res_status)
+		return;
+	h->res_status = err;
+	va_start(ap, fmt);
+	vsnprintf(h->res_why, sizeof(h->res_why), fmt, ap);
+	va_end(ap);
+	pr_warn("server: %s\n", h->res_why);
+}
+
+static struct at_region *at_region_find(u32 id)
+{
+	struct at_region *r;
+
+	list_for_each_entry(r, &at_regions, list)
+		if (r->id == id)
+			return r;
+	return NULL;
+}
+
+/* Called with at_regions_lock held (or before the region is listed). */
+static void at_region_free_mrs(struct at_region *r)
+{
+	while (r->nmr > 0)
+		krdma_mr_free(r->mr[--r->nmr]);
+	r->owner = NULL;
+}
+
+static void at_region_destroy(struct at_region *r)
+{
+	at_region_free_mrs(r);
+	if (r->vmem)
+		vfree(r->alloc);
+	else
+		kfree(r->alloc);
+	kfree(r);
+}
+
+/*
+ * AT_REG.  A region too large for one registration (-E2BIG, e.g. more than
+ * siw's 256 pages) is registered as several equal page-aligned pieces,
+ * one token each.
+ */
+static int at_srv_reg(struct at_handler *h, const struct at_msg *m,
+		      struct at_msg *rep)
+{
+	u64 len = be64_to_cpu(m->len), mis = be64_to_cpu(m->off);
+	int access = be64_to_cpu(m->arg);
+	struct krdma_token tok;
+	struct at_region *r;
+	u64 piece, pos;
+	int ret, i;
+
+	if (!len || len > AT_MAX_REGION || mis >= PAGE_SIZE)
+		return -EINVAL;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	r->owner = h;
+	r->len = len;
+	if (mis) {
+		r->alloc = kmalloc(len + mis, GFP_KERNEL);
+		r->buf = r->alloc + mis;
+	} else {
+		r->alloc = vmalloc(len);
+		r->buf = r->alloc;
+		r->vmem = true;
+	}
+	if (!r->alloc) {
+		kfree(r);
+		return -ENOMEM;
+	}
+	at_fill(r->buf, len, be64_to_cpu(m->seed), 0);
+
+	piece = len;
+again:
+	for (pos = 0; pos < len; pos += piece) {
+		struct krdma_mr *mr;
+
+		if (r->nmr == AT_MAX_TOK) {
+			ret = -E2BIG;
+			goto fail;
+		}
+		mr = krdma_reg_buf(h->conn, r->buf + pos, min(piece, len - pos),
+				   access);
+		if (IS_ERR(mr)) {
+			ret = PTR_ERR(mr);
+			if (ret == -E2BIG && !r->nmr && r->vmem &&
+			    piece > PAGE_SIZE) {
+				piece = round_up(piece / 2, PAGE_SIZE);
+				goto again;
+			}
+			goto fail;
+		}
+		r->mr[r->nmr++] = mr;
+	}
+	for (i = 0; i < r->nmr; i++) {
+		krdma_mr_token(r->mr[i], &tok);
+		krdma_token_pack(&tok, &rep->tok[i]);
+	}
+	rep->ntok = r->nmr;
+	mutex_lock(&at_regions_lock);
+	r->id = ++at_next_region;
+	list_add_tail(&r->list, &at_regions);
+	mutex_unlock(&at_regions_lock);
+	rep->region = cpu_to_be32(r->id);
+	if (r->nmr > 1)
+		pr_info("server: %llu bytes registered as %d tokens (one was -E2BIG)\n",
+			len, r->nmr);
+	return 0;
+
+fail:
+	at_region_destroy(r);
+	return ret;
+}
+
+/* Requests on a region; called with at_regions_lock held. */
+static int at_srv_region_op(const struct at_msg *m, struct at_region *r,
+			    struct at_msg *rep)
+{
+	u64 off = be64_to_cpu(m->off), len = be64_to_cpu(m->len);
+	u64 seed = be64_to_cpu(m->seed), arg = be64_to_cpu(m->arg);
+	int ret = 0, i;
+	u64 *word;
+	s64 bad;
+
+	switch (m->op) {
+	case AT_VERIFY:
+	case AT_FILL:
+		if (off > r->len || len > r->len - off)
+			return -ERANGE;
+		if (m->op == AT_FILL) {
+			at_fill(r->buf + off, len, seed, arg);
+			return 0;
+		}
+		bad = at_check(r->buf + off, len, seed, arg);
+		if (bad < 0)
+			return 0;
+		snprintf(rep->why, sizeof(rep->why),
+			 "byte %llu is 0x%02x, expected 0x%02x", off + bad,
+			 r->buf[off + bad], at_pat(seed, arg + bad));
+		rep->arg = cpu_to_be64(off + bad);
+		return -EBADMSG;
+	case AT_SET64:
+	case AT_GET64:
+		if (off > r->len || r->len - off < 8)
+			return -ERANGE;
+		if (!IS_ALIGNED((unsigned long)(r->buf + off), 8))
+			return -EINVAL;
+		word = (u64 *)(r->buf + off);
+		if (m->op == AT_SET64)
+			WRITE_ONCE(*word, arg);
+		else
+			rep->arg = cpu_to_be64(READ_ONCE(*word));
+		return 0;
+	case AT_REVOKE:
+		for (i = 0; i < r->nmr; i++) {
+			int err = krdma_mr_revoke(r->mr[i]);
+
+			if (err && !ret)
+				ret = err;
+		}
+		return ret;
+	case AT_FREE:
+		list_del(&r->list);
+		at_region_destroy(r);
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static int at_srv_op(struct at_handler *h, const struct at_msg *m,
+		     struct at_msg *rep)
+{
+	struct at_region *r;
+	int ret;
+
+	switch (m->op) {
+	case AT_REG:
+		return at_srv_reg(h, m, rep);
+	case AT_RESULT:
+		rep->arg = cpu_to_be64(h->res_arg);
+		strscpy(rep->why, h->res_why, sizeof(rep->why));
+		return h->res_status;
+	case AT_HELLO:
+		return -EPROTO;
+	}
+	mutex_lock(&at_regions_lock);
+	r = at_region_find(be32_to_cpu(m->region));
+	ret = r ? at_srv_region_op(m, r, rep) : -ENOENT;
+	mutex_unlock(&at_regions_lock);
+	return ret;
+}
+
+static int at_srv_reply(struct at_handler *h, int status, struct at_msg *rep)
+{
+	rep->magic = cpu_to_be32(AT_MAGIC);
+	rep->op = AT_REPLY;
+	rep->status = cpu_to_be32(-status);
+	return krdma_send(h->conn, rep, sizeof(*rep), AT_TIMEOUT);
+}
+
+/* The sizes msg_sizes sends, in order; the last is the negotiated maximum. */
+static void at_msg_sizes(u32 max, u32 sizes[5])
+{
+	sizes[0] = 0;
+	sizes[1] = 1;
+	sizes[2] = 4095;
+	sizes[3] = 4096;
+	sizes[4] = max;
+}
+
+#define AT_SEED_MSG	0x6d736773ULL
+
+/* msg_sizes: check each message and echo it back unchanged. */
+static void at_srv_msg_sizes(struct at_handler *h)
+{
+	u32 max = krdma_max_msg_size(h->conn), sizes[5];
+	int i, ret;
+	s64 bad;
+
+	at_msg_sizes(max, sizes);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		ret = at_recv(h->conn, h->buf, max, AT_TIMEOUT);
+		if (ret < 0) {
+			at_srv_fail(h, -EIO, "message %d: receive: %d", i, ret);
+			return;
+		}
+		if (ret != sizes[i]) {
+			at_srv_fail(h, -EBADMSG, "message %d: %d bytes, expected %u",
+				    i, ret, sizes[i]);
+		} else {
+			bad = at_check(h->buf, ret, AT_SEED_MSG + ret, 0);
+			if (bad >= 0)
+				at_srv_fail(h, -EBADMSG,
+					    "message of %d bytes: byte %lld wrong",
+					    ret, bad);
+		}
+		ret = krdma_send(h->conn, h->buf, ret, AT_TIMEOUT);
+		if (ret) {
+			at_srv_fail(h, -EIO, "message %d: echo: %d", i, ret);
+			return;
+		}
+	}
+}
+
+/* msg_order_flood: message i is be32 i followed by (i % 29) pattern bytes. */
+static u32 at_flood_len(u32 i)
+{
+	return 4 + i % 29;
+}
+
+static void at_srv_flood(struct at_handler *h, u32 n)
+{
+	u32 max = krdma_max_msg_size(h->conn), i, seq;
+	__be32 wire;
+	int ret;
+	s64 bad;
+
+	for (i = 0; i < n; i++) {
+		ret = at_recv(h->conn, h->buf, max, AT_TIMEOUT);
+		if (ret < 0) {
+			at_srv_fail(h, -EIO, "message %u: receive: %d", i, ret);
+			break;
+		}
+		if (ret < 4) {
+			at_srv_fail(h, -EBADMSG, "message %u: %d bytes", i, ret);
+			continue;
+		}
+		memcpy(&wire, h->buf, 4);
+		seq = be32_to_cpu(wire);
+		if (seq != i) {
+			at_srv_fail(h, -EBADMSG, "message %u has sequence %u",
+				    i, seq);
+			continue;
+		}
+		if (ret != at_flood_len(i)) {
+			at_srv_fail(h, -EBADMSG, "message %u: %d bytes, expected %u",
+				    i, ret, at_flood_len(i));
+			continue;
+		}
+		bad = at_check(h->buf + 4, ret - 4, i, 0);
+		if (bad >= 0)
+			at_srv_fail(h, -EBADMSG, "message %u: byte %lld wrong",
+				    i, bad + 4);
+	}
+	h->res_arg = i;
+}
+
+static int at_handler_fn(void *data)
+{
+	struct at_handler *h = data;
+	struct at_msg *m, rep;
+	struct at_region *r;
+	u32 max;
+	int ret;
+
+	WRITE_ONCE(h->started, true);
+	max = krdma_max_msg_size(h->conn);
+	h->buf = kvmalloc(max, GFP_KERNEL);
+	if (!h->buf)
+		goto out;
+	m = (struct at_msg *)h->buf;
+
+	ret = at_recv(h->conn, h->buf, max, AT_TIMEOUT);
+	if (ret != sizeof(*m) || m->magic != cpu_to_be32(AT_MAGIC) ||
+	    m->op != AT_HELLO) {
+		pr_warn("server: connection without a HELLO (%d)\n", ret);
+		goto out;
+	}
+	memset(&rep, 0, sizeof(rep));
+	if (at_srv_reply(h, 0, &rep))
+		goto out;
+	switch (be16_to_cpu(m->mode)) {
+	case AT_MODE_MSG_SIZES:
+		at_srv_msg_sizes(h);
+		break;
+	case AT_MODE_FLOOD:
+		at_srv_flood(h, be64_to_cpu(m->arg));
+		break;
+	}
+
+	for (;;) {
+		ret = at_recv(h->conn, h->buf, max, MAX_SCHEDULE_TIMEOUT);
+		if (ret < 0)
+			break;
+		if (ret != sizeof(*m) || m->magic != cpu_to_be32(AT_MAGIC)) {
+			pr_warn("server: unexpected message of %d bytes\n", ret);
+			continue;
+		}
+		if (m->op == AT_NOP)
+			continue;
+		memset(&rep, 0, sizeof(rep));
+		if (m->op == AT_CLOSE) {
+			if (!at_srv_reply(h, 0, &rep))
+				msleep(min_t(u64, be64_to_cpu(m->arg), 5000));
+			break;
+		}
+		ret = at_srv_op(h, m, &rep);
+		if (at_srv_reply(h, ret, &rep))
+			break;
+	}
+out:
+	/* The registrations go with the connection, the memory stays. */
+	mutex_lock(&at_regions_lock);
+	list_for_each_entry(r, &at_regions, list)
+		if (r->owner == h)
+			at_region_free_mrs(r);
+	mutex_unlock(&at_regions_lock);
+	krdma_close(h->conn);
+	h->conn = NULL;
+	kvfree(h->buf);
+	h->buf = NULL;
+	/* Pairs with the accept thread's acquire: all of the above is done. */
+	smp_store_release(&h->finished, true);
+	return 0;
+}
+
+static void at_handler_reap(struct at_handler *h)
+{
+	kthread_stop(h->task);
+	put_task_struct(h->task);
+	/* Stopped before it ever ran: the connection is still ours. */
+	if (!READ_ONCE(h->started) && h->conn)
+		krdma_close(h->conn);
+	list_del(&h->list);
+	kfree(h);
+}
+
+static int at_accept_fn(void *unused)
+{
+	struct at_handler *h, *tmp;
+	struct task_struct *task;
+	struct krdma_conn *conn;
+
+	while (!kthread_should_stop()) {
+		list_for_each_entry_safe(h, tmp, &at_handlers, list)
+			/* Pairs with the handler's release at its end. */
+			if (smp_load_acquire(&h->finished))
+				at_handler_reap(h);
+
+		conn = krdma_accept(at_listener, AT_SLICE);
+		if (IS_ERR(conn)) {
+			if (PTR_ERR(conn) == -ENODEV) {
+				/* The listener's device went away. */
+				schedule_timeout_interruptible(AT_SLICE);
+			}
+			continue;
+		}
+		h = kzalloc(sizeof(*h), GFP_KERNEL);
+		if (!h) {
+			krdma_close(conn);
+			continue;
+		}
+		h->conn = conn;
+		task = kthread_create(at_handler_fn, h, "krdma_at_srv%d",
+				      atomic_inc_return(&at_handler_ids));
+		if (IS_ERR(task)) {
+			pr_warn("server: no thread for a connection: %ld\n",
+				PTR_ERR(task));
+			krdma_close(conn);
+			kfree(h);
+			continue;
+		}
+		h->task = task;
+		get_task_struct(task);
+		list_add_tail(&h->list, &at_handlers);
+		wake_up_process(task);
+	}
+	return 0;
+}
+
+static int at_server_start(void)
+{
+	struct krdma_conn_opts opts = {
+		.queue_depth = AT_SRV_DEPTH,
+		.max_msg_size = AT_SRV_MSG,
+	};
+
+	at_listener = krdma_listen((struct sockaddr *)&at_addr, &opts);
+	if (IS_ERR(at_listener)) {
+		int ret = PTR_ERR(at_listener);
+
+		pr_err("cannot listen on %pISpc: %d\n", &at_addr, ret);
+		at_listener = NULL;
+		return ret;
+	}
+	at_accept_task = kthread_create(at_accept_fn, NULL, "krdma_at_accept");
+	if (IS_ERR(at_accept_task)) {
+		int ret = PTR_ERR(at_accept_task);
+
+		at_accept_task = NULL;
+		krdma_listener_close(at_listener);
+		at_listener = NULL;
+		return ret;
+	}
+	get_task_struct(at_accept_task);
+	wake_up_process(at_accept_task);
+	pr_info("server: listening on %pISpc\n", &at_addr);
+	return 0;
+}
+
+static void at_server_stop(void)
+{
+	struct at_handler *h, *tmp;
+	struct at_region *r, *rtmp;
+
+	if (at_accept_task) {
+		kthread_stop(at_accept_task);
+		put_task_struct(at_accept_task);
+		at_accept_task = NULL;
+	}
+	list_for_each_entry_safe(h, tmp, &at_handlers, list)
+		at_handler_reap(h);
+	if (at_listener) {
+		krdma_listener_close(at_listener);
+		at_listener = NULL;
+	}
+	mutex_lock(&at_regions_lock);
+	list_for_each_entry_safe(r, rtmp, &at_regions, list) {
+		list_del(&r->list);
+		at_region_destroy(r);
+	}
+	mutex_unlock(&at_regions_lock);
+}
+
+/* ---- client: helpers ----------------------------------------------- */
+
+/* One scenario run: the first failure (or the skip) and why. */
+struct at_test {
+	const char	*name;
+	bool		failed;
+	bool		skipped;
+	char		why[200];
+};
+
+static __printf(2, 3) void at_fail(struct at_test *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->failed)
+		return;
+	t->failed = true;
+	va_start(ap, fmt);
+	vsnprintf(t->why, sizeof(t->why), fmt, ap);
+	va_end(ap);
+}
+
+/* true if @got == @want, else the failure is recorded (what: got, expected). */
+static __printf(4, 5) bool at_expect(struct at_test *t, s64 got, s64 want,
+				     const char *fmt, ...)
+{
+	char what[120];
+	va_list ap;
+
+	if (got == want)
+		return true;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	at_fail(t, "%s: got %lld, expected %lld", what, got, want);
+	return false;
+}
+
+/* A request and its reply; 0, or the transport's error. */
+static int at_call(struct krdma_conn *c, struct at_msg *m, struct at_msg *rep)
+{
+	int ret;
+
+	ret = krdma_send(c, m, sizeof(*m), AT_TIMEOUT);
+	if (ret)
+		return ret;
+	ret = at_recv(c, rep, sizeof(*rep), AT_TIMEOUT);
+	if (ret < 0)
+		return ret;
+	if (ret != sizeof(*rep) || rep->magic != cpu_to_be32(AT_MAGIC) ||
+	    rep->op != AT_REPLY)
+		return -EPROTO;
+	rep->why[sizeof(rep->why) - 1] = 0;
+	return 0;
+}
+
+/* Ask the server for @m; false (with the reason recorded) unless it did. */
+static bool at_do(struct at_test *t, struct krdma_conn *c, struct at_msg *m,
+		  struct at_msg *rep)
+{
+	u32 st;
+	int ret;
+
+	ret = at_call(c, m, rep);
+	if (ret) {
+		at_fail(t, "%s request: %d", at_op_str(m->op), ret);
+		return false;
+	}
+	st = be32_to_cpu(rep->status);
+	if (st) {
+		at_fail(t, "server %s(off %llu len %llu): error %d%s%s",
+			at_op_str(m->op), be64_to_cpu(m->off),
+			be64_to_cpu(m->len), -(int)st, rep->why[0] ? ": " : "",
+			rep->why);
+		return false;
+	}
+	return true;
+}
+
+static bool at_req(struct at_test *t, struct krdma_conn *c, u8 op, u32 region,
+		   u64 off, u64 len, u64 seed, u64 arg, struct at_msg *rep)
+{
+	struct at_msg m, r;
+
+	at_msg_init(&m, op, region, off, len, seed, arg);
+	return at_do(t, c, &m, rep ?: &r);
+}
+
+static bool at_verify(struct at_test *t, struct krdma_conn *c, u32 id,
+		      u64 off, u64 len, u64 seed, u64 pos)
+{
+	return at_req(t, c, AT_VERIFY, id, off, len, seed, pos, NULL);
+}
+
+static bool at_rfill(struct at_test *t, struct krdma_conn *c, u32 id,
+		     u64 off, u64 len, u64 seed, u64 pos)
+{
+	return at_req(t, c, AT_FILL, id, off, len, seed, pos, NULL);
+}
+
+/* What the server registered: a region and its tokens, in order. */
+struct at_reg {
+	u32			id;
+	int			ntok;
+	struct krdma_token	tok[AT_MAX_TOK];
+};
+
+static void at_reg_parse(const struct at_msg *rep, struct at_reg *reg)
+{
+	int i;
+
+	reg->id = be32_to_cpu(rep->region);
+	reg->ntok = min_t(int, rep->ntok, AT_MAX_TOK);
+	for (i = 0; i < reg->ntok; i++)
+		krdma_token_unpack(&rep->tok[i], &reg->tok[i]);
+}
+
+static bool at_reg(struct at_test *t, struct krdma_conn *c, u64 len,
+		   int access, u64 seed, u32 mis, struct at_reg *reg)
+{
+	struct at_msg rep;
+	u64 sum = 0;
+	int i;
+
+	if (!at_req(t, c, AT_REG, 0, mis, len, seed, access, &rep))
+		return false;
+	at_reg_parse(&rep, reg);
+	for (i = 0; i < reg->ntok; i++)
+		sum += reg->tok[i].length;
+	if (!reg->ntok || sum != len) {
+		at_fail(t, "server registered %llu bytes in %d tokens, asked %llu",
+			sum, reg->ntok, len);
+		return false;
+	}
+	return true;
+}
+
+static struct krdma_conn *at_connect(struct at_test *t, u32 depth, u32 max_msg)
+{
+	struct krdma_conn_opts opts = {
+		.queue_depth = depth,
+		.max_msg_size = max_msg,
+		.timeout_ms = 10000,
+	};
+	struct krdma_conn *c;
+
+	c = krdma_connect((struct sockaddr *)&at_addr, NULL, &opts);
+	if (IS_ERR(c)) {
+		at_fail(t, "krdma_connect to %pISpc: %ld", &at_addr, PTR_ERR(c));
+		return NULL;
+	}
+	return c;
+}
+
+/* A connection to the server in @mode (depth, max_msg: 0 for defaults). */
+static struct krdma_conn *at_open(struct at_test *t, int mode, u64 arg,
+				  u32 depth, u32 max_msg)
+{
+	struct krdma_conn *c;
+	struct at_msg m, rep;
+
+	c = at_connect(t, depth, max_msg);
+	if (!c)
+		return NULL;
+	at_msg_init(&m, AT_HELLO, 0, 0, 0, 0, arg);
+	m.mode = cpu_to_be16(mode);
+	if (!at_do(t, c, &m, &rep)) {
+		krdma_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+/*
+ * After a scenario broke its connection: over a new one, check that the
+ * server's region still holds pattern(seed) throughout, then free it.
+ */
+static void at_check_untouched(struct at_test *t, u32 id, u64 len, u64 seed)
+{
+	struct krdma_conn *c;
+
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		return;
+	if (at_verify(t, c, id, 0, len, seed, 0))
+		at_req(t, c, AT_FREE, id, 0, 0, 0, 0, NULL);
+	krdma_close(c);
+}
+
+/* krdma_conn_error() once it is non-zero (within 5 s), else 0. */
+static int at_wait_conn_error(struct krdma_conn *c)
+{
+	unsigned long end = jiffies + 5 * HZ;
+	int err;
+
+	for (;;) {
+		err = krdma_conn_error(c);
+		if (err || time_after(jiffies, end) || kthread_should_stop())
+			return err;
+		msleep(20);
+	}
+}
+
+/* Local memory: separately kmalloc'ed pieces with guard bytes around them. */
+#define AT_LOCAL_MAX	4
+
+struct at_local {
+	int			n;
+	u8			*alloc[AT_LOCAL_MAX];
+	u8			*p[AT_LOCAL_MAX];
+	u32			len[AT_LOCAL_MAX];
+	struct scatterlist	sg[AT_LOCAL_MAX];
+	u32			total;
+};
+
+static void at_local_free(struct at_local *l)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		kfree(l->alloc[i]);
+	l->n = 0;
+}
+
+static bool at_local_init(struct at_test *t, struct at_local *l, int n,
+			  const u32 *lens, const u32 *mis)
+{
+	int i;
+
+	memset(l, 0, sizeof(*l));
+	sg_init_table(l->sg, n);
+	for (i = 0; i < n; i++) {
+		l->alloc[i] = kmalloc(lens[i] + mis[i] + 2 * AT_GUARD,
+				      GFP_KERNEL);
+		if (!l->alloc[i]) {
+			at_local_free(l);
+			at_fail(t, "out of memory");
+			return false;
+		}
+		l->n++;
+		memset(l->alloc[i], AT_GUARD_BYTE,
+		       lens[i] + mis[i] + 2 * AT_GUARD);
+		l->p[i] = l->alloc[i] + AT_GUARD + mis[i];
+		l->len[i] = lens[i];
+		sg_set_buf(&l->sg[i], l->p[i], lens[i]);
+		l->total += lens[i];
+	}
+	return true;
+}
+
+static void at_local_fill(struct at_local *l, u64 seed)
+{
+	u64 pos = 0;
+	int i;
+
+	for (i = 0; i < l->n; i++) {
+		at_fill(l->p[i], l->len[i], seed, pos);
+		pos += l->len[i];
+	}
+}
+
+static void at_local_zero(struct at_local *l)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		memset(l->p[i], 0, l->len[i]);
+}
+
+/* Every byte is pattern(seed) and every guard intact, else record why. */
+static bool at_local_check(struct at_test *t, struct at_local *l, u64 seed,
+			   const char *what)
+{
+	u64 pos = 0;
+	int i, g;
+	s64 bad;
+
+	for (i = 0; i < l->n; i++) {
+		bad = at_check(l->p[i], l->len[i], seed, pos);
+		if (bad >= 0) {
+			at_fail(t, "%s: local byte %llu is 0x%02x, expected 0x%02x",
+				what, pos + bad, l->p[i][bad],
+				at_pat(seed, pos + bad));
+			return false;
+		}
+		for (g = 1; g <= AT_GUARD; g++) {
+			if (l->p[i][-g] != AT_GUARD_BYTE ||
+			    l->p[i][l->len[i] + g - 1] != AT_GUARD_BYTE) {
+				at_fail(t, "%s: bytes around local piece %d overwritten",
+					what, i);
+				return false;
+			}
+		}
+		pos += l->len[i];
+	}
+	return true;
+}
+
+/* Scatterlist (one entry per page piece) over kmalloc'ed or vmalloc'ed memory. */
+static int at_sg_from_buf(struct scatterlist *sg, int max, u8 *buf, u64 len)
+{
+	int n = 0;
+
+	sg_init_table(sg, max);
+	while (len) {
+		u32 off = offset_in_page(buf);
+		u32 l = min_t(u64, len, PAGE_SIZE - off);
+		struct page *pg = is_vmalloc_addr(buf) ? vmalloc_to_page(buf) :
+							 virt_to_page(buf);
+
+		if (n == max)
+			return -E2BIG;
+		sg_set_page(&sg[n++], pg, l, off);
+		buf += l;
+		len -= l;
+	}
+	if (!n)
+		return -EINVAL;
+	sg_mark_end(&sg[n - 1]);
+	return n;
+}
+
+/* Asynchronous operations: each callback counted, per request and overall. */
+struct at_async {
+	atomic_t		done;
+	wait_queue_head_t	wq;
+};
+
+struct at_areq {
+	struct krdma_req	req;
+	struct at_async		*a;
+	atomic_t		calls;
+};
+
+static void at_areq_done(struct krdma_req *req)
+{
+	struct at_areq *q = container_of(req, struct at_areq, req);
+
+	atomic_inc(&q->calls);
+	atomic_inc(&q->a->done);
+	/*
+	 * The waiter frees nothing before krdma_close() returns, and that
+	 * waits for this callback to have returned (the QP drain).
+	 */
+	wake_up_all(&q->a->wq);
+}
+
+static void at_areq_init(struct at_areq *q, struct at_async *a)
+{
+	q->req.done = at_areq_done;
+	q->req.status = 1;
+	q->req.len = 0;
+	q->a = a;
+	atomic_set(&q->calls, 0);
+}
+
+static bool at_async_wait(struct at_async *a, int n, long timeout)
+{
+	return wait_event_timeout(a->wq, atomic_read(&a->done) >= n, timeout) > 0;
+}
+
+/* ---- client: scenarios --------------------------------------------- */
+
+#define AT_RW		(KRDMA_ACCESS_REMOTE_READ | KRDMA_ACCESS_REMOTE_WRITE)
+#define AT_MSG_MAX	16384
+
+/*
+ * Messages of 0, 1, 4095, 4096 and max_msg bytes, checked by the server and
+ * echoed back; a too-small receive buffer and a too-large send are refused
+ * with -EMSGSIZE and the connection goes on working.
+ */
+static void sc_msg_sizes(struct at_test *t)
+{
+	struct at_async a = { .done = ATOMIC_INIT(0) };
+	u8 *out = NULL, *in = NULL;
+	struct krdma_conn *c;
+	struct at_msg rep;
+	struct at_areq q;
+	u32 max, sizes[5];
+	int i, ret;
+	s64 bad;
+
+	init_waitqueue_head(&a.wq);
+	at_areq_init(&q, &a);
+	c = at_open(t, AT_MODE_MSG_SIZES, 0, 0, AT_MSG_MAX);
+	if (!c)
+		return;
+	max = krdma_max_msg_size(c);
+	if (!at_expect(t, max, AT_MSG_MAX, "negotiated max_msg_size"))
+		goto out;
+	out = kvmalloc(max + 1, GFP_KERNEL);
+	in = kvmalloc(max + 1, GFP_KERNEL);
+	if (!out || !in) {
+		at_fail(t, "out of memory");
+		goto out;
+	}
+	at_msg_sizes(max, sizes);
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		u32 n = sizes[i];
+
+		at_fill(out, n, AT_SEED_MSG + n, 0);
+		ret = krdma_send(c, out, n, AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "krdma_send of %u bytes", n))
+			goto out;
+		if (n == 4095) {
+			/* Too small a buffer: refused, the message stays queued. */
+			ret = krdma_recv(c, in, 100, AT_TIMEOUT);
+			if (!at_expect(t, ret, -EMSGSIZE,
+				       "krdma_recv of 4095 bytes into 100"))
+				goto out;
+		}
+		memset(in, 0x5a, max + 1);
+		ret = at_recv(c, in, max, AT_TIMEOUT);
+		if (!at_expect(t, ret, n, "echo of %u bytes: krdma_recv", n))
+			goto out;
+		bad = at_check(in, n, AT_SEED_MSG + n, 0);
+		if (bad >= 0) {
+			at_fail(t, "echo of %u bytes: byte %lld is 0x%02x, expected 0x%02x",
+				n, bad, in[bad], at_pat(AT_SEED_MSG + n, bad));
+			goto out;
+		}
+		if (in[n] != 0x5a) {
+			at_fail(t, "echo of %u bytes: krdma_recv wrote past it", n);
+			goto out;
+		}
+	}
+	ret = krdma_send(c, out, max + 1, AT_TIMEOUT);
+	if (!at_expect(t, ret, -EMSGSIZE, "krdma_send of max + 1 bytes"))
+		goto out;
+	ret = krdma_send_async(c, out, max + 1, &q.req, false);
+	if (!at_expect(t, ret, -EMSGSIZE, "krdma_send_async of max + 1 bytes"))
+		goto out;
+	ret = krdma_send_async(c, out, (size_t)max + 4096, &q.req, true);
+	if (!at_expect(t, ret, -EMSGSIZE,
+		       "krdma_send_async(nowait) of max + 4096 bytes"))
+		goto out;
+	if (!at_expect(t, krdma_conn_error(c), 0, "krdma_conn_error after -EMSGSIZE"))
+		goto out;
+	/* Still usable: the server's verdict comes back over it. */
+	if (!at_req(t, c, AT_RESULT, 0, 0, 0, 0, 0, &rep))
+		goto out;
+	at_expect(t, atomic_read(&q.calls), 0, "callbacks of refused sends");
+out:
+	krdma_close(c);
+	kvfree(out);
+	kvfree(in);
+}
+
+#define AT_FLOOD_DEPTH	16
+
+/*
+ * Several thousand small messages as fast as krdma_send_async(nowait)
+ * takes them, retrying on -EAGAIN; the server checks order and content.
+ */
+static void sc_msg_order_flood(struct at_test *t)
+{
+	struct at_async a = { .done = ATOMIC_INIT(0) };
+	u32 n = flood_count, i, posted = 0, eagain = 0;
+	unsigned long start = jiffies;
+	struct at_areq *qs = NULL;
+	struct krdma_conn *c;
+	struct at_msg rep;
+	u8 buf[64];
+	__be32 seq;
+	int ret = 0;
+
+	init_waitqueue_head(&a.wq);
+	c = at_open(t, AT_MODE_FLOOD, n, AT_FLOOD_DEPTH, 0);
+	if (!c)
+		return;
+	if (!at_expect(t, krdma_queue_depth(c), AT_FLOOD_DEPTH,
+		       "negotiated queue depth"))
+		goto out;
+	qs = kvcalloc(n, sizeof(*qs), GFP_KERNEL);
+	if (!qs) {
+		at_fail(t, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		seq = cpu_to_be32(i);
+		memcpy(buf, &seq, 4);
+		at_fill(buf + 4, at_flood_len(i) - 4, i, 0);
+		at_areq_init(&qs[i], &a);
+		for (;;) {
+			ret = krdma_send_async(c, buf, at_flood_len(i),
+					       &qs[i].req, true);
+			if (ret != -EAGAIN)
+				break;
+			eagain++;
+			if (kthread_should_stop() ||
+			    time_after(jiffies, start + 60 * HZ)) {
+				ret = -ETIMEDOUT;
+				break;
+			}
+			usleep_range(10, 50);
+		}
+		if (ret) {
+			at_fail(t, "message %u: krdma_send_async: %d", i, ret);
+			break;
+		}
+		posted++;
+	}
+	if (!at_async_wait(&a, posted, AT_TIMEOUT)) {
+		at_fail(t, "%d of %u send callbacks after %ds",
+			atomic_read(&a.done), posted, AT_TIMEOUT / HZ);
+		goto out;
+	}
+	for (i = 0; i < posted; i++) {
+		if (!at_expect(t, atomic_read(&qs[i].calls), 1,
+			       "message %u: callbacks", i) ||
+		    !at_expect(t, qs[i].req.status, 0, "message %u: status", i) ||
+		    !at_expect(t, qs[i].req.len, at_flood_len(i),
+			       "message %u: len", i))
+			goto out;
+	}
+	if (t->failed)
+		goto out;
+	if (!at_req(t, c, AT_RESULT, 0, 0, 0, 0, 0, &rep))
+		goto out;
+	if (!at_expect(t, be64_to_cpu(rep.arg), n, "messages the server got"))
+		goto out;
+	pr_info("%s: %u messages in %u ms, %u -EAGAIN retries%s\n", t->name, n,
+		jiffies_to_msecs(jiffies - start), eagain,
+		eagain ? "" : " (no backpressure seen)");
+out:
+	krdma_close(c);
+	kvfree(qs);
+}
+
+#define AT_WR_LEN	16384
+
+/*
+ * RDMA WRITE and READ of 1, 4095, 4096, 4097 (across a page) bytes, the
+ * whole token, and a three-piece unaligned scatterlist, into a page-aligned
+ * and into an unaligned (kmalloc + 100) region.  The server checks what was
+ * written and that nothing around it changed; the client checks what it
+ * read and that nothing around its buffers changed.
+ */
+static void sc_write_read_sizes(struct at_test *t)
+{
+	static const struct { u32 off, n, len[3], mis[3]; } cases[] = {
+		{ 7, 1, { 1 }, { 3 } },
+		{ 1, 1, { 4095 }, { 1 } },
+		{ 4096, 1, { 4096 }, { 0 } },
+		{ 4000, 1, { 4097 }, { 5 } },
+		{ 0, 1, { AT_WR_LEN }, { 7 } },
+		{ 5000, 3, { 100, 5000, 1234 }, { 3, 5, 1 } },
+	};
+	static const u32 region_mis[] = { 0, 100 };
+	u64 bg = 0x1000, sw = 0x2000, sr = 0x3000;
+	struct krdma_conn *c;
+	struct at_local l;
+	struct at_reg reg;
+	int k, i, ret;
+
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		return;
+	for (k = 0; k < ARRAY_SIZE(region_mis); k++) {
+		if (!at_reg(t, c, AT_WR_LEN, AT_RW, bg, region_mis[k], &reg))
+			goto out;
+		if (!at_expect(t, reg.ntok, 1, "tokens for %u bytes", AT_WR_LEN))
+			goto out;
+		for (i = 0; i < ARRAY_SIZE(cases); i++) {
+			u32 off = cases[i].off, len;
+
+			if (!at_local_init(t, &l, cases[i].n, cases[i].len,
+					   cases[i].mis))
+				goto out;
+			len = l.total;
+			sw++;
+			sr++;
+			at_local_fill(&l, sw);
+			ret = krdma_write(c, l.sg, l.n, &reg.tok[0], off,
+					  AT_TIMEOUT);
+			if (!at_expect(t, ret, 0, "region %d: write %u@%u", k,
+				       len, off) ||
+			    !at_verify(t, c, reg.id, off, len, sw, 0) ||
+			    (off && !at_verify(t, c, reg.id, 0, off, bg, 0)) ||
+			    (off + len < AT_WR_LEN &&
+			     !at_verify(t, c, reg.id, off + len,
+					AT_WR_LEN - off - len, bg, off + len)) ||
+			    !at_rfill(t, c, reg.id, off, len, sr, 0))
+				goto out_local;
+			at_local_zero(&l);
+			ret = krdma_read(c, l.sg, l.n, &reg.tok[0], off,
+					 AT_TIMEOUT);
+			if (!at_expect(t, ret, 0, "region %d: read %u@%u", k,
+				       len, off) ||
+			    !at_local_check(t, &l, sr, "read") ||
+			    !at_rfill(t, c, reg.id, 0, AT_WR_LEN, bg, 0))
+				goto out_local;
+			at_local_free(&l);
+		}
+		if (!at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL))
+			goto out;
+	}
+	goto out;
+out_local:
+	at_local_free(&l);
+out:
+	krdma_close(c);
+}
+
+#define AT_LARGE	(2 << 20)
+
+/*
+ * 2 MiB written and read back: more than one chunk (256 pages) locally,
+ * from an unaligned vmalloc buffer; one token on rxe, as many as the
+ * server needed where one registration cannot hold it (siw: 256 pages).
+ */
+static void sc_large(struct at_test *t)
+{
+	u64 bg = 0x4000, sw = 0x4001, sr = 0x4002, pos;
+	struct scatterlist *sg = NULL;
+	int max = AT_LARGE / PAGE_SIZE + 2;
+	s64 tw = 0, tr = 0, bad;
+	struct krdma_conn *c;
+	u8 *mem = NULL, *p;
+	struct at_reg reg;
+	ktime_t t0;
+	int k, n, ret;
+
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		return;
+	mem = vmalloc(AT_LARGE + PAGE_SIZE);
+	sg = kvcalloc(max, sizeof(*sg), GFP_KERNEL);
+	if (!mem || !sg) {
+		at_fail(t, "out of memory");
+		goto out;
+	}
+	p = mem + 100;
+	if (!at_reg(t, c, AT_LARGE, AT_RW, bg, 0, &reg))
+		goto out;
+	at_fill(p, AT_LARGE, sw, 0);
+	for (k = 0, pos = 0; k < reg.ntok; pos += reg.tok[k++].length) {
+		n = at_sg_from_buf(sg, max, p + pos, reg.tok[k].length);
+		if (n < 0) {
+			at_fail(t, "local scatterlist: %d", n);
+			goto out;
+		}
+		t0 = ktime_get();
+		ret = krdma_write(c, sg, n, &reg.tok[k], 0, AT_TIMEOUT);
+		tw += ktime_ms_delta(ktime_get(), t0);
+		if (!at_expect(t, ret, 0, "write of %u bytes (token %d)",
+			       reg.tok[k].length, k))
+			goto out;
+	}
+	if (!at_verify(t, c, reg.id, 0, AT_LARGE, sw, 0) ||
+	    !at_rfill(t, c, reg.id, 0, AT_LARGE, sr, 0))
+		goto out;
+	memset(p, 0, AT_LARGE);
+	for (k = 0, pos = 0; k < reg.ntok; pos += reg.tok[k++].length) {
+		n = at_sg_from_buf(sg, max, p + pos, reg.tok[k].length);
+		if (n < 0) {
+			at_fail(t, "local scatterlist: %d", n);
+			goto out;
+		}
+		t0 = ktime_get();
+		ret = krdma_read(c, sg, n, &reg.tok[k], 0, AT_TIMEOUT);
+		tr += ktime_ms_delta(ktime_get(), t0);
+		if (!at_expect(t, ret, 0, "read of %u bytes (token %d)",
+			       reg.tok[k].length, k))
+			goto out;
+	}
+	bad = at_check(p, AT_LARGE, sr, 0);
+	if (bad >= 0) {
+		at_fail(t, "read: local byte %lld is 0x%02x, expected 0x%02x",
+			bad, p[bad], at_pat(sr, bad));
+		goto out;
+	}
+	if (!at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL))
+		goto out;
+	pr_info("%s: %u bytes in %d token(s): write %lld ms, read %lld ms\n",
+		t->name, AT_LARGE, reg.ntok, tw, tr);
+out:
+	krdma_close(c);
+	kvfree(sg);
+	vfree(mem);
+}
+
+/*
+ * Accesses beyond the token fail with -ERANGE before anything is posted,
+ * and the connection goes on working.
+ */
+static void sc_out_of_range(struct at_test *t)
+{
+	struct at_async a = { .done = ATOMIC_INIT(0) };
+	const u32 len = 8192;
+	struct krdma_conn *c;
+	struct at_local l;
+	struct at_reg reg;
+	struct at_areq q;
+	u32 one = 16, mis = 1;
+	u64 old;
+	int ret;
+
+	init_waitqueue_head(&a.wq);
+	at_areq_init(&q, &a);
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		return;
+	if (!at_reg(t, c, len, AT_RW, 0x5000, 0, &reg))
+		goto out;
+	if (!at_local_init(t, &l, 1, &one, &mis))
+		goto out;
+	at_local_fill(&l, 0x5001);
+	ret = krdma_write(c, l.sg, 1, &reg.tok[0], len - 15, AT_TIMEOUT);
+	if (!at_expect(t, ret, -ERANGE, "write 16@%u", len - 15))
+		goto out_local;
+	ret = krdma_read(c, l.sg, 1, &reg.tok[0], len, AT_TIMEOUT);
+	if (!at_expect(t, ret, -ERANGE, "read 16@%u", len))
+		goto out_local;
+	ret = krdma_read(c, l.sg, 1, &reg.tok[0], (u64)len + 1, AT_TIMEOUT);
+	if (!at_expect(t, ret, -ERANGE, "read 16@%u", len + 1))
+		goto out_local;
+	ret = krdma_write(c, l.sg, 1, &reg.tok[0], ~0ULL - 7, AT_TIMEOUT);
+	if (!at_expect(t, ret, -ERANGE, "write 16@2^64-8"))
+		goto out_local;
+	ret = krdma_rdma_async(c, true, l.sg, 1, &reg.tok[0], len - 8, &q.req,
+			       true);
+	if (!at_expect(t, ret, -ERANGE, "krdma_rdma_async write 16@%u", len - 8))
+		goto out_local;
+	ret = krdma_atomic_fadd(c, &reg.tok[0], len, 1, &old, AT_TIMEOUT);
+	if (!at_expect(t, ret, -ERANGE, "krdma_atomic_fadd @%u", len))
+		goto out_local;
+	if (!at_expect(t, krdma_conn_error(c), 0, "krdma_conn_error"))
+		goto out_local;
+	/* A good transfer right at the end still works. */
+	ret = krdma_write(c, l.sg, 1, &reg.tok[0], len - 16, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "write 16@%u", len - 16) ||
+	    !at_verify(t, c, reg.id, len - 16, 16, 0x5001, 0) ||
+	    !at_verify(t, c, reg.id, 0, len - 16, 0x5000, 0))
+		goto out_local;
+	at_local_zero(&l);
+	ret = krdma_read(c, l.sg, 1, &reg.tok[0], len - 16, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "read 16@%u", len - 16) ||
+	    !at_local_check(t, &l, 0x5001, "read"))
+		goto out_local;
+	if (!at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL))
+		goto out_local;
+	at_expect(t, atomic_read(&q.calls), 0, "callbacks of refused ops");
+out_local:
+	at_local_free(&l);
+out:
+	krdma_close(c);
+}
+
+/*
+ * One-sided access the server did not allow (@how: no write right, a
+ * revoked token, a forged key): the operation fails with the remote access
+ * error, the connection errors out, the server's memory is untouched.
+ */
+enum at_denied { AT_DENY_WRITE_RIGHT, AT_DENY_REVOKED, AT_DENY_FORGED };
+
+static void at_denied(struct at_test *t, enum at_denied how)
+{
+	const u32 len = 8192, plen = 4096;
+	u64 bg = 0x6000 + how, data = 0x6100 + how;
+	struct krdma_token tok;
+	struct krdma_conn *c;
+	struct at_local l;
+	struct at_reg reg;
+	u32 mis = 0;
+	bool write, check = false;
+	int ret, op_ret, err;
+
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		return;
+	if (!at_reg(t, c, len, how == AT_DENY_WRITE_RIGHT ?
+		    KRDMA_ACCESS_REMOTE_READ : AT_RW, bg, 0, &reg))
+		goto out;
+	if (!at_local_init(t, &l, 1, &plen, &mis))
+		goto out;
+	tok = reg.tok[0];
+	write = how != AT_DENY_REVOKED;
+	if (how == AT_DENY_REVOKED) {
+		/* The token works until the server revokes it. */
+		ret = krdma_read(c, l.sg, 1, &tok, 0, AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "read before revoke") ||
+		    !at_local_check(t, &l, bg, "read before revoke") ||
+		    !at_req(t, c, AT_REVOKE, reg.id, 0, 0, 0, 0, NULL))
+			goto out_local;
+	}
+	if (how == AT_DENY_FORGED)
+		tok.rkey ^= 0xa5;	/* the key byte: same MR, wrong key */
+	at_local_fill(&l, data);
+	if (write)
+		op_ret = krdma_write(c, l.sg, 1, &tok, 0, AT_TIMEOUT);
+	else
+		op_ret = krdma_read(c, l.sg, 1, &tok, 0, AT_TIMEOUT);
+	/*
+	 * RoCE: the work completion says remote access error (-EACCES).
+	 * iWARP: the peer sends a TERMINATE and drops the connection; a
+	 * WRITE may have completed (0) when it was sent, a READ is flushed
+	 * with the connection's error (-ECONNRESET).
+	 */
+	if (at_iwarp) {
+		if (op_ret != -EACCES && op_ret != -ECONNRESET &&
+		    !(write && op_ret == 0)) {
+			at_fail(t, "%s with the denied token: got %d, expected %s",
+				write ? "write" : "read", op_ret,
+				write ? "-EACCES, -ECONNRESET or 0" :
+					"-EACCES or -ECONNRESET");
+			goto out_local;
+		}
+	} else if (!at_expect(t, op_ret, -EACCES, "%s with the denied token",
+			      write ? "write" : "read")) {
+		goto out_local;
+	}
+	err = at_wait_conn_error(c);
+	if (!err) {
+		at_fail(t, "krdma_conn_error still 0 5 s after the denied %s (returned %d)",
+			write ? "write" : "read", op_ret);
+		goto out_local;
+	}
+	if (at_iwarp ? err != -EACCES && err != -ECONNRESET : err != -EACCES) {
+		at_fail(t, "krdma_conn_error: got %d, expected -EACCES%s", err,
+			at_iwarp ? " or -ECONNRESET" : "");
+		goto out_local;
+	}
+	/* Nothing more goes through, with the connection's error. */
+	ret = krdma_read(c, l.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, err, "read after the error"))
+		goto out_local;
+	ret = krdma_send(c, &tok, sizeof(tok), AT_TIMEOUT);
+	if (!at_expect(t, ret, err, "send after the error"))
+		goto out_local;
+	pr_info("%s: %s returned %d, connection error %d\n", t->name,
+		write ? "write" : "read", op_ret, err);
+	check = true;
+out_local:
+	at_local_free(&l);
+out:
+	krdma_close(c);
+	if (check)
+		at_check_untouched(t, reg.id, len, bg);
+}
+
+static void sc_no_write_right(struct at_test *t)
+{
+	at_denied(t, AT_DENY_WRITE_RIGHT);
+}
+
+static void sc_revoked(struct at_test *t)
+{
+	at_denied(t, AT_DENY_REVOKED);
+}
+
+static void sc_forged_rkey(struct at_test *t)
+{
+	at_denied(t, AT_DENY_FORGED);
+}
+
+/*
+ * rxe: fetch-and-add and compare-and-swap on a u64 of the server's region,
+ * checked against the server's own loads and stores; misaligned and
+ * out-of-range targets refused.  siw: -EOPNOTSUPP, for the registration
+ * with the atomic right and for the operations.
+ */
+static void sc_atomics(struct at_test *t)
+{
+	const u64 off = 8, swap = 0xdeadbeefcafef00dULL;
+	struct krdma_conn *c;
+	struct at_msg rep, m;
+	struct at_reg reg;
+	u64 old = 0;
+	int ret;
+
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		return;
+	at_msg_init(&m, AT_REG, 0, 0, 4096, 0x7000,
+		    AT_RW | KRDMA_ACCESS_REMOTE_ATOMIC);
+	ret = at_call(c, &m, &rep);
+	if (!at_expect(t, ret, 0, "REG request"))
+		goto out;
+	if (at_iwarp) {
+		if (!at_expect(t, -(int)be32_to_cpu(rep.status), -EOPNOTSUPP,
+			       "server krdma_reg_buf with the atomic right") ||
+		    !at_reg(t, c, 4096, AT_RW, 0x7000, 0, &reg))
+			goto out;
+		ret = krdma_atomic_fadd(c, &reg.tok[0], off, 1, &old, AT_TIMEOUT);
+		if (!at_expect(t, ret, -EOPNOTSUPP, "krdma_atomic_fadd"))
+			goto out;
+		ret = krdma_atomic_cas(c, &reg.tok[0], off, 0, 1, &old,
+				       AT_TIMEOUT);
+		if (!at_expect(t, ret, -EOPNOTSUPP, "krdma_atomic_cas") ||
+		    !at_expect(t, krdma_conn_error(c), 0, "krdma_conn_error") ||
+		    !at_verify(t, c, reg.id, 0, 4096, 0x7000, 0))
+			goto out;
+		at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL);
+		goto out;
+	}
+	if (!at_expect(t, be32_to_cpu(rep.status), 0,
+		       "server krdma_reg_buf with the atomic right (errno)"))
+		goto out;
+	at_reg_parse(&rep, &reg);
+	if (!at_req(t, c, AT_SET64, reg.id, off, 0, 0, 100, NULL))
+		goto out;
+	ret = krdma_atomic_fadd(c, &reg.tok[0], off, 5, &old, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "fadd 5") || !at_expect(t, old, 100, "fadd 5: old"))
+		goto out;
+	ret = krdma_atomic_fadd(c, &reg.tok[0], off, (u64)-1, &old, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "fadd -1") || !at_expect(t, old, 105, "fadd -1: old"))
+		goto out;
+	if (!at_req(t, c, AT_GET64, reg.id, off, 0, 0, 0, &rep) ||
+	    !at_expect(t, be64_to_cpu(rep.arg), 104, "server value after fadds"))
+		goto out;
+	ret = krdma_atomic_cas(c, &reg.tok[0], off, 104, swap, &old, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "cas 104->swap") ||
+	    !at_expect(t, old, 104, "cas 104->swap: old"))
+		goto out;
+	if (!at_req(t, c, AT_GET64, reg.id, off, 0, 0, 0, &rep) ||
+	    !at_expect(t, be64_to_cpu(rep.arg), swap, "server value after cas"))
+		goto out;
+	ret = krdma_atomic_cas(c, &reg.tok[0], off, 1, 2, &old, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "failing cas") ||
+	    !at_expect(t, old, swap, "failing cas: old"))
+		goto out;
+	if (!at_req(t, c, AT_GET64, reg.id, off, 0, 0, 0, &rep) ||
+	    !at_expect(t, be64_to_cpu(rep.arg), swap, "server value after failing cas"))
+		goto out;
+	/* The bytes around the word are the region's fill, untouched. */
+	if (!at_verify(t, c, reg.id, 0, off, 0x7000, 0) ||
+	    !at_verify(t, c, reg.id, off + 8, 4096 - off - 8, 0x7000, off + 8))
+		goto out;
+	ret = krdma_atomic_fadd(c, &reg.tok[0], 4, 1, &old, AT_TIMEOUT);
+	if (!at_expect(t, ret, -EINVAL, "fadd at a misaligned offset"))
+		goto out;
+	ret = krdma_atomic_cas(c, &reg.tok[0], 4096 - 4, 0, 1, &old, AT_TIMEOUT);
+	if (!at_expect(t, ret, -ERANGE, "cas across the token's end") ||
+	    !at_expect(t, krdma_conn_error(c), 0, "krdma_conn_error"))
+		goto out;
+	at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL);
+out:
+	krdma_close(c);
+}
+
+/* One asynchronous RDMA operation on a slice of a local vmalloc buffer. */
+struct at_rwop {
+	struct at_areq		q;
+	bool			write;
+	u64			off;		/* in the server's region */
+	u8			*local;
+	int			nents;
+	struct scatterlist	*sg;
+};
+
+struct at_rwops {
+	int			n;
+	u32			size;
+	u8			*mem;
+	struct at_rwop		*ops;
+	struct scatterlist	*sg;
+	struct at_async		a;
+};
+
+static void at_rwops_free(struct at_rwops *o)
+{
+	kvfree(o->sg);
+	kvfree(o->ops);
+	vfree(o->mem);
+}
+
+/*
+ * @n ops of @size bytes on a region of @nslices slices: op i < @nslices
+ * writes slice i if i is even, reads it if odd; later ops read odd slices
+ * again (so no slice is both written and read).
+ */
+static bool at_rwops_init(struct at_test *t, struct at_rwops *o, int n,
+			  int nslices, u32 size, u64 seed)
+{
+	int per = size / PAGE_SIZE, i, slice;
+
+	memset(o, 0, sizeof(*o));
+	atomic_set(&o->a.done, 0);
+	init_waitqueue_head(&o->a.wq);
+	o->n = n;
+	o->size = size;
+	o->mem = vzalloc((size_t)n * size);
+	o->ops = kvcalloc(n, sizeof(*o->ops), GFP_KERNEL);
+	o->sg = kvcalloc((size_t)n * per, sizeof(*o->sg), GFP_KERNEL);
+	if (!o->mem || !o->ops || !o->sg) {
+		at_rwops_free(o);
+		at_fail(t, "out of memory");
+		return false;
+	}
+	for (i = 0; i < n; i++) {
+		struct at_rwop *op = &o->ops[i];
+
+		at_areq_init(&op->q, &o->a);
+		slice = i < nslices ? i : 2 * (i % (nslices / 2)) + 1;
+		op->write = !(slice & 1);
+		op->off = (u64)slice * size;
+		op->local = o->mem + (size_t)i * size;
+		op->sg = &o->sg[i * per];
+		op->nents = at_sg_from_buf(op->sg, per, op->local, size);
+		if (op->write)
+			at_fill(op->local, size, seed, op->off);
+	}
+	return true;
+}
+
+/*
+ * Post until all are or krdma_rdma_async(nowait) says -EAGAIN; returns how
+ * many were posted, and the most in flight (posted, callback not yet run)
+ * seen right after a post in *@max_inflight.
+ */
+static int at_rwops_post(struct at_test *t, struct krdma_conn *c,
+			 struct at_rwops *o, const struct krdma_token *tok,
+			 bool *eagain, int *max_inflight)
+{
+	int i, ret;
+
+	*eagain = false;
+	*max_inflight = 0;
+	for (i = 0; i < o->n; i++) {
+		struct at_rwop *op = &o->ops[i];
+
+		ret = krdma_rdma_async(c, op->write, op->sg, op->nents, tok,
+				       op->off, &op->q.req, true);
+		if (ret == -EAGAIN) {
+			*eagain = true;
+			break;
+		}
+		if (ret) {
+			at_fail(t, "op %d: krdma_rdma_async: %d", i, ret);
+			break;
+		}
+		*max_inflight = max(*max_inflight,
+				    i + 1 - atomic_read(&o->a.done));
+	}
+	return i;
+}
+
+#define AT_WIN_DEPTH	8
+#define AT_WIN_SLICES	128
+#define AT_WIN_OPS	1024
+#define AT_WIN_SIZE	8192
+
+/*
+ * krdma_rdma_async(nowait) until the queue depth is used up (-EAGAIN);
+ * then every posted op completes once, with status 0 and its length, and
+ * the data is right on both sides.  Where the device completes ops while
+ * they are being posted (rxe on 6.1 runs the requester inline), more than
+ * the depth get posted before -EAGAIN: the window bounds the ops in
+ * flight, which the callbacks show at most one late (a completion frees
+ * its slot just before its callback runs, one CQ is polled at a time).
+ * On 6.1 (rxe tasklets, siw) the whole op, down to its completion, runs
+ * in the poster's own spin_unlock_bh() inside krdma_rdma_async(): then
+ * the window fills only when softirq work is deferred, and if it never
+ * does in AT_WIN_OPS ops the scenario is a SKIP (after the other checks).
+ */
+static void sc_async_window(struct at_test *t)
+{
+	u64 bg = 0x8000, sw = 0x8001;
+	struct krdma_conn *c;
+	struct at_rwops o;
+	struct at_reg reg;
+	int i, posted, inflight;
+	bool eagain;
+	s64 bad;
+
+	if (!at_rwops_init(t, &o, AT_WIN_OPS, AT_WIN_SLICES, AT_WIN_SIZE, sw))
+		return;
+	c = at_open(t, AT_MODE_GENERIC, 0, AT_WIN_DEPTH, 0);
+	if (!c)
+		goto out_free;
+	if (!at_expect(t, krdma_queue_depth(c), AT_WIN_DEPTH, "negotiated queue depth") ||
+	    !at_reg(t, c, (u64)AT_WIN_SLICES * AT_WIN_SIZE, AT_RW, bg, 0, &reg) ||
+	    !at_expect(t, reg.ntok, 1, "tokens"))
+		goto out;
+	posted = at_rwops_post(t, c, &o, &reg.tok[0], &eagain, &inflight);
+	if (t->failed)
+		goto out;
+	if ((eagain && posted < AT_WIN_DEPTH) || inflight > AT_WIN_DEPTH + 1) {
+		at_fail(t, "-EAGAIN after %d ops, up to %d in flight, at queue depth %d",
+			posted, inflight, AT_WIN_DEPTH);
+		goto out;
+	}
+	if (!at_async_wait(&o.a, posted, AT_TIMEOUT)) {
+		at_fail(t, "%d of %d callbacks after %ds",
+			atomic_read(&o.a.done), posted, AT_TIMEOUT / HZ);
+		goto out;
+	}
+	for (i = 0; i < o.n; i++) {
+		struct at_rwop *op = &o.ops[i];
+		bool was_posted = i < posted;
+
+		if (!at_expect(t, atomic_read(&op->q.calls), was_posted,
+			       "op %d (%s): callbacks", i, was_posted ?
+			       "posted" : "refused"))
+			goto out;
+		if (!was_posted)
+			continue;
+		if (!at_expect(t, op->q.req.status, 0, "op %d: status", i) ||
+		    !at_expect(t, op->q.req.len, AT_WIN_SIZE, "op %d: len", i))
+			goto out;
+		if (op->write) {
+			if (!at_verify(t, c, reg.id, op->off, AT_WIN_SIZE, sw, op->off))
+				goto out;
+			continue;
+		}
+		bad = at_check(op->local, AT_WIN_SIZE, bg, op->off);
+		if (bad >= 0) {
+			at_fail(t, "op %d: read byte %lld wrong", i, bad);
+			goto out;
+		}
+	}
+	at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL);
+	if (!eagain) {
+		t->skipped = true;
+		snprintf(t->why, sizeof(t->why),
+			 "no -EAGAIN in %d ops at queue depth %d: the device completed them while they were posted (at most %d in flight); completions checked",
+			 posted, AT_WIN_DEPTH, inflight);
+		goto out;
+	}
+	pr_info("%s: -EAGAIN after %d ops (up to %d in flight) at queue depth %d\n",
+		t->name, posted, inflight, AT_WIN_DEPTH);
+out:
+	krdma_close(c);
+out_free:
+	at_rwops_free(&o);
+}
+
+#define AT_MID_DEPTH	16
+#define AT_MID_OPS	16
+#define AT_MID_SIZE	65536
+#define AT_MID_SENDS	8
+
+/*
+ * Close a connection with RDMA operations and sends in flight: when
+ * krdma_close() returns, every callback has run exactly once, with status
+ * 0 (and the full length) or the connection's error, and none runs again.
+ */
+static void sc_close_midflight(struct at_test *t)
+{
+	int i, posted, inflight, sends = 0, ok = 0, failed = 0, ret;
+	struct at_areq sq[AT_MID_SENDS];
+	struct at_msg nop, rep;
+	struct krdma_conn *c;
+	struct at_rwops o;
+	struct at_reg reg;
+	bool eagain;
+
+	if (!at_rwops_init(t, &o, AT_MID_OPS, AT_MID_OPS, AT_MID_SIZE, 0x9001))
+		return;
+	for (i = 0; i < AT_MID_SENDS; i++)
+		at_areq_init(&sq[i], &o.a);
+	c = at_open(t, AT_MODE_GENERIC, 0, AT_MID_DEPTH, 0);
+	if (!c)
+		goto out_free;
+	if (!at_reg(t, c, (u64)AT_MID_OPS * AT_MID_SIZE, AT_RW, 0x9000, 0, &reg) ||
+	    !at_expect(t, reg.ntok, 1, "tokens")) {
+		krdma_close(c);
+		goto out_free;
+	}
+	posted = at_rwops_post(t, c, &o, &reg.tok[0], &eagain, &inflight);
+	at_msg_init(&nop, AT_NOP, 0, 0, 0, 0, 0);
+	for (i = 0; i < AT_MID_SENDS && !t->failed; i++) {
+		ret = krdma_send_async(c, &nop, sizeof(nop), &sq[i].req, true);
+		if (ret == -EAGAIN)
+			break;
+		if (ret)
+			at_fail(t, "send %d: krdma_send_async: %d", i, ret);
+		else
+			sends++;
+	}
+	krdma_close(c);
+	if (t->failed)
+		goto out_free;
+
+	for (i = 0; i < o.n + AT_MID_SENDS; i++) {
+		bool is_send = i >= o.n;
+		struct at_areq *q = is_send ? &sq[i - o.n] : &o.ops[i].q;
+		bool was_posted = is_send ? i - o.n < sends : i < posted;
+		u32 want = is_send ? sizeof(nop) : AT_MID_SIZE;
+
+		if (!at_expect(t, atomic_read(&q->calls), was_posted,
+			       "%s %d: callbacks when krdma_close returned",
+			       is_send ? "send" : "op", i))
+			goto out_free;
+		if (!was_posted)
+			continue;
+		if (q->req.status == 0) {
+			ok++;
+			if (!at_expect(t, q->req.len, want, "op %d: len", i))
+				goto out_free;
+		} else {
+			failed++;
+			if (!at_expect(t, q->req.status, -ECONNRESET, "op %d: status", i) ||
+			    !at_expect(t, q->req.len, 0, "op %d: len", i))
+				goto out_free;
+		}
+	}
+	msleep(200);
+	if (!at_expect(t, atomic_read(&o.a.done), posted + sends,
+		       "callbacks 200 ms after krdma_close"))
+		goto out_free;
+	pr_info("%s: %d ops + %d sends in flight at close: %d completed, %d failed\n",
+		t->name, posted, sends, ok, failed);
+	/* The server's memory is not needed any more. */
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (c) {
+		at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, &rep);
+		krdma_close(c);
+	}
+out_free:
+	at_rwops_free(&o);
+}
+
+/* The server closes; a blocked krdma_recv() returns -ECONNRESET promptly. */
+static void sc_peer_close(struct at_test *t)
+{
+	unsigned long start;
+	struct krdma_conn *c;
+	struct at_msg rep;
+	u32 ms;
+	int ret;
+
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		return;
+	if (!at_req(t, c, AT_CLOSE, 0, 0, 0, 0, 300, NULL))
+		goto out;
+	start = jiffies;
+	ret = at_recv(c, &rep, sizeof(rep), 10 * HZ);
+	ms = jiffies_to_msecs(jiffies - start);
+	if (!at_expect(t, ret, -ECONNRESET, "krdma_recv when the peer closed"))
+		goto out;
+	if (ms > 5000) {
+		at_fail(t, "krdma_recv returned %u ms after the peer closed", ms);
+		goto out;
+	}
+	if (!at_expect(t, krdma_conn_error(c), -ECONNRESET, "krdma_conn_error") ||
+	    !at_expect(t, krdma_send(c, &rep, sizeof(rep), AT_TIMEOUT),
+		       -ECONNRESET, "krdma_send after the peer closed"))
+		goto out;
+	pr_info("%s: krdma_recv returned after %u ms\n", t->name, ms);
+out:
+	krdma_close(c);
+}
+
+static const struct at_scenario {
+	const char	*name;
+	void		(*run)(struct at_test *t);
+} at_scenarios[] = {
+	{ "msg_sizes", sc_msg_sizes },
+	{ "msg_order_flood", sc_msg_order_flood },
+	{ "write_read_sizes", sc_write_read_sizes },
+	{ "large", sc_large },
+	{ "out_of_range", sc_out_of_range },
+	{ "no_write_right", sc_no_write_right },
+	{ "revoked", sc_revoked },
+	{ "forged_rkey", sc_forged_rkey },
+	{ "atomics", sc_atomics },
+	{ "async_window", sc_async_window },
+	{ "close_midflight", sc_close_midflight },
+	{ "peer_close", sc_peer_close },
+};
+
+static struct task_struct *at_client_task;
+
+static void at_run_one(const char *name, int *passed, int *failed,
+		       int *skipped)
+{
+	struct at_test t = { .name = name };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(at_scenarios); i++)
+		if (!strcmp(at_scenarios[i].name, name))
+			break;
+	if (i == ARRAY_SIZE(at_scenarios)) {
+		at_fail(&t, "no such scenario");
+	} else {
+		pr_info("running %s\n", name);
+		at_scenarios[i].run(&t);
+	}
+	if (kthread_should_stop())
+		return;
+	if (t.failed) {
+		(*failed)++;
+		pr_info("FAIL %s: %s\n", name, t.why);
+	} else if (t.skipped) {
+		(*skipped)++;
+		pr_info("SKIP %s: %s\n", name, t.why);
+	} else {
+		(*passed)++;
+		pr_info("PASS %s\n", name);
+	}
+}
+
+static int at_client_fn(void *unused)
+{
+	int passed = 0, failed = 0, skipped = 0, i;
+	char *list, *s, *name;
+
+	if (!strcmp(scenarios, "all")) {
+		for (i = 0; i < ARRAY_SIZE(at_scenarios) && !kthread_should_stop(); i++)
+			at_run_one(at_scenarios[i].name, &passed, &failed,
+				   &skipped);
+	} else {
+		list = kstrdup(scenarios, GFP_KERNEL);
+		s = list;
+		while (s && !kthread_should_stop()) {
+			name = strsep(&s, ",");
+			if (*name)
+				at_run_one(name, &passed, &failed, &skipped);
+		}
+		kfree(list);
+	}
+	if (kthread_should_stop())
+		pr_info("client: stopped before the end\n");
+	else
+		pr_info("DONE passed=%d failed=%d skipped=%d\n", passed, failed,
+			skipped);
+	/* Wait for rmmod, which stops us. */
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+/* ---- module -------------------------------------------------------- */
+
+static int __init at_init(void)
+{
+	bool server, client;
+	char portstr[8];
+	int ret;
+
+	server = !strcmp(role, "server") || !strcmp(role, "both");
+	client = !strcmp(role, "client") || !strcmp(role, "both");
+	if (!server && !client) {
+		pr_err("role must be server, client or both, not '%s'\n", role);
+		return -EINVAL;
+	}
+	if (strcmp(dev, "rxe") && strcmp(dev, "siw")) {
+		pr_err("dev must be rxe or siw, not '%s'\n", dev);
+		return -EINVAL;
+	}
+	at_iwarp = !strcmp(dev, "siw");
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	if (!addr || inet_pton_with_scope(&init_net, AF_UNSPEC, addr, portstr,
+					  &at_addr)) {
+		pr_err("addr=IP is required and must be an IPv4 or IPv6 address\n");
+		return -EINVAL;
+	}
+	if (server) {
+		ret = at_server_start();
+		if (ret)
+			return ret;
+	}
+	if (client) {
+		at_client_task = kthread_create(at_client_fn, NULL,
+						"krdma_at_client");
+		if (IS_ERR(at_client_task)) {
+			ret = PTR_ERR(at_client_task);
+			at_client_task = NULL;
+			at_server_stop();
+			return ret;
+		}
+		get_task_struct(at_client_task);
+		wake_up_process(at_client_task);
+	}
+	return 0;
+}
+
+static void __exit at_exit(void)
+{
+	pr_info("unloading\n");
+	if (at_client_task) {
+		kthread_stop(at_client_task);
+		put_task_struct(at_client_task);
+	}
+	at_server_stop();
+	pr_info("unloaded\n");
+}
+
+module_init(at_init);
+module_exit(at_exit);
+MODULE_DESCRIPTION("krdma kernel API test: scenarios of a kernel user");
+MODULE_LICENSE("GPL");
