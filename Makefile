@@ -15,10 +15,25 @@ else
 KDIR ?= $(shell tools/kdir.sh)
 endif
 
-all: modules
+all: modules tools
 
 modules:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+# User-space tools, with the host compiler: the CLI and the ioctl test
+# program the guest tests run.  Built to a temporary name and renamed, so
+# that concurrent builds never leave a half-written binary.
+TOOLS_CFLAGS := -Wall -Wextra -O2 -I$(CURDIR)/include/uapi
+TOOLS := tools/krdmactl build/test/ioctl_fuzz
+
+tools: $(TOOLS)
+
+tools/krdmactl: tools/krdmactl.c include/uapi/linux/krdma.h
+	$(CC) $(TOOLS_CFLAGS) -o $@.tmp$$$$ $< && mv -f $@.tmp$$$$ $@
+
+build/test/ioctl_fuzz: test/ioctl_fuzz.c include/uapi/linux/krdma.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOLS_CFLAGS) -pthread -o $@.tmp$$$$ $< && mv -f $@.tmp$$$$ $@
 
 check:
 	tools/check
@@ -31,6 +46,6 @@ shell:
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
-	rm -rf build
+	rm -rf build tools/krdmactl
 
-.PHONY: all modules check demo bench shell clean
+.PHONY: all modules tools check demo bench shell clean

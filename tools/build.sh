@@ -38,6 +38,9 @@ fi
 # Surface compiler warnings even when the build succeeds.
 grep -E 'warning:|error:' "$log" >&2 || true
 
+# The user-space tools the guest tests run (host compiler, see Makefile).
+make -s -C "$top" tools >/dev/null
+
 # test/apitest: a second external module, a user of krdma's exported symbols.
 mkdir -p "$out/apitest"
 for f in "$top"/test/apitest/Kbuild "$top"/test/apitest/*.c; do

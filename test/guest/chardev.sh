@@ -1,0 +1,228 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# /dev/krdma and krdmactl: the ioctl ABI rejects bad input with exact errno
+# values (test/ioctl_fuzz.c errors), two krdmactl processes do send/recv,
+# RDMA WRITE and READ checked byte for byte, sessions killed mid-transfer
+# clean up, and a bounded random ioctl pass leaves the kernel healthy.
+# topo: single
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+ctl=$top/tools/krdmactl
+fuzz=$top/build/test/ioctl_fuzz
+[ -x "$ctl" ] || fail "$ctl is not built (make tools)"
+[ -x "$fuzz" ] || fail "$fuzz is not built (make tools)"
+
+tmp=$(mktemp -d)
+bg=()
+cleanup() {
+	local p
+	for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# within SECONDS CMD...: poll until CMD succeeds, bounded in seconds (the
+# lab's wait_for counts polls, which are slow under TCG).
+within() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.2
+	done
+}
+
+# Start a krdmactl server in the background; wait until it listens.
+serve() {	# serve OUT ARGS...
+	local out=$1
+	shift
+	"$ctl" serve "$@" >"$out" 2>"$out.err" &
+	spid=$!
+	bg+=("$spid")
+	within 20 grep -q 'listening' "$out" || fail "serve $*: not listening: $(cat "$out.err")"
+}
+
+# Wait until this guest's client connection (conns/connN) did N writes.
+client_writes() {	# client_writes N
+	local c
+	c=$(ls -d "$KRDMA_SYS"/conns/conn* 2>/dev/null | head -n 1)
+	[ -n "$c" ] && [ "$(cat "$c/write_ops")" -ge "$1" ]
+}
+
+# Nothing of krdma's left: every session closed released everything.
+leftovers() {
+	ls -A "$KRDMA_SYS/conns" "$KRDMA_SYS/listeners" | grep -v -e '^$' -e ':$'
+}
+
+# (Bounded in seconds: under TCG a poll loop's forks take long.)
+no_conns_left() {	# no_conns_left WHEN
+	local end=$((SECONDS + 20))
+	while leftovers >/dev/null; do
+		[ $SECONDS -lt $end ] || fail "$1: left behind: $(leftovers | tr '\n' ' ')"
+		sleep 0.2
+	done
+}
+
+json_ok() {	# json_ok FILE...: every line of every FILE is a JSON value
+	python3 -c 'import json, sys
+for f in sys.argv[1:]:
+    for n, l in enumerate(open(f), 1):
+        try:
+            json.loads(l)
+        except ValueError as e:
+            sys.exit("%s:%d: %s" % (f, n, e))' "$@"
+}
+
+rdma_dev_up
+krdma_load
+
+# ---- the device node and the CLI's basics -----------------------------
+log "[$SECONDS s] the device node and the CLI's basics"
+[ -c /dev/krdma ] || fail "/dev/krdma missing"
+expect_eq "$(stat -c %a /dev/krdma)" 600 "mode of /dev/krdma"
+"$ctl" version || fail "krdmactl version"
+"$ctl" --json version >"$tmp/v.json" || fail "version --json"
+for c in listen connect send recv serve client write read stat test bench version; do
+	"$ctl" "$c" --help | grep -q "^usage: krdmactl .*$c" || fail "$c --help"
+done
+"$ctl" bench 2>"$tmp/err"
+expect_eq $? 2 "bench exit status"
+grep -q "not yet available" "$tmp/err" || fail "bench message"
+"$ctl" frobnicate 2>/dev/null
+expect_eq $? 2 "unknown command exit status"
+"$ctl" connect 2>/dev/null
+expect_eq $? 2 "connect without an address"
+"$ctl" connect "$PEER_IP:7499" --timeout 3000 2>"$tmp/err"
+expect_eq $? 1 "connect to a port nobody listens on"
+grep -q "connect to $PEER_IP:7499: " "$tmp/err" || fail "connect error message: $(cat "$tmp/err")"
+
+# ---- the ioctl ABI: exact errno values ---------------------------------
+log "[$SECONDS s] the ioctl ABI: exact errno values"
+ip6=fd00:10::1
+ip -6 addr add "$ip6/64" dev eth0 nodad 2>/dev/null
+if ip -6 addr show dev eth0 | grep -q "$ip6"; then
+	export KRDMA_IP6=$ip6
+else
+	log "no IPv6 on eth0: IPv6 checks skipped"
+fi
+before=$(dmesg | wc -l)
+"$fuzz" errors "$MY_IP" 7400 >"$tmp/errors.log" 2>&1
+rc=$?
+cat "$tmp/errors.log"
+[ $rc = 0 ] || fail "ioctl_fuzz errors: $(grep -m1 -E '^(not ok|Bail)' "$tmp/errors.log")"
+# Each rejected input is named in one (rate limited) line.
+dmesg | tail -n +"$((before + 1))" | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: SEND: handle .* is not a connection of this session" ||
+	fail "no dmesg line for a SEND on a foreign handle"
+no_conns_left "after ioctl_fuzz errors"
+
+# ---- two processes: listen/send, recv, serve/client --------------------
+log "[$SECONDS s] two processes: listen/send, recv, serve/client"
+"$ctl" listen "$MY_IP:7410" --count 2 >"$tmp/listen.out" 2>&1 &
+lpid=$!
+bg+=("$lpid")
+within 20 grep -q '^listening' "$tmp/listen.out" || fail "listen: not listening"
+"$ctl" send "$PEER_IP:7410" "first message" "second" || fail "send"
+wait "$lpid" || fail "listen exit status: $(cat "$tmp/listen.out")"
+cat "$tmp/listen.out"
+grep -q '^message 1, 13 bytes: first message$' "$tmp/listen.out" || fail "listen output"
+grep -q '^message 2, 6 bytes: second$' "$tmp/listen.out" || fail "listen output (2)"
+
+head -c 4000 /dev/urandom >"$tmp/msg.bin"
+"$ctl" recv "$MY_IP:7411" --out "$tmp/recv.bin" 2>"$tmp/recv.err" &
+rpid=$!
+bg+=("$rpid")
+within 20 sh -c "ls $KRDMA_SYS/listeners | grep -q ." || fail "recv: not listening"
+"$ctl" send "$PEER_IP:7411" --file "$tmp/msg.bin" >/dev/null || fail "send --file"
+wait "$rpid" || fail "recv exit status: $(cat "$tmp/recv.err")"
+cmp "$tmp/msg.bin" "$tmp/recv.bin" || fail "recv: message differs from the one sent"
+
+head -c 300000 /dev/urandom >"$tmp/init.bin"
+head -c 200000 /dev/urandom >"$tmp/data.bin"
+head -c 3000 /dev/urandom >"$tmp/small.bin"
+serve "$tmp/serve.out" "$MY_IP:7412" --file "$tmp/init.bin" --dump "$tmp/after.bin"
+"$ctl" client "$PEER_IP:7412" --send "hello, krdma" --send-file "$tmp/small.bin" \
+	--expect "$tmp/init.bin" --read "$tmp/got.bin" \
+	--offset 4096 --write "$tmp/data.bin" --expect "$tmp/data.bin" \
+	>"$tmp/client.out" 2>&1
+rc=$?
+cat "$tmp/client.out"
+[ $rc = 0 ] || fail "client: $(tail -n 1 "$tmp/client.out")"
+wait "$spid" || fail "serve exit status: $(cat "$tmp/serve.out.err")"
+cat "$tmp/serve.out"
+grep -q '^send 12 bytes: echo matches$' "$tmp/client.out" || fail "client: no echo"
+grep -q '^write 200000 bytes at offset 4096: verified' "$tmp/client.out" || fail "client: write not verified"
+grep -q '^message 1, 12 bytes: hello, krdma$' "$tmp/serve.out" || fail "serve did not see the message"
+cmp "$tmp/init.bin" "$tmp/got.bin" || fail "READ: bytes differ from the server's"
+{ head -c 4096 "$tmp/init.bin"; cat "$tmp/data.bin"; tail -c +$((4096 + 200000 + 1)) "$tmp/init.bin"; } >"$tmp/want.bin"
+cmp "$tmp/want.bin" "$tmp/after.bin" || fail "WRITE: the server's buffer is not what was written"
+
+# The same as JSON lines, and the standalone write/read commands.
+serve "$tmp/serve2.out" "$MY_IP:7413" --size 64K --clients 2 --json
+"$ctl" --json client "$PEER_IP:7413" --send json --write "$tmp/small.bin" >"$tmp/client2.json" ||
+	fail "client --json"
+"$ctl" --json stat >"$tmp/stat.json" || fail "stat --json"
+"$ctl" stat || fail "stat"
+"$ctl" read "$PEER_IP:7413" "$tmp/read.bin" --len 3000 >/dev/null || fail "read"
+cmp "$tmp/small.bin" "$tmp/read.bin" || fail "read: bytes differ"
+wait "$spid" || fail "serve --json exit status"
+out=$(json_ok "$tmp/v.json" "$tmp/client2.json" "$tmp/stat.json" "$tmp/serve2.out" 2>&1) ||
+	fail "--json output is not JSON: $out"
+
+# ---- sessions closed mid-transfer --------------------------------------
+log "[$SECONDS s] sessions closed mid-transfer"
+head -c 1048576 /dev/urandom >"$tmp/1m.bin"
+# The server dies while the client writes into its buffer.
+serve "$tmp/serve3.out" "$MY_IP:7414" --size 1M
+"$ctl" client "$PEER_IP:7414" --loop 100000 --no-verify --write "$tmp/1m.bin" \
+	>/dev/null 2>"$tmp/client3.err" &
+cpid=$!
+bg+=("$cpid")
+within 60 client_writes 3 || fail "client never got going: $(cat "$tmp/client3.err")"
+kill -9 "$spid"
+wait "$cpid"
+expect_eq $? 1 "client exit status after the server died"
+cat "$tmp/client3.err"
+grep -q "RDMA WRITE of 1048576 bytes at offset 0: " "$tmp/client3.err" || fail "client error message"
+no_conns_left "after killing the server mid-transfer"
+
+# The client dies in the middle of its writes; the server carries on.
+serve "$tmp/serve4.out" "$MY_IP:7415" --size 1M
+"$ctl" client "$PEER_IP:7415" --loop 100000 --no-verify --write "$tmp/1m.bin" >/dev/null 2>&1 &
+cpid=$!
+bg+=("$cpid")
+within 60 client_writes 3 || fail "client never got going"
+kill -9 "$cpid"
+wait "$spid" || fail "serve exit status after the client died: $(cat "$tmp/serve4.out.err")"
+grep -q '^done ' "$tmp/serve4.out" || fail "serve did not finish the client"
+no_conns_left "after killing the client mid-transfer"
+
+# A server killed while waiting for a client, and one with a client.
+serve "$tmp/serve5.out" "$MY_IP:7416"
+kill -9 "$spid"
+serve "$tmp/serve6.out" "$MY_IP:7417"
+"$ctl" connect "$PEER_IP:7417" --hold 30 >/dev/null &
+cpid=$!
+bg+=("$cpid")
+within 20 grep -q '^token' "$tmp/serve6.out" || fail "serve: no client"
+kill -9 "$spid"
+kill -9 "$cpid"
+no_conns_left "after killing idle sessions"
+
+# ---- the sysfs self-test through krdmactl ------------------------------
+log "[$SECONDS s] the sysfs self-test through krdmactl"
+"$ctl" test --addr "$MY_IP:7418" --op send,write,read --size 8K --count 3 ||
+	fail "krdmactl test"
+no_conns_left "after krdmactl test"
+
+# ---- a bounded random pass ---------------------------------------------
+log "[$SECONDS s] a bounded random pass"
+seed=${KRDMA_FUZZ_SEED:-20261122}
+log "fuzz seed $seed"
+"$fuzz" fuzz "$MY_IP" 7430 "$seed" "${KRDMA_FUZZ_ITERS:-2000}" >"$tmp/fuzz.log" 2>&1
+rc=$?
+cat "$tmp/fuzz.log"
+[ $rc = 0 ] || fail "ioctl_fuzz fuzz (seed $seed): $(grep -m1 -E '^(not ok|Bail)' "$tmp/fuzz.log")"
+no_conns_left "after the fuzz"

@@ -1,0 +1,1161 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/krdma ioctl tests, run in a lab guest by test/guest/chardev.sh.
+ *
+ *   ioctl_fuzz errors IP PORT
+ *	Deterministic checks: every bad input fails with its exact errno
+ *	(bad pointers, wrong structure size, unknown command, reserved bits,
+ *	huge lengths, handles of another session or of the wrong kind),
+ *	the data path works byte for byte, poll() reports what waits, and
+ *	closing a handle or a whole session in the middle of a transfer ends
+ *	the transfer with an error.  Uses ports PORT..PORT+2.
+ *
+ *   ioctl_fuzz fuzz IP PORT [SEED [ITERATIONS]]
+ *	A bounded random pass: ITERATIONS (default 2000) ioctls with random
+ *	command numbers and random fields, mixed with valid handles, on
+ *	ports PORT..PORT+3.  The seed is printed; the same seed replays the
+ *	same calls.  Afterwards a fresh session must still work and every
+ *	connection must be gone once the sessions are closed.
+ *
+ * Prints "ok"/"not ok" lines; exits 0 when everything passed.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/krdma.h>
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+#define DEV		"/dev/krdma"
+#define KADDR		0xffff888000000000ULL	/* kernel direct map */
+
+static int failures, checks;
+static struct krdma_ioc_addr my_addr;	/* port 0 */
+static unsigned int base_port;
+
+static void ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	checks++;
+	if (!cond)
+		failures++;
+	printf("%s %d - ", cond ? "ok" : "not ok", checks);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+static void bail(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("Bail out! ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(" (errno %d %s)\n", errno, strerror(errno));
+	exit(1);
+}
+
+static const char *errname(int e)
+{
+	static char buf[16];
+
+	switch (e) {
+	case 0:			return "0";
+	case EINVAL:		return "EINVAL";
+	case EFAULT:		return "EFAULT";
+	case ENOTTY:		return "ENOTTY";
+	case EBADF:		return "EBADF";
+	case E2BIG:		return "E2BIG";
+	case EMSGSIZE:		return "EMSGSIZE";
+	case EAGAIN:		return "EAGAIN";
+	case ETIMEDOUT:		return "ETIMEDOUT";
+	case ERANGE:		return "ERANGE";
+	case EAFNOSUPPORT:	return "EAFNOSUPPORT";
+	case ECONNRESET:	return "ECONNRESET";
+	case ECONNREFUSED:	return "ECONNREFUSED";
+	case ENOTCONN:		return "ENOTCONN";
+	case ENODEV:		return "ENODEV";
+	case EACCES:		return "EACCES";
+	case EOPNOTSUPP:	return "EOPNOTSUPP";
+	case EADDRINUSE:	return "EADDRINUSE";
+	case EADDRNOTAVAIL:	return "EADDRNOTAVAIL";
+	case EINTR:		return "EINTR";
+	case EMFILE:		return "EMFILE";
+	case ENOMEM:		return "ENOMEM";
+	case EREMOTEIO:		return "EREMOTEIO";
+	case EHOSTUNREACH:	return "EHOSTUNREACH";
+	case EPROTO:		return "EPROTO";
+	}
+	snprintf(buf, sizeof(buf), "errno %d", e);
+	return buf;
+}
+
+/* ioctl's errno, 0 on success. */
+static int io(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? errno : 0;
+}
+
+static void expect(int got, int want, const char *what)
+{
+	if (got == want)
+		ok(true, "%s: %s", what, errname(want));
+	else
+		ok(false, "%s: got %s, expected %s", what, errname(got),
+		   errname(want));
+}
+
+static int dev_open(void)
+{
+	int fd = open(DEV, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		bail("open " DEV);
+	return fd;
+}
+
+static struct krdma_ioc_addr addr_port(unsigned int off)
+{
+	struct krdma_ioc_addr a = my_addr;
+
+	a.port = base_port + off;
+	return a;
+}
+
+static __u32 listen_on(int fd, unsigned int off)
+{
+	struct krdma_ioc_listen l = { .addr = addr_port(off) };
+
+	if (ioctl(fd, KRDMA_IOC_LISTEN, &l))
+		bail("LISTEN on port %u", base_port + off);
+	return l.handle;
+}
+
+static __u32 connect_to(int fd, unsigned int off)
+{
+	struct krdma_ioc_connect c = { .dst = addr_port(off) };
+
+	if (ioctl(fd, KRDMA_IOC_CONNECT, &c))
+		bail("CONNECT to port %u", base_port + off);
+	return c.handle;
+}
+
+static __u32 accept_on(int fd, __u32 l)
+{
+	struct krdma_ioc_accept a = { .handle = l, .timeout_ms = 10000 };
+
+	if (ioctl(fd, KRDMA_IOC_ACCEPT, &a))
+		bail("ACCEPT");
+	return a.conn;
+}
+
+static int send_msg(int fd, __u32 h, const void *buf, __u64 len)
+{
+	struct krdma_ioc_msg m = { .handle = h, .buf = (uintptr_t)buf,
+				   .len = len, .timeout_ms = 5000 };
+
+	return io(fd, KRDMA_IOC_SEND, &m);
+}
+
+static int recv_msg(int fd, __u32 h, void *buf, __u64 len,
+		    __u32 timeout_ms, __u32 *got)
+{
+	struct krdma_ioc_msg m = { .handle = h, .buf = (uintptr_t)buf,
+				   .len = len, .timeout_ms = timeout_ms };
+	int e = io(fd, KRDMA_IOC_RECV, &m);
+
+	if (got)
+		*got = m.msg_len;
+	return e;
+}
+
+static int reg(int fd, __u32 h, void *buf, __u64 len, __u32 access,
+	       struct krdma_ioc_reg *out)
+{
+	struct krdma_ioc_reg r = { .handle = h, .access = access,
+				   .buf = (uintptr_t)buf, .len = len };
+	int e = io(fd, KRDMA_IOC_REG, &r);
+
+	if (out)
+		*out = r;
+	return e;
+}
+
+static int rdma(int fd, __u32 h, bool write, void *buf, __u64 len,
+		const struct krdma_ioc_token *t, __u64 off)
+{
+	struct krdma_ioc_rdma r = { .handle = h, .buf = (uintptr_t)buf,
+				    .len = len, .token = *t, .offset = off };
+
+	return io(fd, write ? KRDMA_IOC_WRITE : KRDMA_IOC_READ, &r);
+}
+
+static int close_h(int fd, unsigned long cmd, __u32 h)
+{
+	struct krdma_ioc_handle c = { .handle = h };
+
+	return io(fd, cmd, &c);
+}
+
+static int query(int fd, __u32 h, struct krdma_ioc_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->handle = h;
+	return io(fd, KRDMA_IOC_QUERY, q);
+}
+
+static void fill(unsigned char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)(i * 131 + seed * 7 + (i >> 8));
+}
+
+static int count_conns(void)
+{
+	DIR *d = opendir("/sys/kernel/krdma/conns");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Every connection gone (sessions closed release everything). */
+static void expect_no_conns(const char *when)
+{
+	int i, n = -1;
+
+	for (i = 0; i < 100; i++) {
+		n = count_conns();
+		if (!n)
+			break;
+		usleep(100 * 1000);
+	}
+	ok(n == 0, "no connection left %s (%d)", when, n);
+}
+
+/* The first device's value of a sysfs file, or "". */
+static const char *device_attr(const char *name)
+{
+	DIR *d = opendir("/sys/kernel/krdma/devices");
+	static char val[64];
+	struct dirent *de;
+	char path[512];
+	FILE *f;
+
+	val[0] = 0;
+	if (!d)
+		return val;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/krdma/devices/%s/%s",
+			 de->d_name, name);
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(val, sizeof(val), f))
+				val[0] = 0;
+			val[strcspn(val, "\n")] = 0;
+			fclose(f);
+		}
+		break;
+	}
+	closedir(d);
+	return val;
+}
+
+/*
+ * How a remote access violation shows: RoCE NAKs the request (EACCES);
+ * iWARP (siw) terminates the connection, the request is flushed and fails
+ * with the disconnect's ECONNRESET.
+ */
+static int access_violation_errno(void)
+{
+	return strcmp(device_attr("transport"), "iwarp") ? EACCES : ECONNRESET;
+}
+
+static bool device_has_atomics(void)
+{
+	DIR *d = opendir("/sys/kernel/krdma/devices");
+	struct dirent *de;
+	char path[512];
+	int v = 0;
+	FILE *f;
+
+	if (!d)
+		return false;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/krdma/devices/%s/atomics",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%d", &v) != 1)
+				v = 0;
+			fclose(f);
+		}
+		break;
+	}
+	closedir(d);
+	return v == 1;
+}
+
+/* ---- errors: deterministic checks ----------------------------------- */
+
+static void check_abi(int fd)
+{
+	struct krdma_ioc_listen l = { .addr = addr_port(0) };
+	struct krdma_ioc_version v;
+	struct krdma_ioc_handle hh = {};
+	unsigned long cmd;
+
+	expect(io(fd, KRDMA_IOC_VERSION, &v), 0, "VERSION");
+	ok(v.abi_version == KRDMA_ABI_VERSION && v.max_handles ==
+	   KRDMA_IOC_MAX_HANDLES && v.max_xfer == KRDMA_IOC_MAX_XFER,
+	   "VERSION reports ABI %u", v.abi_version);
+
+	/* Unknown commands. */
+	expect(io(fd, _IOWR(KRDMA_IOC_MAGIC, 0x7f, struct krdma_ioc_handle), &hh),
+	       ENOTTY, "unknown command number");
+	expect(io(fd, _IOW('T', 0x01, int), &hh), ENOTTY,
+	       "another driver's ioctl type");
+	expect(io(fd, 0x5401 /* TCGETS */, &hh), ENOTTY, "TCGETS");
+
+	/* A known command with a wrong size or direction. */
+	cmd = _IOC(_IOC_READ | _IOC_WRITE, KRDMA_IOC_MAGIC, _IOC_NR(KRDMA_IOC_LISTEN),
+		   sizeof(l) - 8);
+	expect(io(fd, cmd, &l), EINVAL, "LISTEN with a structure 8 bytes short");
+	cmd = _IOC(_IOC_READ | _IOC_WRITE, KRDMA_IOC_MAGIC, _IOC_NR(KRDMA_IOC_QUERY),
+		   sizeof(struct krdma_ioc_query) + 8);
+	expect(io(fd, cmd, &l), EINVAL, "QUERY with a structure 8 bytes long");
+	cmd = _IOC(_IOC_WRITE, KRDMA_IOC_MAGIC, _IOC_NR(KRDMA_IOC_LISTEN), sizeof(l));
+	expect(io(fd, cmd, &l), EINVAL, "LISTEN with the wrong direction");
+
+	/* Bad argument pointers. */
+	expect(io(fd, KRDMA_IOC_QUERY, NULL), EFAULT, "QUERY with a NULL argument");
+	expect(io(fd, KRDMA_IOC_LISTEN, (void *)(uintptr_t)KADDR), EFAULT,
+	       "LISTEN with a kernel address as argument");
+	expect(io(fd, KRDMA_IOC_VERSION, (void *)16), EFAULT,
+	       "VERSION into an unmapped page");
+
+	/* Reserved fields and flags. */
+	l.reserved[1] = 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN with reserved[1] set");
+	l.reserved[1] = 0;
+	l.flags = 0x80000000;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN with a flag set");
+	l.flags = 0;
+	l.addr.addr[7] = 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with bytes set after the IPv4 address");
+	l.addr = addr_port(0);
+	l.addr.family = 99;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EAFNOSUPPORT,
+	       "LISTEN with address family 99");
+	l.addr = addr_port(0);
+	l.addr.port = 0;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN on port 0");
+	l.addr = addr_port(0);
+	l.queue_depth = 100000;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN with depth 100000");
+	l.queue_depth = 0;
+	l.max_msg_size = 4 << 20;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with 4 MiB messages");
+	{
+		struct krdma_ioc_connect c = { .dst = addr_port(0) };
+
+		c.reserved32 = 1;
+		expect(io(fd, KRDMA_IOC_CONNECT, &c), EINVAL,
+		       "CONNECT with reserved32 set");
+		c.reserved32 = 0;
+		c.src.port = 5;
+		expect(io(fd, KRDMA_IOC_CONNECT, &c), EINVAL,
+		       "CONNECT with a source of family 0 but a port");
+		c.src.port = 0;
+		c.dst.family = 0;
+		expect(io(fd, KRDMA_IOC_CONNECT, &c), EAFNOSUPPORT,
+		       "CONNECT without a destination");
+	}
+	hh.reserved = 1;
+	expect(io(fd, KRDMA_IOC_CLOSE, &hh), EINVAL, "CLOSE with reserved set");
+	hh.reserved = 0;
+	hh.flags = 1;
+	expect(io(fd, KRDMA_IOC_UNREG, &hh), EINVAL, "UNREG with a flag set");
+}
+
+struct blocker {
+	int		fd;
+	__u32	h;
+	bool		accept;
+	int		err;
+};
+
+static void *block_thread(void *arg)
+{
+	struct blocker *b = arg;
+	char buf[64];
+
+	if (b->accept) {
+		struct krdma_ioc_accept a = { .handle = b->h,
+					      .timeout_ms = KRDMA_IOC_TIMEOUT_INF };
+
+		b->err = io(b->fd, KRDMA_IOC_ACCEPT, &a);
+	} else {
+		b->err = recv_msg(b->fd, b->h, buf, sizeof(buf),
+				  KRDMA_IOC_TIMEOUT_INF, NULL);
+	}
+	return NULL;
+}
+
+/* CLOSE a handle another thread of the session is blocked on. */
+static void check_close_blocked(int fd, __u32 h, bool is_accept,
+				int want, const char *what)
+{
+	struct blocker b = { .fd = fd, .h = h, .accept = is_accept };
+	struct timespec t0, t1;
+	pthread_t t;
+	double secs;
+
+	pthread_create(&t, NULL, block_thread, &b);
+	usleep(300 * 1000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	expect(close_h(fd, KRDMA_IOC_CLOSE, h), 0, what);
+	pthread_join(t, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	expect(b.err, want, is_accept ? "the blocked ACCEPT ends" :
+					"the blocked RECV ends");
+	ok(secs < 5, "... within %.2f s of the CLOSE", secs);
+}
+
+/*
+ * Kill a process whose session is the target of our RDMA WRITEs: its
+ * session is released mid-transfer; our transfer fails, nothing leaks.
+ */
+static void check_session_killed_mid_transfer(void)
+{
+	size_t len = 1 << 20;
+	struct krdma_ioc_token tok;
+	int pfd[2], fd, err = 0, n = 0;
+	char *buf;
+	__u32 c;
+	pid_t pid;
+
+	if (pipe(pfd))
+		bail("pipe");
+	pid = fork();
+	if (pid < 0)
+		bail("fork");
+	if (!pid) {
+		struct krdma_ioc_reg r;
+		int cfd = dev_open();
+		__u32 l = listen_on(cfd, 2), a;
+		void *mem = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (write(pfd[1], "L", 1) != 1)
+			_exit(1);
+		a = accept_on(cfd, l);
+		if (reg(cfd, a, mem, 1 << 20, KRDMA_IOC_ACCESS_REMOTE_WRITE,
+			&r))
+			_exit(1);
+		if (write(pfd[1], &r.token, sizeof(r.token)) != sizeof(r.token))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &tok, 1) != 1)
+		bail("child did not listen");
+	fd = dev_open();
+	c = connect_to(fd, 2);
+	if (read(pfd[0], &tok, sizeof(tok)) != sizeof(tok))
+		bail("child sent no token");
+	buf = malloc(len);
+	fill((unsigned char *)buf, len, 3);
+	/* 1 MiB writes into the 1 MiB region: kill the peer after a few. */
+	while (n < 200) {
+		err = rdma(fd, c, true, buf, len, &tok, 0);
+		if (err)
+			break;
+		if (++n == 3)
+			kill(pid, SIGKILL);
+	}
+	waitpid(pid, NULL, 0);
+	ok(n >= 3, "%d RDMA WRITEs before the peer's session was killed", n);
+	expect(err, ECONNRESET, "RDMA WRITE after the peer's session was closed mid-transfer");
+	{
+		struct krdma_ioc_query q;
+
+		expect(query(fd, c, &q), 0, "QUERY of the orphaned connection");
+		ok(q.state == KRDMA_IOC_STATE_DISCONNECTED ||
+		   q.state == KRDMA_IOC_STATE_ERROR,
+		   "orphaned connection is disconnected or failed (state %u, error %d)",
+		   q.state, q.error);
+	}
+	close(fd);
+	close(pfd[0]);
+	free(buf);
+}
+
+static int run_errors(void)
+{
+	int fd = dev_open(), fd2;
+	unsigned char *big, *mem, *back;
+	struct krdma_ioc_query q;
+	struct krdma_ioc_reg r, r2;
+	struct krdma_ioc_token tok;
+	__u32 l, c, a, got;
+	struct pollfd pfd;
+	char buf[64];
+	int e;
+
+	check_abi(fd);
+
+	l = listen_on(fd, 0);
+	c = connect_to(fd, 0);
+	a = accept_on(fd, l);
+	ok(true, "LISTEN %u, CONNECT %u, ACCEPT %u", l, c, a);
+	expect(query(fd, c, &q), 0, "QUERY connection");
+	ok(q.type == KRDMA_IOC_TYPE_CONN && q.state == KRDMA_IOC_STATE_CONNECTED &&
+	   !q.error && q.queue_depth == 32 && q.max_msg_size == 4096 &&
+	   q.local.family == my_addr.family && q.peer.port == base_port &&
+	   q.name[0] && q.device[0],
+	   "connection %s on %s: type %u state %u error %d depth %u msg %u",
+	   q.name, q.device, q.type, q.state, q.error, q.queue_depth,
+	   q.max_msg_size);
+	expect(query(fd, l, &q), 0, "QUERY listener");
+	ok(q.type == KRDMA_IOC_TYPE_LISTENER &&
+	   q.state == KRDMA_IOC_STATE_LISTENING && q.local.port == base_port,
+	   "listener %s: type %u state %u port %u", q.name, q.type, q.state,
+	   q.local.port);
+
+	/* Wrong handles: of the wrong kind, unknown, of another session. */
+	expect(send_msg(fd, l, "x", 1), EBADF, "SEND on a listener handle");
+	{
+		struct krdma_ioc_accept aa = { .handle = c };
+
+		expect(io(fd, KRDMA_IOC_ACCEPT, &aa), EBADF,
+		       "ACCEPT on a connection handle");
+	}
+	expect(close_h(fd, KRDMA_IOC_UNREG, c), EBADF, "UNREG of a connection handle");
+	expect(close_h(fd, KRDMA_IOC_REVOKE, a), EBADF, "REVOKE of a connection handle");
+	expect(query(fd, 0, &q), EBADF, "QUERY of handle 0");
+	expect(query(fd, 4000, &q), EBADF, "QUERY of an unused handle");
+	expect(send_msg(fd, 0xffffffff, "x", 1), EBADF, "SEND on handle 0xffffffff");
+	fd2 = dev_open();
+	expect(query(fd2, c, &q), EBADF, "QUERY of another session's handle");
+	expect(send_msg(fd2, c, "x", 1), EBADF, "SEND on another session's handle");
+	expect(close_h(fd2, KRDMA_IOC_CLOSE, c), EBADF,
+	       "CLOSE of another session's handle");
+	expect(query(fd, c, &q), 0, "... which still works in its own session");
+	ok(q.state == KRDMA_IOC_STATE_CONNECTED, "... and is still connected");
+
+	/* Bad buffer pointers. */
+	expect(send_msg(fd, c, (void *)16, 10), EFAULT, "SEND from an unmapped page");
+	expect(send_msg(fd, c, (void *)(uintptr_t)KADDR, 10), EFAULT,
+	       "SEND from a kernel address");
+	expect(recv_msg(fd, a, (void *)(uintptr_t)KADDR, 100, 0, NULL), EFAULT,
+	       "RECV into a kernel address");
+	expect(reg(fd, a, (void *)16, 4096, KRDMA_IOC_ACCESS_REMOTE_READ, NULL),
+	       EFAULT, "REG of an unmapped page");
+	expect(reg(fd, a, (void *)(uintptr_t)KADDR, 4096,
+		   KRDMA_IOC_ACCESS_REMOTE_READ, NULL), EFAULT,
+	       "REG of a kernel address");
+
+	/* Lengths. */
+	expect(send_msg(fd, c, buf, 2 << 20), E2BIG, "SEND of 2 MiB");
+	expect(send_msg(fd, c, buf, 1ULL << 40), E2BIG, "SEND of 1 TiB");
+	expect(recv_msg(fd, a, buf, 1ULL << 40, 0, NULL), E2BIG,
+	       "RECV into 1 TiB");
+	expect(reg(fd, a, buf, 1ULL << 31, KRDMA_IOC_ACCESS_REMOTE_READ, NULL),
+	       E2BIG, "REG of 2 GiB");
+	expect(reg(fd, a, buf, 0, KRDMA_IOC_ACCESS_REMOTE_READ, NULL), EINVAL,
+	       "REG of 0 bytes");
+	expect(reg(fd, a, buf, 64, 0, NULL), EINVAL, "REG without access rights");
+	expect(reg(fd, a, buf, 64, 0x10, NULL), EINVAL, "REG with unknown access bit");
+	big = malloc(8192);
+	expect(send_msg(fd, c, big, 8192), EMSGSIZE,
+	       "SEND of 8 KiB over a 4 KiB connection");
+
+	/* Messages, poll(). */
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	ok(poll(&pfd, 1, 0) == 0, "poll: nothing ready");
+	expect(recv_msg(fd, a, buf, sizeof(buf), 0, NULL), EAGAIN,
+	       "RECV with timeout 0 and no message");
+	expect(recv_msg(fd, a, buf, sizeof(buf), 200, NULL), ETIMEDOUT,
+	       "RECV with timeout 200 ms and no message");
+	{
+		struct krdma_ioc_accept aa = { .handle = l };
+
+		expect(io(fd, KRDMA_IOC_ACCEPT, &aa), EAGAIN,
+		       "ACCEPT with timeout 0 and nobody connecting");
+	}
+	expect(send_msg(fd, c, "hello, krdma", 12), 0, "SEND 12 bytes");
+	e = poll(&pfd, 1, 5000);
+	ok(e == 1 && (pfd.revents & POLLIN),
+	   "poll: POLLIN with a message waiting (revents 0x%x)", pfd.revents);
+	expect(recv_msg(fd, a, buf, 5, 0, NULL), EMSGSIZE,
+	       "RECV of 12 bytes into 5");
+	memset(buf, 0, sizeof(buf));
+	expect(recv_msg(fd, a, buf, sizeof(buf), 1000, &got), 0, "RECV");
+	ok(got == 12 && !memcmp(buf, "hello, krdma", 12),
+	   "RECV got the 12 bytes sent");
+	ok(poll(&pfd, 1, 0) == 0, "poll: nothing ready after RECV");
+	expect(send_msg(fd, a, big, 0), 0, "SEND of 0 bytes");
+	expect(recv_msg(fd, c, buf, sizeof(buf), 1000, &got), 0, "RECV of it");
+	ok(got == 0, "... 0 bytes long");
+	expect(send_msg(fd, a, NULL, 0), 0, "SEND of 0 bytes from NULL");
+	expect(recv_msg(fd, c, NULL, 0, 1000, &got), 0, "RECV of it into NULL");
+
+	/* Registration and one-sided transfers, byte for byte. */
+	mem = aligned_alloc(4096, 1 << 20);
+	back = malloc(1 << 20);
+	memset(mem, 0, 1 << 20);
+	fill(big, 8192, 1);
+	expect(reg(fd, a, mem, 1 << 20, KRDMA_IOC_ACCESS_REMOTE_READ |
+		   KRDMA_IOC_ACCESS_REMOTE_WRITE, &r), 0, "REG of 1 MiB");
+	ok(r.mr && r.token.length == 1 << 20, "REG gave handle %u, token 0x%llx:0x%x:%u",
+	   r.mr, (unsigned long long)r.token.addr, r.token.rkey, r.token.length);
+	expect(query(fd, r.mr, &q), 0, "QUERY registration");
+	ok(q.type == KRDMA_IOC_TYPE_MR, "... of type registration");
+	tok = r.token;
+	expect(rdma(fd, c, true, big, 8192, &tok, 1000), 0,
+	       "WRITE 8 KiB at offset 1000");
+	ok(!memcmp(mem + 1000, big, 8192), "the peer's memory holds the bytes written");
+	fill(mem, 1 << 20, 2);
+	expect(rdma(fd, c, false, back, 1 << 20, &tok, 0), 0, "READ 1 MiB");
+	ok(!memcmp(back, mem, 1 << 20), "READ got the peer's bytes");
+	expect(rdma(fd, c, false, back, 4096, &tok, (1 << 20) - 100), ERANGE,
+	       "READ past the end of the token");
+	expect(rdma(fd, c, false, back, 0, &tok, 0), EINVAL, "READ of 0 bytes");
+	expect(rdma(fd, c, true, (void *)16, 4096, &tok, 0), EFAULT,
+	       "WRITE from an unmapped page");
+	expect(rdma(fd, c, false, (void *)(uintptr_t)KADDR, 4096, &tok, 0), EFAULT,
+	       "READ into a kernel address");
+	expect(rdma(fd, c, true, big, 1ULL << 40, &tok, 0), E2BIG, "WRITE of 1 TiB");
+	/* An unaligned registration. */
+	expect(reg(fd, a, big + 100, 5000, KRDMA_IOC_ACCESS_REMOTE_READ, &r2), 0,
+	       "REG of 5000 bytes at an unaligned address");
+	expect(rdma(fd, c, false, back, 5000, &r2.token, 0), 0, "READ it");
+	ok(!memcmp(back, big + 100, 5000), "READ got the unaligned bytes");
+	expect(reg(fd, a, mem, 64, KRDMA_IOC_ACCESS_REMOTE_ATOMIC, &r2),
+	       device_has_atomics() ? 0 : EOPNOTSUPP,
+	       "REG with atomic access");
+	/* A bigger transfer through the bounce buffer, in several steps. */
+	{
+		size_t n = 3 << 20;
+		unsigned char *m3 = aligned_alloc(4096, n), *src = malloc(n);
+		struct krdma_ioc_reg r3;
+		int e = reg(fd, a, m3, n, KRDMA_IOC_ACCESS_REMOTE_WRITE, &r3);
+
+		if (e == E2BIG) {
+			ok(true, "3 MiB does not fit one MR on this device (E2BIG)");
+		} else {
+			expect(e, 0, "REG of 3 MiB");
+			fill(src, n, 9);
+			memset(m3, 0, n);
+			expect(rdma(fd, c, true, src, n, &r3.token, 0), 0,
+			       "WRITE of 3 MiB");
+			ok(!memcmp(m3, src, n), "3 MiB arrived byte for byte");
+			expect(close_h(fd, KRDMA_IOC_UNREG, r3.mr), 0, "UNREG");
+		}
+		free(m3);
+		free(src);
+	}
+	expect(close_h(fd2, KRDMA_IOC_UNREG, r.mr), EBADF,
+	       "UNREG of another session's registration");
+	expect(close_h(fd, KRDMA_IOC_REVOKE, r.mr), 0, "REVOKE");
+	expect(rdma(fd, c, false, back, 4096, &tok, 0), access_violation_errno(),
+	       "READ with a revoked token");
+	expect(close_h(fd, KRDMA_IOC_UNREG, r.mr), 0, "UNREG after REVOKE");
+	expect(close_h(fd, KRDMA_IOC_UNREG, r.mr), EBADF, "UNREG twice");
+	expect(query(fd, c, &q), 0, "QUERY after the failed READ");
+	ok(q.error == -access_violation_errno() &&
+	   (q.state == KRDMA_IOC_STATE_ERROR ||
+	    q.state == KRDMA_IOC_STATE_DISCONNECTED),
+	   "connection failed with -%s (state %u, error %d)",
+	   errname(access_violation_errno()), q.state, q.error);
+	pfd.events = POLLIN;
+	e = poll(&pfd, 1, 0);
+	ok(e == 1 && (pfd.revents & POLLHUP),
+	   "poll: POLLHUP with a failed connection (revents 0x%x)", pfd.revents);
+	expect(close_h(fd, KRDMA_IOC_CLOSE, c), 0, "CLOSE the failed connection");
+	expect(close_h(fd, KRDMA_IOC_CLOSE, c), EBADF, "CLOSE it twice");
+	expect(close_h(fd, KRDMA_IOC_CLOSE, a), 0, "CLOSE the passive side");
+
+	/* The peer refuses a token whose address is not its region's. */
+	c = connect_to(fd, 0);
+	a = accept_on(fd, l);
+	expect(reg(fd, a, mem, 8192, KRDMA_IOC_ACCESS_REMOTE_READ, &r), 0,
+	       "REG of 8 KiB");
+	tok = r.token;
+	tok.addr ^= 1ULL << 62;
+	expect(rdma(fd, c, false, back, 4096, &tok, 0), access_violation_errno(),
+	       "READ with a token of the wrong address");
+	expect(close_h(fd, KRDMA_IOC_CLOSE, c), 0, "CLOSE");
+	expect(close_h(fd, KRDMA_IOC_CLOSE, a), 0, "CLOSE (passive, with its registration)");
+	expect(close_h(fd, KRDMA_IOC_UNREG, r.mr), EBADF,
+	       "the registration went with its connection");
+
+	/* Closing what other threads of the session wait on. */
+	c = connect_to(fd, 0);
+	a = accept_on(fd, l);
+	check_close_blocked(fd, a, false, ECONNRESET,
+			    "CLOSE a connection a thread is receiving on");
+	{
+		int e = 0, i2;
+
+		for (i2 = 0; i2 < 50; i2++) {
+			e = recv_msg(fd, c, buf, sizeof(buf), 100, NULL);
+			if (e != ETIMEDOUT)
+				break;
+		}
+		expect(e, ECONNRESET, "the peer's RECV sees the disconnect");
+	}
+	check_close_blocked(fd, l, true, ENODEV,
+			    "CLOSE a listener a thread is accepting on");
+	expect(close_h(fd, KRDMA_IOC_CLOSE, c), 0, "CLOSE the disconnected connection");
+
+	/* IPv6 where the guest has the address (loopback over the device). */
+	if (getenv("KRDMA_IP6")) {
+		struct krdma_ioc_listen l6 = {};
+		struct krdma_ioc_connect c6 = {};
+
+		l6.addr.family = AF_INET6;
+		l6.addr.port = base_port + 1;
+		inet_pton(AF_INET6, getenv("KRDMA_IP6"), l6.addr.addr);
+		c6.dst = l6.addr;
+		expect(io(fd, KRDMA_IOC_LISTEN, &l6), 0, "LISTEN on IPv6");
+		expect(io(fd, KRDMA_IOC_CONNECT, &c6), 0, "CONNECT over IPv6");
+		a = accept_on(fd, l6.handle);
+		expect(send_msg(fd, c6.handle, "six", 3), 0, "SEND over IPv6");
+		expect(recv_msg(fd, a, buf, sizeof(buf), 2000, &got), 0,
+		       "RECV over IPv6");
+		expect(query(fd, a, &q), 0, "QUERY IPv6 connection");
+		ok(q.peer.family == AF_INET6 && q.local.family == AF_INET6,
+		   "IPv6 connection has IPv6 addresses");
+	}
+
+	/* A session closed with everything still open in it. */
+	l = listen_on(fd2, 0);
+	c = connect_to(fd2, 0);
+	a = accept_on(fd2, l);
+	expect(reg(fd2, a, mem, 1 << 20, KRDMA_IOC_ACCESS_REMOTE_WRITE, &r), 0,
+	       "REG in a second session");
+	expect(send_msg(fd2, c, "left behind", 11), 0,
+	       "SEND a message nobody receives");
+	close(fd2);
+	close(fd);
+	expect_no_conns("after closing both sessions");
+
+	check_session_killed_mid_transfer();
+	expect_no_conns("after the killed session");
+
+	free(big);
+	free(mem);
+	free(back);
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
+
+/* ---- fuzz ----------------------------------------------------------- */
+
+static __u64 rng;
+
+static __u64 rnd(void)
+{
+	/* xorshift64* */
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545F4914F6CDD1DULL;
+}
+
+static __u64 rnd_below(__u64 n)
+{
+	return n ? rnd() % n : 0;
+}
+
+static const unsigned long cmds[] = {
+	KRDMA_IOC_VERSION, KRDMA_IOC_LISTEN, KRDMA_IOC_ACCEPT,
+	KRDMA_IOC_CONNECT, KRDMA_IOC_CLOSE, KRDMA_IOC_SEND, KRDMA_IOC_RECV,
+	KRDMA_IOC_REG, KRDMA_IOC_UNREG, KRDMA_IOC_REVOKE, KRDMA_IOC_WRITE,
+	KRDMA_IOC_READ, KRDMA_IOC_QUERY,
+};
+
+static unsigned char *fz_buf;		/* 1 MiB of valid memory */
+static void *fz_hole;			/* an unmapped page */
+
+static __u64 fz_ptr(void)
+{
+	switch (rnd_below(8)) {
+	case 0:	return 0;
+	case 1:	return KADDR + rnd_below(1 << 20);
+	case 2:	return (uintptr_t)fz_hole;
+	case 3:	return rnd();
+	default: return (uintptr_t)fz_buf + rnd_below(4096);
+	}
+}
+
+static __u64 fz_len(void)
+{
+	switch (rnd_below(8)) {
+	case 0:	return 0;
+	case 1:	return rnd();
+	case 2:	return KRDMA_IOC_MAX_XFER + rnd_below(2);
+	case 3:	return rnd_below(1 << 20);
+	default: return rnd_below(8192);
+	}
+}
+
+static void fz_addr(struct krdma_ioc_addr *a)
+{
+	switch (rnd_below(6)) {
+	case 0:
+		break;			/* random bytes */
+	case 1:
+		memset(a, 0, sizeof(*a));
+		a->family = AF_INET6;
+		a->addr[15] = 1;	/* ::1 */
+		a->port = base_port + rnd_below(4);
+		break;
+	default:
+		*a = addr_port(rnd_below(4));
+		break;
+	}
+}
+
+/*
+ * Connection parameters: defaults, small valid ones, or out of range.
+ * Never large valid ones: depth x message size is kernel memory.
+ */
+static __u32 fz_depth(void)
+{
+	switch (rnd_below(4)) {
+	case 0:	return 1025 + rnd_below(100000);
+	case 1:	return 1 + rnd_below(64);
+	default: return 0;
+	}
+}
+
+static __u32 fz_msg(void)
+{
+	switch (rnd_below(4)) {
+	case 0:
+		if (rnd_below(2))
+			return rnd_below(16);
+		return (2 << 20) + rnd_below(1 << 20);
+	case 1:	return 16 + rnd_below(65536);
+	default: return 0;
+	}
+}
+
+/* Random fields, then mostly-plausible values for some of them. */
+static void fz_fill(unsigned long cmd, void *arg)
+{
+	size_t size = _IOC_SIZE(cmd);
+	unsigned char *p = arg;
+	size_t i;
+
+	for (i = 0; i < size; i++)
+		p[i] = (unsigned char)rnd();
+	if (rnd_below(10) < 7) {
+		/* Most calls get past the reserved-field checks. */
+		switch (_IOC_NR(cmd)) {
+		case 0x01: {
+			struct krdma_ioc_listen *x = arg;
+
+			memset(x->reserved, 0, sizeof(x->reserved));
+			x->flags = 0;
+			x->queue_depth = fz_depth();
+			x->max_msg_size = fz_msg();
+			fz_addr(&x->addr);
+			break;
+		}
+		case 0x02: {
+			struct krdma_ioc_accept *x = arg;
+
+			memset(x->reserved, 0, sizeof(x->reserved));
+			x->flags = 0;
+			x->handle = rnd_below(10);
+			x->timeout_ms = rnd_below(20);
+			break;
+		}
+		case 0x03: {
+			struct krdma_ioc_connect *x = arg;
+
+			memset(x->reserved, 0, sizeof(x->reserved));
+			x->flags = 0;
+			x->reserved32 = 0;
+			x->queue_depth = fz_depth();
+			x->max_msg_size = fz_msg();
+			x->timeout_ms = rnd_below(4) ? 0 : 1 + rnd_below(50);
+			fz_addr(&x->dst);
+			if (rnd_below(4))
+				memset(&x->src, 0, sizeof(x->src));
+			break;
+		}
+		case 0x04: case 0x08: case 0x09: {
+			struct krdma_ioc_handle *x = arg;
+
+			x->flags = 0;
+			x->reserved = 0;
+			x->handle = rnd_below(12);
+			break;
+		}
+		case 0x05: case 0x06: {
+			struct krdma_ioc_msg *x = arg;
+
+			x->flags = 0;
+			x->reserved = 0;
+			x->handle = rnd_below(10);
+			x->buf = fz_ptr();
+			x->len = fz_len();
+			x->timeout_ms = rnd_below(20);
+			break;
+		}
+		case 0x07: {
+			struct krdma_ioc_reg *x = arg;
+
+			x->flags = 0;
+			memset(x->reserved, 0, sizeof(x->reserved));
+			x->handle = rnd_below(10);
+			x->buf = fz_ptr();
+			x->len = fz_len();
+			x->access = rnd_below(4) ? 1 + rnd_below(3) : (__u32)rnd();
+			break;
+		}
+		case 0x0a: case 0x0b: {
+			struct krdma_ioc_rdma *x = arg;
+
+			x->flags = 0;
+			x->reserved32 = 0;
+			memset(x->reserved, 0, sizeof(x->reserved));
+			x->handle = rnd_below(10);
+			x->buf = fz_ptr();
+			x->len = fz_len();
+			x->timeout_ms = 1000 + rnd_below(1000);
+			if (rnd_below(2)) {
+				x->offset = rnd_below(4096);
+				x->token.length = (__u32)rnd_below(1 << 21);
+			}
+			break;
+		}
+		case 0x0c: {
+			struct krdma_ioc_query *x = arg;
+
+			x->flags = 0;
+			memset(x->reserved, 0, sizeof(x->reserved));
+			x->handle = rnd_below(12);
+			break;
+		}
+		}
+	}
+}
+
+/* Make sure the session has a few live objects for random calls to hit. */
+static void fz_populate(int fd, unsigned int off)
+{
+	struct krdma_ioc_listen l = { .addr = addr_port(off) };
+	struct krdma_ioc_connect c = { .dst = addr_port(off) };
+	struct krdma_ioc_accept a = { .timeout_ms = 5000 };
+
+	if (io(fd, KRDMA_IOC_LISTEN, &l))
+		return;		/* the port may be taken by a random LISTEN */
+	if (io(fd, KRDMA_IOC_CONNECT, &c))
+		return;
+	a.handle = l.handle;
+	if (io(fd, KRDMA_IOC_ACCEPT, &a))
+		return;
+	reg(fd, a.conn, fz_buf, 1 << 16, KRDMA_IOC_ACCESS_REMOTE_READ |
+	    KRDMA_IOC_ACCESS_REMOTE_WRITE, NULL);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* A fresh session still does everything right. */
+static void health_check(unsigned int off)
+{
+	int fd = dev_open();
+	__u32 l = listen_on(fd, off), c = connect_to(fd, off);
+	__u32 a = accept_on(fd, l), got;
+	unsigned char *mem = aligned_alloc(4096, 65536), *src = malloc(65536);
+	struct krdma_ioc_reg r;
+	char buf[32];
+
+	expect(send_msg(fd, c, "healthy?", 8), 0, "health: SEND");
+	expect(recv_msg(fd, a, buf, sizeof(buf), 2000, &got), 0, "health: RECV");
+	ok(got == 8 && !memcmp(buf, "healthy?", 8), "health: message intact");
+	expect(reg(fd, a, mem, 65536, KRDMA_IOC_ACCESS_REMOTE_READ |
+		   KRDMA_IOC_ACCESS_REMOTE_WRITE, &r), 0, "health: REG");
+	fill(src, 65536, 5);
+	expect(rdma(fd, c, true, src, 65536, &r.token, 0), 0, "health: WRITE");
+	ok(!memcmp(mem, src, 65536), "health: written bytes intact");
+	close(fd);
+	free(mem);
+	free(src);
+}
+
+static int run_fuzz(__u64 seed, unsigned long iters)
+{
+	unsigned long counts[3] = {}, i, nerr[160] = {}, okc = 0;
+	union {
+		unsigned char raw[512];
+		struct krdma_ioc_query q;
+	} arg;
+	struct sigaction sa = { .sa_handler = on_alarm };
+	int fds[3], e, k;
+	struct timespec t0, t1;
+
+	rng = seed ? seed : 1;
+	printf("# fuzz: seed %llu, %lu iterations\n", (unsigned long long)seed,
+	       iters);
+	fflush(stdout);
+	sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART: EINTR */
+	fz_buf = aligned_alloc(4096, 1 << 20);
+	memset(fz_buf, 0x5a, 1 << 20);
+	fz_hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(fz_hole, 4096);
+
+	for (k = 0; k < 3; k++)
+		fds[k] = dev_open();
+	fz_populate(fds[0], 0);
+	fz_populate(fds[1], 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < iters; i++) {
+		unsigned long cmd;
+		int fd, kind = rnd_below(10) < 2 ? 0 : rnd_below(10) < 2 ? 1 : 2;
+		void *p = arg.raw;
+
+		k = rnd_below(10) < 7 ? 0 : rnd_below(2) + 1;
+		fd = fds[k];
+		if (kind == 0)
+			cmd = (__u32)rnd();
+		else if (kind == 1)
+			cmd = _IOC(rnd_below(4), KRDMA_IOC_MAGIC, rnd_below(32),
+				   rnd_below(400));
+		else
+			cmd = cmds[rnd_below(ARRAY_SIZE(cmds))];
+		counts[kind]++;
+		if (kind == 2)
+			fz_fill(cmd, arg.raw);
+		else
+			for (e = 0; e < (int)sizeof(arg.raw); e++)
+				arg.raw[e] = (unsigned char)rnd();
+		switch (rnd_below(40)) {
+		case 0:
+			p = NULL;
+			break;
+		case 1:
+			p = (void *)(uintptr_t)KADDR;
+			break;
+		case 2:
+			p = fz_hole;
+			break;
+		}
+		alarm(5);
+		e = ioctl(fd, cmd, p) ? errno : 0;
+		alarm(0);
+		if (!e)
+			okc++;
+		else
+			nerr[e < 160 ? e : 0]++;
+		/* Now and then: a session ends with whatever it holds. */
+		if (rnd_below(150) == 0) {
+			close(fds[k]);
+			fds[k] = dev_open();
+			if (k < 2)
+				fz_populate(fds[k], k);
+		}
+		if (i % 250 == 249) {
+			printf("# %lu calls\n", i + 1);
+			fflush(stdout);
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("# %lu calls in %.1f s, %lu succeeded\n", iters,
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, okc);
+	printf("# %lu random, %lu random krdma, %lu krdma commands\n",
+	       counts[0], counts[1], counts[2]);
+	printf("# errors:");
+	for (e = 0; e < 160; e++)
+		if (nerr[e])
+			printf(" %s=%lu", e ? errname(e) : "other", nerr[e]);
+	printf("\n");
+	for (k = 0; k < 3; k++)
+		close(fds[k]);
+	expect_no_conns("after the fuzz sessions closed");
+	health_check(3);
+	expect_no_conns("after the health check");
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct krdma_ioc_addr *a = &my_addr;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s errors|fuzz IP PORT [SEED [ITERATIONS]]\n",
+			argv[0]);
+		return 2;
+	}
+	memset(a, 0, sizeof(*a));
+	if (inet_pton(AF_INET, argv[2], a->addr) == 1) {
+		a->family = AF_INET;
+	} else if (inet_pton(AF_INET6, argv[2], a->addr) == 1) {
+		a->family = AF_INET6;
+	} else {
+		fprintf(stderr, "bad address %s\n", argv[2]);
+		return 2;
+	}
+	base_port = atoi(argv[3]);
+	if (!strcmp(argv[1], "errors"))
+		return run_errors();
+	if (!strcmp(argv[1], "fuzz")) {
+		__u64 seed = argc > 4 ? strtoull(argv[4], NULL, 0) :
+				(__u64)time(NULL);
+
+		return run_fuzz(seed, argc > 5 ? strtoul(argv[5], NULL, 0) : 2000);
+	}
+	fprintf(stderr, "unknown mode %s\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,1730 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdmactl: command line front end of /dev/krdma and /sys/kernel/krdma.
+ *
+ * Every process is one /dev/krdma session: what it opens is closed when it
+ * exits.  So the commands that move data do a whole exchange in one
+ * process; "serve" and "client" are the pair for a two-process session:
+ *
+ *   krdmactl serve 10.0.0.1:7000 --size 1M --dump /tmp/after &
+ *   krdmactl client 10.0.0.1:7000 --send hello --write data --read copy
+ *
+ * serve accepts a connection, registers a buffer, sends its token to the
+ * client as the first message, echoes every message, and answers checksum
+ * requests; client gets the token, then runs its actions in order and
+ * checks each one byte for byte.
+ *
+ * Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <net/if.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdnoreturn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/krdma.h>
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+#define SYSFS		"/sys/kernel/krdma"
+#define TOKEN_TAG	"krdmactl-token"
+#define SUM_TAG		"krdmactl-sum"
+#define BYE_TAG		"krdmactl-bye"
+#define REPLY_MS	30000
+
+static const char *prog = "krdmactl";
+static const char *cmdname = "";
+static const char *devpath = "/dev/krdma";
+static bool json;
+
+/* ---- messages and output -------------------------------------------- */
+
+static void warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: %s%s", prog, cmdname, *cmdname ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static noreturn void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: %s%s", prog, cmdname, *cmdname ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static noreturn void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: %s%s", prog, cmdname, *cmdname ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (try '%s %s --help')\n", prog, cmdname);
+	exit(2);
+}
+
+/* A JSON string literal of @len bytes. */
+static void json_str(FILE *f, const void *p, size_t len)
+{
+	const unsigned char *s = p;
+	size_t i;
+
+	fputc('"', f);
+	for (i = 0; i < len; i++) {
+		switch (s[i]) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		default:
+			if (s[i] < 0x20 || s[i] >= 0x7f)
+				fprintf(f, "\\u%04x", s[i]);
+			else
+				fputc(s[i], f);
+		}
+	}
+	fputc('"', f);
+}
+
+static void json_cstr(FILE *f, const char *s)
+{
+	json_str(f, s, strlen(s));
+}
+
+/* Text output of a message: printable as is, the rest escaped. */
+static void text_bytes(FILE *f, const void *p, size_t len)
+{
+	const unsigned char *s = p;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (isprint(s[i]) && s[i] != '\\')
+			fputc(s[i], f);
+		else
+			fprintf(f, "\\x%02x", s[i]);
+	}
+}
+
+/* ---- parsing -------------------------------------------------------- */
+
+static __u64 parse_size(const char *s, const char *what)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		usage_error("bad %s '%s'", what, s);
+	switch (*end) {
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	}
+	if (*end)
+		usage_error("bad %s '%s'", what, s);
+	return v;
+}
+
+static __u32 parse_u32(const char *s, const char *what)
+{
+	__u64 v = parse_size(s, what);
+
+	if (v > UINT32_MAX)
+		usage_error("%s '%s' too large", what, s);
+	return (__u32)v;
+}
+
+/* "IPv4[:PORT]", "[IPv6[%IF]][:PORT]" or a bare IPv6 address. */
+static void parse_addr(const char *s, struct krdma_ioc_addr *a, bool need_port)
+{
+	char host[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+	const char *port = NULL, *end;
+	char *pct;
+	size_t hl;
+
+	memset(a, 0, sizeof(*a));
+	if (*s == '[') {
+		end = strchr(s, ']');
+		if (!end)
+			usage_error("bad address '%s'", s);
+		hl = end - s - 1;
+		s++;
+		if (end[1] == ':')
+			port = end + 2;
+		else if (end[1])
+			usage_error("bad address '%s'", s - 1);
+	} else {
+		end = strrchr(s, ':');
+		if (end && strchr(s, ':') == end) {
+			hl = end - s;
+			port = end + 1;
+		} else {
+			hl = strlen(s);
+		}
+	}
+	if (hl >= sizeof(host))
+		usage_error("bad address '%s'", s);
+	memcpy(host, s, hl);
+	host[hl] = 0;
+	pct = strchr(host, '%');
+	if (pct) {
+		*pct++ = 0;
+		a->scope_id = if_nametoindex(pct);
+		if (!a->scope_id)
+			a->scope_id = parse_u32(pct, "scope");
+	}
+	if (inet_pton(AF_INET, host, a->addr) == 1 && !pct)
+		a->family = AF_INET;
+	else if (inet_pton(AF_INET6, host, a->addr) == 1)
+		a->family = AF_INET6;
+	else
+		usage_error("bad address '%s'", host);
+	if (port) {
+		__u64 p = parse_size(port, "port");
+
+		if (!p || p > 65535)
+			usage_error("bad port '%s'", port);
+		a->port = (__u16)p;
+	} else if (need_port) {
+		usage_error("address '%s' needs a port (ADDR:PORT)", host);
+	}
+}
+
+static const char *addr_str(const struct krdma_ioc_addr *a, char *buf,
+			    size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (a->family == AF_INET) {
+		inet_ntop(AF_INET, a->addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, a->port);
+	} else if (a->family == AF_INET6) {
+		inet_ntop(AF_INET6, a->addr, host, sizeof(host));
+		if (a->scope_id)
+			snprintf(buf, len, "[%s%%%u]:%u", host, a->scope_id,
+				 a->port);
+		else
+			snprintf(buf, len, "[%s]:%u", host, a->port);
+	} else {
+		snprintf(buf, len, "-");
+	}
+	return buf;
+}
+
+static void parse_token(const char *s, struct krdma_ioc_token *t)
+{
+	unsigned long long addr, rkey, len;
+
+	/* %llx, not %lli: addresses above LLONG_MAX must not saturate. */
+	if (sscanf(s, "%llx:%llx:%llu", &addr, &rkey, &len) != 3 ||
+	    rkey > UINT32_MAX || len > UINT32_MAX)
+		usage_error("bad token '%s' (ADDR:RKEY:LENGTH)", s);
+	t->addr = addr;
+	t->rkey = (__u32)rkey;
+	t->length = (__u32)len;
+}
+
+/* ---- files ---------------------------------------------------------- */
+
+static void *read_file(const char *path, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	ssize_t r;
+	int fd;
+
+	fd = strcmp(path, "-") ? open(path, O_RDONLY) : 0;
+	if (fd < 0)
+		die("%s: %s", path, strerror(errno));
+	if (!buf)
+		die("out of memory");
+	for (;;) {
+		if (n == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			if (!buf)
+				die("out of memory");
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0)
+			die("%s: %s", path, strerror(errno));
+		if (!r)
+			break;
+		n += r;
+	}
+	if (fd)
+		close(fd);
+	*len = n;
+	return buf;
+}
+
+static void write_file(const char *path, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t r;
+	int fd;
+
+	fd = strcmp(path, "-") ? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)
+			       : 1;
+	if (fd < 0)
+		die("%s: %s", path, strerror(errno));
+	while (len) {
+		r = write(fd, p, len);
+		if (r < 0)
+			die("%s: %s", path, strerror(errno));
+		p += r;
+		len -= r;
+	}
+	if (fd != 1 && close(fd))
+		die("%s: %s", path, strerror(errno));
+}
+
+static __u64 fnv1a(const void *p, size_t len)
+{
+	const unsigned char *s = p;
+	__u64 h = 0xcbf29ce484222325ULL;
+
+	while (len--) {
+		h ^= *s++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* ---- /dev/krdma ----------------------------------------------------- */
+
+static int dev_open(void)
+{
+	struct krdma_ioc_version v;
+	int fd;
+
+	fd = open(devpath, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		die("%s: %s%s", devpath, strerror(errno),
+		    errno == ENOENT ? " (is krdma loaded?)" : "");
+	if (ioctl(fd, KRDMA_IOC_VERSION, &v))
+		die("%s: VERSION: %s", devpath, strerror(errno));
+	if (v.abi_version != KRDMA_ABI_VERSION)
+		die("module speaks ABI version %u, %s was built for %u",
+		    v.abi_version, prog, KRDMA_ABI_VERSION);
+	return fd;
+}
+
+struct conn_opts {
+	struct krdma_ioc_addr	addr;
+	struct krdma_ioc_addr	src;
+	__u32		depth, msg, timeout_ms;
+};
+
+static __u32 do_connect(int fd, const struct conn_opts *o)
+{
+	struct krdma_ioc_connect c = {
+		.dst = o->addr, .src = o->src,
+		.queue_depth = o->depth, .max_msg_size = o->msg,
+		.timeout_ms = o->timeout_ms,
+	};
+	char a[80];
+
+	if (ioctl(fd, KRDMA_IOC_CONNECT, &c))
+		die("connect to %s: %s", addr_str(&o->addr, a, sizeof(a)),
+		    strerror(errno));
+	return c.handle;
+}
+
+static __u32 do_listen(int fd, const struct conn_opts *o)
+{
+	struct krdma_ioc_listen l = {
+		.addr = o->addr, .queue_depth = o->depth,
+		.max_msg_size = o->msg,
+	};
+	char a[80];
+
+	if (ioctl(fd, KRDMA_IOC_LISTEN, &l))
+		die("listen on %s: %s", addr_str(&o->addr, a, sizeof(a)),
+		    strerror(errno));
+	return l.handle;
+}
+
+static __u32 do_accept(int fd, __u32 lh, __u32 timeout_ms)
+{
+	struct krdma_ioc_accept a = { .handle = lh, .timeout_ms = timeout_ms };
+
+	if (ioctl(fd, KRDMA_IOC_ACCEPT, &a))
+		die("accept: %s", strerror(errno));
+	return a.conn;
+}
+
+static void do_query(int fd, __u32 h, struct krdma_ioc_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->handle = h;
+	if (ioctl(fd, KRDMA_IOC_QUERY, q))
+		die("query: %s", strerror(errno));
+}
+
+static int do_send(int fd, __u32 h, const void *buf, size_t len)
+{
+	struct krdma_ioc_msg m = {
+		.handle = h, .buf = (uintptr_t)buf, .len = len,
+		.timeout_ms = REPLY_MS,
+	};
+
+	return ioctl(fd, KRDMA_IOC_SEND, &m) ? -errno : 0;
+}
+
+/* Returns the message length or -errno. */
+static long do_recv(int fd, __u32 h, void *buf, size_t len,
+		    __u32 timeout_ms)
+{
+	struct krdma_ioc_msg m = {
+		.handle = h, .buf = (uintptr_t)buf, .len = len,
+		.timeout_ms = timeout_ms,
+	};
+
+	return ioctl(fd, KRDMA_IOC_RECV, &m) ? -errno : (long)m.msg_len;
+}
+
+static int do_rdma(int fd, __u32 h, bool write, void *buf, size_t len,
+		   const struct krdma_ioc_token *t, __u64 off)
+{
+	struct krdma_ioc_rdma r = {
+		.handle = h, .buf = (uintptr_t)buf, .len = len, .token = *t,
+		.offset = off,
+	};
+
+	return ioctl(fd, write ? KRDMA_IOC_WRITE : KRDMA_IOC_READ, &r) ?
+	       -errno : 0;
+}
+
+static const char *state_str(__u32 st)
+{
+	switch (st) {
+	case KRDMA_IOC_STATE_CONNECTING:	return "connecting";
+	case KRDMA_IOC_STATE_CONNECTED:		return "connected";
+	case KRDMA_IOC_STATE_DISCONNECTED:	return "disconnected";
+	case KRDMA_IOC_STATE_ERROR:		return "error";
+	case KRDMA_IOC_STATE_CLOSED:		return "closed";
+	case KRDMA_IOC_STATE_LISTENING:		return "listening";
+	case KRDMA_IOC_STATE_STOPPED:		return "stopped";
+	}
+	return "unknown";
+}
+
+static void print_conn(const char *event, const struct krdma_ioc_query *q)
+{
+	char la[80], pa[80];
+
+	addr_str(&q->local, la, sizeof(la));
+	addr_str(&q->peer, pa, sizeof(pa));
+	if (json) {
+		printf("{\"event\":\"%s\",\"name\":", event);
+		json_cstr(stdout, q->name);
+		printf(",\"state\":\"%s\",\"error\":%d", state_str(q->state),
+		       q->error);
+		printf(",\"local\":\"%s\",\"peer\":\"%s\",\"device\":", la, pa);
+		json_cstr(stdout, q->device);
+		printf(",\"queue_depth\":%u,\"max_msg_size\":%u,\"credits\":%u",
+		       q->queue_depth, q->max_msg_size, q->credits);
+		printf(",\"send_ops\":%llu,\"recv_ops\":%llu",
+		       (unsigned long long)q->send_ops,
+		       (unsigned long long)q->recv_ops);
+		printf(",\"write_ops\":%llu,\"read_ops\":%llu,\"errors\":%llu}\n",
+		       (unsigned long long)q->write_ops,
+		       (unsigned long long)q->read_ops,
+		       (unsigned long long)q->errors);
+	} else {
+		printf("%s %s: %s %s -> %s on %s, depth %u, max message %u\n",
+		       event, q->name, state_str(q->state), la, pa,
+		       q->device[0] ? q->device : "-", q->queue_depth,
+		       q->max_msg_size);
+	}
+}
+
+static void print_token(const char *event, const struct krdma_ioc_token *t,
+			__u32 mr)
+{
+	if (json) {
+		printf("{\"event\":\"%s\",\"mr\":%u,\"addr\":\"0x%llx\"",
+		       event, mr, (unsigned long long)t->addr);
+		printf(",\"rkey\":\"0x%x\",\"length\":%u", t->rkey, t->length);
+		printf(",\"token\":\"0x%llx:0x%x:%u\"}\n",
+		       (unsigned long long)t->addr, t->rkey, t->length);
+		return;
+	}
+		printf("%s addr=0x%llx rkey=0x%x length=%u (--token 0x%llx:0x%x:%u)\n",
+		       event, (unsigned long long)t->addr, t->rkey, t->length,
+		       (unsigned long long)t->addr, t->rkey, t->length);
+}
+
+static void print_msg(__u64 n, const void *buf, size_t len)
+{
+	if (json) {
+		printf("{\"event\":\"message\",\"n\":%llu,\"len\":%zu,\"data\":",
+		       (unsigned long long)n, len);
+		json_str(stdout, buf, len);
+		printf("}\n");
+	} else {
+		printf("message %llu, %zu bytes: ", (unsigned long long)n, len);
+		text_bytes(stdout, buf, len > 64 ? 64 : len);
+		printf("%s\n", len > 64 ? "..." : "");
+	}
+}
+
+/* ---- option parsing shared by the commands -------------------------- */
+
+struct cmd {
+	const char	*name;
+	int		(*fn)(int argc, char **argv);
+	const char	*usage;
+};
+
+static const struct cmd *cur;
+
+static noreturn void help(void)
+{
+	printf("usage: %s [--json] [--dev PATH] %s\n", prog, cur->usage);
+	exit(0);
+}
+
+/*
+ * Connection options every command takes: --src, --depth, --msg,
+ * --timeout.  Returns true if argv[*i] was one (consuming its value).
+ */
+static bool conn_opt(int argc, char **argv, int *i, struct conn_opts *o)
+{
+	const char *a = argv[*i];
+
+	if (!strcmp(a, "--json")) {
+		json = true;
+		return true;
+	}
+	if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+		help();
+	if (strcmp(a, "--src") && strcmp(a, "--depth") && strcmp(a, "--msg") &&
+	    strcmp(a, "--timeout"))
+		return false;
+	if (*i + 1 >= argc)
+		usage_error("%s needs a value", a);
+	(*i)++;
+	if (!strcmp(a, "--src"))
+		parse_addr(argv[*i], &o->src, false);
+	else if (!strcmp(a, "--depth"))
+		o->depth = parse_u32(argv[*i], "depth");
+	else if (!strcmp(a, "--msg"))
+		o->msg = parse_u32(argv[*i], "message size");
+	else
+		o->timeout_ms = parse_u32(argv[*i], "timeout");
+	return true;
+}
+
+static const char *optval(int argc, char **argv, int *i)
+{
+	if (*i + 1 >= argc)
+		usage_error("%s needs a value", argv[*i]);
+	return argv[++(*i)];
+}
+
+/* ---- connect, send, listen, recv ------------------------------------ */
+
+static int cmd_connect(int argc, char **argv)
+{
+	struct conn_opts o = {};
+	struct krdma_ioc_query q;
+	const char *addr = NULL;
+	unsigned int hold = 0;
+	__u32 h;
+	int fd, i;
+
+	for (i = 1; i < argc; i++) {
+		if (conn_opt(argc, argv, &i, &o))
+			continue;
+		if (!strcmp(argv[i], "--hold"))
+			hold = parse_u32(optval(argc, argv, &i), "hold");
+		else if (argv[i][0] == '-' || addr)
+			usage_error("unexpected '%s'", argv[i]);
+		else
+			addr = argv[i];
+	}
+	if (!addr)
+		usage_error("missing ADDR:PORT");
+	parse_addr(addr, &o.addr, true);
+	fd = dev_open();
+	h = do_connect(fd, &o);
+	do_query(fd, h, &q);
+	print_conn("connected", &q);
+	fflush(stdout);
+	sleep(hold);
+	close(fd);
+	return 0;
+}
+
+static int cmd_send(int argc, char **argv)
+{
+	struct conn_opts o = {};
+	const char *addr = NULL, *file = NULL;
+	char **msgs = calloc(argc, sizeof(*msgs));
+	int fd, i, n = 0, ret;
+	__u32 h;
+
+	for (i = 1; i < argc; i++) {
+		if (conn_opt(argc, argv, &i, &o))
+			continue;
+		if (!strcmp(argv[i], "--file"))
+			file = optval(argc, argv, &i);
+		else if (argv[i][0] == '-' && argv[i][1])
+			usage_error("unexpected '%s'", argv[i]);
+		else if (!addr)
+			addr = argv[i];
+		else
+			msgs[n++] = argv[i];
+	}
+	if (!addr)
+		usage_error("missing ADDR:PORT");
+	if (!n && !file)
+		usage_error("nothing to send (MESSAGE... or --file FILE)");
+	parse_addr(addr, &o.addr, true);
+	fd = dev_open();
+	h = do_connect(fd, &o);
+	for (i = 0; i <= n; i++) {
+		size_t len = 0;
+		void *buf;
+
+		if (i == n && !file)
+			break;
+		if (i < n) {
+			buf = strdup(msgs[i]);
+			len = strlen(msgs[i]);
+		} else {
+			buf = read_file(file, &len);
+		}
+		ret = do_send(fd, h, buf, len);
+		if (ret)
+			die("send of %zu bytes: %s", len, strerror(-ret));
+		if (json)
+			printf("{\"event\":\"sent\",\"len\":%zu}\n", len);
+		else
+			printf("sent %zu bytes\n", len);
+		free(buf);
+	}
+	close(fd);
+	free(msgs);
+	return 0;
+}
+
+/* listen (print messages) and recv (raw payloads to a file). */
+static int listen_or_recv(int argc, char **argv, bool raw)
+{
+	struct conn_opts o = { .timeout_ms = KRDMA_IOC_TIMEOUT_INF };
+	const char *addr = NULL, *out = "-";
+	__u64 count = raw ? 1 : 0, n = 0;
+	struct krdma_ioc_query q;
+	__u32 lh, h;
+	char *buf;
+	long len;
+	int fd, i;
+	FILE *f = stdout;
+
+	for (i = 1; i < argc; i++) {
+		if (conn_opt(argc, argv, &i, &o))
+			continue;
+		if (!strcmp(argv[i], "--count"))
+			count = parse_size(optval(argc, argv, &i), "count");
+		else if (raw && !strcmp(argv[i], "--out"))
+			out = optval(argc, argv, &i);
+		else if (argv[i][0] == '-' || addr)
+			usage_error("unexpected '%s'", argv[i]);
+		else
+			addr = argv[i];
+	}
+	if (!addr)
+		usage_error("missing ADDR:PORT");
+	parse_addr(addr, &o.addr, true);
+	if (raw && strcmp(out, "-")) {
+		f = fopen(out, "w");
+		if (!f)
+			die("%s: %s", out, strerror(errno));
+	}
+	fd = dev_open();
+	lh = do_listen(fd, &o);
+	if (!raw) {
+		char a[80];
+
+		if (json)
+			printf("{\"event\":\"listening\",\"addr\":\"%s\"}\n",
+			       addr_str(&o.addr, a, sizeof(a)));
+		else
+			printf("listening on %s\n",
+			       addr_str(&o.addr, a, sizeof(a)));
+		fflush(stdout);
+	}
+	h = do_accept(fd, lh, o.timeout_ms);
+	do_query(fd, h, &q);
+	if (!raw) {
+		print_conn("accepted", &q);
+		fflush(stdout);
+	}
+	buf = malloc(q.max_msg_size);
+	if (!buf)
+		die("out of memory");
+	while (!count || n < count) {
+		len = do_recv(fd, h, buf, q.max_msg_size,
+			      KRDMA_IOC_TIMEOUT_INF);
+		if (len == -ECONNRESET && !raw)
+			break;
+		if (len < 0)
+			die("receive: %s", strerror(-len));
+		n++;
+		if (raw) {
+			if (fwrite(buf, 1, len, f) != (size_t)len)
+				die("%s: %s", out, strerror(errno));
+		} else {
+			print_msg(n, buf, len);
+		}
+		fflush(f);
+	}
+	if (!raw) {
+		if (json)
+			printf("{\"event\":\"closed\",\"messages\":%llu}\n",
+			       (unsigned long long)n);
+		else
+			printf("peer closed after %llu messages\n",
+			       (unsigned long long)n);
+	}
+	if (f != stdout && fclose(f))
+		die("%s: %s", out, strerror(errno));
+	free(buf);
+	close(fd);
+	return 0;
+}
+
+static int cmd_listen(int argc, char **argv)
+{
+	return listen_or_recv(argc, argv, false);
+}
+
+static int cmd_recv(int argc, char **argv)
+{
+	return listen_or_recv(argc, argv, true);
+}
+
+/* ---- serve ---------------------------------------------------------- */
+
+static int serve_one(int fd, __u32 h, char *mem, size_t size,
+		     __u32 access)
+{
+	struct krdma_ioc_reg r = {
+		.handle = h, .access = access, .buf = (uintptr_t)mem,
+		.len = size,
+	};
+	struct krdma_ioc_handle u = {};
+	struct krdma_ioc_query q;
+	char *buf, reply[128];
+	__u64 n = 0;
+	long len;
+	int ret;
+
+	do_query(fd, h, &q);
+	print_conn("accepted", &q);
+	if (ioctl(fd, KRDMA_IOC_REG, &r))
+		die("register %zu bytes: %s", size, strerror(errno));
+	print_token("token", &r.token, r.mr);
+	fflush(stdout);
+	snprintf(reply, sizeof(reply), TOKEN_TAG " 0x%llx 0x%x %u",
+		 (unsigned long long)r.token.addr, r.token.rkey,
+		 r.token.length);
+	ret = do_send(fd, h, reply, strlen(reply));
+	if (ret)
+		die("sending the token: %s", strerror(-ret));
+
+	buf = malloc(q.max_msg_size + 1);
+	if (!buf)
+		die("out of memory");
+	for (;;) {
+		unsigned long long off, cnt;
+
+		len = do_recv(fd, h, buf, q.max_msg_size,
+			      KRDMA_IOC_TIMEOUT_INF);
+		if (len < 0) {
+			if (len != -ECONNRESET)
+				warnx("receive: %s", strerror(-len));
+			ret = len == -ECONNRESET ? 0 : 1;
+			break;
+		}
+		n++;
+		buf[len] = 0;
+		if (!strcmp(buf, BYE_TAG)) {
+			ret = 0;
+			break;
+		}
+		if (sscanf(buf, SUM_TAG " %llu %llu", &off, &cnt) == 2) {
+			if (off > size || cnt > size - off)
+				snprintf(reply, sizeof(reply), SUM_TAG " range");
+			else
+				snprintf(reply, sizeof(reply),
+					 SUM_TAG " %llu %llu %016llx", off, cnt,
+					 (unsigned long long)fnv1a(mem + off,
+								   cnt));
+			ret = do_send(fd, h, reply, strlen(reply));
+		} else {
+			print_msg(n, buf, len);
+			ret = do_send(fd, h, buf, len);
+		}
+		fflush(stdout);
+		if (ret) {
+			warnx("reply: %s", strerror(-ret));
+			ret = 1;
+			break;
+		}
+	}
+	free(buf);
+	u.handle = r.mr;
+	if (ioctl(fd, KRDMA_IOC_UNREG, &u))
+		die("unregister: %s", strerror(errno));
+	do_query(fd, h, &q);
+	print_conn("done", &q);
+	u.handle = h;
+	if (ioctl(fd, KRDMA_IOC_CLOSE, &u))
+		die("close: %s", strerror(errno));
+	fflush(stdout);
+	return ret;
+}
+
+/* "r", "w" or "rw": the rights the peer gets. */
+static __u32 parse_access(const char *v)
+{
+	__u32 a = (strchr(v, 'r') ? KRDMA_IOC_ACCESS_REMOTE_READ : 0) |
+		  (strchr(v, 'w') ? KRDMA_IOC_ACCESS_REMOTE_WRITE : 0);
+
+	if (!a || strspn(v, "rw") != strlen(v))
+		usage_error("--access takes r, w or rw");
+	return a;
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+	struct conn_opts o = { .timeout_ms = KRDMA_IOC_TIMEOUT_INF };
+	__u32 access = KRDMA_IOC_ACCESS_REMOTE_READ |
+			  KRDMA_IOC_ACCESS_REMOTE_WRITE;
+	const char *addr = NULL, *file = NULL, *dump = NULL;
+	__u64 size = 0, clients = 1, served = 0;
+	size_t flen = 0;
+	char *mem, *fdata = NULL, a[80];
+	int fd, i, ret = 0;
+	__u32 lh;
+
+	for (i = 1; i < argc; i++) {
+		if (conn_opt(argc, argv, &i, &o))
+			continue;
+		if (!strcmp(argv[i], "--size"))
+			size = parse_size(optval(argc, argv, &i), "size");
+		else if (!strcmp(argv[i], "--file"))
+			file = optval(argc, argv, &i);
+		else if (!strcmp(argv[i], "--dump"))
+			dump = optval(argc, argv, &i);
+		else if (!strcmp(argv[i], "--clients"))
+			clients = parse_size(optval(argc, argv, &i), "clients");
+		else if (!strcmp(argv[i], "--access"))
+			access = parse_access(optval(argc, argv, &i));
+		else if (argv[i][0] == '-' || addr)
+			usage_error("unexpected '%s'", argv[i]);
+		else
+			addr = argv[i];
+	}
+	if (!addr)
+		usage_error("missing ADDR:PORT");
+	parse_addr(addr, &o.addr, true);
+	if (file)
+		fdata = read_file(file, &flen);
+	if (!size)
+		size = flen ? flen : 1 << 20;
+	if (flen > size)
+		usage_error("--file is larger than --size");
+	if (size > KRDMA_IOC_MAX_XFER)
+		usage_error("--size above %llu", KRDMA_IOC_MAX_XFER);
+	/* Page aligned: BYTES take the fewest pages of a memory region. */
+	mem = aligned_alloc(4096, (size + 4095) & ~4095ULL);
+	if (!mem)
+		die("out of memory");
+	memset(mem, 0, size);
+	if (flen)
+		memcpy(mem, fdata, flen);
+
+	fd = dev_open();
+	lh = do_listen(fd, &o);
+	if (json)
+		printf("{\"event\":\"listening\",\"addr\":\"%s\",\"size\":%llu}\n",
+		       addr_str(&o.addr, a, sizeof(a)),
+		       (unsigned long long)size);
+	else
+		printf("listening on %s, exposing %llu bytes\n",
+		       addr_str(&o.addr, a, sizeof(a)),
+		       (unsigned long long)size);
+	fflush(stdout);
+	while (!clients || served < clients) {
+		__u32 h = do_accept(fd, lh, o.timeout_ms);
+
+		ret |= serve_one(fd, h, mem, size, access);
+		served++;
+		if (dump)
+			write_file(dump, mem, size);
+	}
+	close(fd);
+	free(mem);
+	free(fdata);
+	return ret;
+}
+
+/* ---- client, write, read -------------------------------------------- */
+
+enum act_type { A_SEND, A_SEND_FILE, A_WRITE, A_READ, A_EXPECT };
+
+struct action {
+	enum act_type	type;
+	const char	*arg;
+	__u64	offset;
+	__u64	len;		/* 0: the rest of the token */
+	bool		verify;
+};
+
+struct session {
+	int			fd;
+	__u32		h;
+	__u32		max_msg;
+	struct krdma_ioc_token	tok;
+	bool			have_tok;
+	char			*msg;
+};
+
+/* The token from --token, or the first message of a krdmactl server. */
+static void get_token(struct session *s)
+{
+	unsigned long long addr, rkey, len;
+	long n;
+
+	if (s->have_tok)
+		return;
+	n = do_recv(s->fd, s->h, s->msg, s->max_msg, REPLY_MS);
+	if (n < 0)
+		die("waiting for the server's token: %s", strerror(-n));
+	s->msg[n] = 0;
+	if (sscanf(s->msg, TOKEN_TAG " %llx %llx %llu", &addr, &rkey, &len) != 3 ||
+	    rkey > UINT32_MAX || len > UINT32_MAX)
+		die("the peer's first message is not a token (is it 'krdmactl serve'?)");
+	s->tok.addr = addr;
+	s->tok.rkey = (__u32)rkey;
+	s->tok.length = (__u32)len;
+	s->have_tok = true;
+	print_token("token", &s->tok, 0);
+}
+
+static void report(const char *what, const struct action *a, __u64 len,
+		   const char *result)
+{
+	if (json) {
+		printf("{\"event\":\"%s\",\"len\":%llu,\"offset\":%llu,\"result\":\"%s\"}\n",
+		       what, (unsigned long long)len,
+		       (unsigned long long)a->offset, result);
+	} else {
+		printf("%s %llu bytes", what, (unsigned long long)len);
+		if (a->type != A_SEND && a->type != A_SEND_FILE)
+			printf(" at offset %llu", (unsigned long long)a->offset);
+		printf(": %s\n", result);
+	}
+	fflush(stdout);
+}
+
+/* Where two buffers first differ, or -1. */
+static long long first_diff(const char *a, const char *b, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (a[i] != b[i])
+			return (long long)i;
+	return -1;
+}
+
+static __u64 act_len(struct session *s, const struct action *a)
+{
+	if (a->offset > s->tok.length)
+		die("offset %llu beyond the token's %u bytes",
+		    (unsigned long long)a->offset, s->tok.length);
+	return a->len ? a->len : s->tok.length - a->offset;
+}
+
+static void act_send(struct session *s, const struct action *a)
+{
+	size_t len;
+	char *buf;
+	long n;
+	int ret;
+
+	if (a->type == A_SEND) {
+		buf = strdup(a->arg);
+		len = strlen(buf);
+	} else {
+		buf = read_file(a->arg, &len);
+	}
+	ret = do_send(s->fd, s->h, buf, len);
+	if (ret)
+		die("send of %zu bytes: %s", len, strerror(-ret));
+	if (!a->verify) {
+		report("send", a, len, "sent");
+		free(buf);
+		return;
+	}
+	n = do_recv(s->fd, s->h, s->msg, s->max_msg, REPLY_MS);
+	if (n < 0)
+		die("waiting for the echo: %s", strerror(-n));
+	if ((size_t)n != len || first_diff(buf, s->msg, len) >= 0)
+		die("echo of %zu bytes differs (got %ld bytes, first difference at %lld)",
+		    len, n, (size_t)n == len ? first_diff(buf, s->msg, len) : 0LL);
+	report("send", a, len, "echo matches");
+	free(buf);
+}
+
+/* Ask the server for the checksum of [off, off + len) of its buffer. */
+static __u64 server_sum(struct session *s, __u64 off, __u64 len)
+{
+	unsigned long long o2, l2, sum;
+	char req[96];
+	long n;
+	int ret;
+
+	snprintf(req, sizeof(req), SUM_TAG " %llu %llu",
+		 (unsigned long long)off, (unsigned long long)len);
+	ret = do_send(s->fd, s->h, req, strlen(req));
+	if (ret)
+		die("checksum request: %s", strerror(-ret));
+	n = do_recv(s->fd, s->h, s->msg, s->max_msg, REPLY_MS);
+	if (n < 0)
+		die("waiting for the checksum: %s", strerror(-n));
+	s->msg[n] = 0;
+	if (sscanf(s->msg, SUM_TAG " %llu %llu %llx", &o2, &l2, &sum) != 3 ||
+	    o2 != off || l2 != len)
+		die("bad checksum reply '%s'", s->msg);
+	return sum;
+}
+
+static void act_write(struct session *s, const struct action *a)
+{
+	size_t len;
+	char *data = read_file(a->arg, &len), *back;
+	long long d;
+	int ret;
+
+	if (a->len && a->len < len)
+		len = a->len;
+	if (!len)
+		die("%s is empty", a->arg);
+	ret = do_rdma(s->fd, s->h, true, data, len, &s->tok, a->offset);
+	if (ret)
+		die("RDMA WRITE of %zu bytes at offset %llu: %s", len,
+		    (unsigned long long)a->offset, strerror(-ret));
+	if (!a->verify) {
+		report("write", a, len, "written");
+		free(data);
+		return;
+	}
+	/* Check it both ways: read it back, and the server's own view. */
+	back = malloc(len);
+	if (!back)
+		die("out of memory");
+	ret = do_rdma(s->fd, s->h, false, back, len, &s->tok, a->offset);
+	if (ret)
+		die("RDMA READ back: %s", strerror(-ret));
+	d = first_diff(data, back, len);
+	if (d >= 0)
+		die("read back differs from what was written at byte %lld", d);
+	if (server_sum(s, a->offset, len) != fnv1a(data, len))
+		die("the server's checksum of the written range differs");
+	report("write", a, len, "verified (read back, server checksum)");
+	free(back);
+	free(data);
+}
+
+static void act_read(struct session *s, const struct action *a)
+{
+	__u64 len = act_len(s, a);
+	char *buf = malloc(len ? len : 1), *want;
+	size_t wlen;
+	long long d;
+	int ret;
+
+	if (!buf)
+		die("out of memory");
+	if (a->type == A_EXPECT) {
+		want = read_file(a->arg, &wlen);
+		if (!a->len)
+			len = wlen;
+		if (wlen != len)
+			die("%s has %zu bytes, expected %llu", a->arg, wlen,
+			    (unsigned long long)len);
+	}
+	ret = do_rdma(s->fd, s->h, false, buf, len, &s->tok, a->offset);
+	if (ret)
+		die("RDMA READ of %llu bytes at offset %llu: %s",
+		    (unsigned long long)len, (unsigned long long)a->offset,
+		    strerror(-ret));
+	if (a->type == A_EXPECT) {
+		d = first_diff(buf, want, len);
+		if (d >= 0)
+			die("remote bytes differ from %s at byte %lld", a->arg,
+			    d);
+		free(want);
+		report("read", a, len, "matches");
+	} else {
+		write_file(a->arg, buf, len);
+		report("read", a, len, strcmp(a->arg, "-") ? a->arg : "stdout");
+	}
+	free(buf);
+}
+
+static void client_run(struct conn_opts *o, struct action *acts, int nacts,
+		       __u64 loops, bool have_tok,
+		       const struct krdma_ioc_token *tok)
+{
+	struct krdma_ioc_query q;
+	struct session s = {};
+	__u64 l;
+	int i;
+
+	s.fd = dev_open();
+	s.h = do_connect(s.fd, o);
+	do_query(s.fd, s.h, &q);
+	print_conn("connected", &q);
+	s.max_msg = q.max_msg_size;
+	s.msg = malloc(s.max_msg + 1);
+	if (!s.msg)
+		die("out of memory");
+	s.have_tok = have_tok;
+	if (have_tok)
+		s.tok = *tok;
+	for (i = 0; i < nacts; i++)
+		if (acts[i].type != A_SEND && acts[i].type != A_SEND_FILE)
+			get_token(&s);
+	for (l = 0; l < loops; l++) {
+		for (i = 0; i < nacts; i++) {
+			switch (acts[i].type) {
+			case A_SEND:
+			case A_SEND_FILE:
+				if (acts[i].verify)
+					get_token(&s);	/* not an echo */
+				act_send(&s, &acts[i]);
+				break;
+			case A_WRITE:
+				act_write(&s, &acts[i]);
+				break;
+			case A_READ:
+			case A_EXPECT:
+				act_read(&s, &acts[i]);
+				break;
+			}
+		}
+	}
+	/* A krdmactl server (it sent the token) ends our turn on "bye". */
+	if (!have_tok && s.have_tok)
+		do_send(s.fd, s.h, BYE_TAG, strlen(BYE_TAG));
+	do_query(s.fd, s.h, &q);
+	print_conn("done", &q);
+	free(s.msg);
+	close(s.fd);
+}
+
+/*
+ * client: any sequence of actions.  write/read: one action, with the token
+ * from --token or from a krdmactl server.
+ */
+static int client_like(int argc, char **argv, int fixed)
+{
+	struct conn_opts o = {};
+	struct krdma_ioc_token tok = {};
+	struct action *acts = calloc(argc, sizeof(*acts));
+	__u64 offset = 0, len = 0, loops = 1;
+	const char *addr = NULL;
+	bool have_tok = false, verify = true;
+	int i, n = 0;
+
+	if (!acts)
+		die("out of memory");
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		struct action *x = &acts[n];
+
+		if (conn_opt(argc, argv, &i, &o))
+			continue;
+		if (!strcmp(a, "--token")) {
+			parse_token(optval(argc, argv, &i), &tok);
+			have_tok = true;
+		} else if (!strcmp(a, "--offset")) {
+			offset = parse_size(optval(argc, argv, &i), "offset");
+		} else if (!strcmp(a, "--len")) {
+			len = parse_size(optval(argc, argv, &i), "length");
+		} else if (!strcmp(a, "--no-verify")) {
+			verify = false;
+		} else if (fixed < 0 && !strcmp(a, "--loop")) {
+			loops = parse_size(optval(argc, argv, &i), "loop count");
+		} else if (fixed < 0 && (!strcmp(a, "--send") ||
+					 !strcmp(a, "--send-file") ||
+					 !strcmp(a, "--write") ||
+					 !strcmp(a, "--read") ||
+					 !strcmp(a, "--expect"))) {
+			x->type = !strcmp(a, "--send") ? A_SEND :
+				  !strcmp(a, "--send-file") ? A_SEND_FILE :
+				  !strcmp(a, "--write") ? A_WRITE :
+				  !strcmp(a, "--read") ? A_READ : A_EXPECT;
+			x->arg = optval(argc, argv, &i);
+			x->offset = offset;
+			x->len = len;
+			x->verify = verify;
+			n++;
+		} else if (a[0] == '-' && a[1]) {
+			usage_error("unexpected '%s'", a);
+		} else if (!addr) {
+			addr = a;
+		} else if (fixed >= 0 && !n) {
+			x->type = fixed;
+			x->arg = a;
+			n++;
+		} else {
+			usage_error("unexpected '%s'", a);
+		}
+	}
+	if (!addr)
+		usage_error("missing ADDR:PORT");
+	if (!n)
+		usage_error(fixed < 0 ? "no actions (--send, --write, --read, --expect)" :
+			    "missing FILE");
+	/* write/read: options may come after the file. */
+	for (i = 0; fixed >= 0 && i < n; i++) {
+		acts[i].offset = offset;
+		acts[i].len = len;
+		acts[i].verify = verify;
+	}
+	if (have_tok && fixed < 0) {
+		for (i = 0; i < n; i++)
+			if (acts[i].type == A_SEND || acts[i].type == A_SEND_FILE)
+				acts[i].verify = false;	/* not a krdmactl server */
+	}
+	if (!loops)
+		usage_error("--loop must be at least 1");
+	parse_addr(addr, &o.addr, true);
+	client_run(&o, acts, n, loops, have_tok, &tok);
+	free(acts);
+	return 0;
+}
+
+static int cmd_client(int argc, char **argv)
+{
+	return client_like(argc, argv, -1);
+}
+
+static int cmd_write(int argc, char **argv)
+{
+	return client_like(argc, argv, A_WRITE);
+}
+
+static int cmd_read(int argc, char **argv)
+{
+	return client_like(argc, argv, A_READ);
+}
+
+/* ---- sysfs: stat and test ------------------------------------------- */
+
+static bool sys_read(const char *dir, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f) {
+		snprintf(buf, len, "?");
+		return false;
+	}
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+	return true;
+}
+
+static int sys_write(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char * const *)a, *(char * const *)b);
+}
+
+/* The sorted entries of @dir (no dot files); the caller frees them. */
+static int list_dir(const char *dir, char ***out)
+{
+	struct dirent *de;
+	char **v = NULL;
+	int n = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		v = realloc(v, (n + 1) * sizeof(*v));
+		if (!v)
+			die("out of memory");
+		v[n++] = strdup(de->d_name);
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), name_cmp);
+	*out = v;
+	return n;
+}
+
+static void free_list(char **v, int n)
+{
+	while (n--)
+		free(v[n]);
+	free(v);
+}
+
+/* One object (directory) as a JSON object of its files, or as text. */
+static void stat_obj(const char *dir, const char *name, const char *const *keys,
+		     bool all)
+{
+	char path[PATH_MAX], val[512];
+	char **files = NULL;
+	int i, n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (all) {
+		n = list_dir(path, &files);
+		if (n < 0)
+			die("no %s", path);
+	} else {
+		while (keys[n])
+			n++;
+	}
+	if (json) {
+		printf("{\"name\":");
+		json_cstr(stdout, name);
+	} else {
+		printf("  %s", name);
+	}
+	for (i = 0; i < n; i++) {
+		const char *k = all ? files[i] : keys[i];
+
+		if (!sys_read(path, k, val, sizeof(val)))
+			continue;
+		if (json) {
+			printf(",");
+			json_cstr(stdout, k);
+			printf(":");
+			json_cstr(stdout, val);
+		} else {
+			printf(all ? "\n    %s: %s" : " %s=%s", k, val);
+		}
+	}
+	printf(json ? "}" : "\n");
+	if (all)
+		free_list(files, n);
+}
+
+static void stat_group(const char *group, const char *const *keys, bool first)
+{
+	char dir[PATH_MAX];
+	char **names;
+	int i, n;
+
+	snprintf(dir, sizeof(dir), SYSFS "/%s", group);
+	n = list_dir(dir, &names);
+	if (n < 0)
+		n = 0;
+	if (json)
+		printf("%s\"%s\":[", first ? "" : ",", group);
+	else
+		printf("%s: %d\n", group, n);
+	for (i = 0; i < n; i++) {
+		if (json && i)
+			printf(",");
+		stat_obj(dir, names[i], keys, false);
+	}
+	if (json)
+		printf("]");
+	free_list(names, n);
+}
+
+static int cmd_stat(int argc, char **argv)
+{
+	static const char *const dev_keys[] = {
+		"transport", "port_state", "atomics", NULL };
+	static const char *const lis_keys[] = {
+		"addr", "state", "accepted", "rejected", NULL };
+	static const char *const conn_keys[] = {
+		"state", "role", "local_addr", "peer_addr", "device",
+		"send_ops", "recv_ops", "write_ops", "read_ops", "errors",
+		NULL };
+	const char *name = NULL;
+	char v[64], t[64];
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			help();
+		else if (argv[i][0] == '-' || name)
+			usage_error("unexpected '%s'", argv[i]);
+		else
+			name = argv[i];
+	}
+	if (access(SYSFS, F_OK))
+		die(SYSFS ": %s (is krdma loaded?)", strerror(errno));
+	if (name) {
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), SYSFS "/conns/%s", name);
+		if (!access(p, F_OK)) {
+			stat_obj(SYSFS "/conns", name, NULL, true);
+		} else {
+			snprintf(p, sizeof(p), SYSFS "/listeners/%s", name);
+			if (access(p, F_OK))
+				die("no connection or listener '%s'", name);
+			stat_obj(SYSFS "/listeners", name, NULL, true);
+		}
+		if (json)
+			printf("\n");
+		return 0;
+	}
+	sys_read(SYSFS, "version", v, sizeof(v));
+	sys_read(SYSFS, "conns_total", t, sizeof(t));
+	if (json)
+		printf("{\"version\":\"%s\",\"conns_total\":%s,", v, t);
+	else
+		printf("krdma %s, %s connections made since load\n", v, t);
+	stat_group("devices", dev_keys, true);
+	stat_group("listeners", lis_keys, false);
+	stat_group("conns", conn_keys, false);
+	if (json)
+		printf("}\n");
+	return 0;
+}
+
+static int wait_sys(const char *dir, const char *file, const char *want,
+		    bool equal, unsigned int secs)
+{
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	unsigned int i;
+	char v[128];
+
+	for (i = 0; i < secs * 10; i++) {
+		if (sys_read(dir, file, v, sizeof(v)) &&
+		    (!strcmp(v, want)) == equal)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+static int cmd_test(int argc, char **argv)
+{
+	static const char *const res[] = {
+		"test_status", "test_ops", "test_bytes", "test_usecs",
+		"test_lat_min_ns", "test_lat_avg_ns", "test_lat_max_ns", NULL };
+	const char *name = NULL, *addr = NULL, *op = "send,write,read";
+	char lname[32], cname[32], cmd[256], dir[PATH_MAX], st[128];
+	__u64 size = 4096, count = 10;
+	unsigned int secs = 120;
+	int i, ret, rc;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--json"))
+			json = true;
+		else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+			help();
+		else if (!strcmp(a, "--addr"))
+			addr = optval(argc, argv, &i);
+		else if (!strcmp(a, "--op"))
+			op = optval(argc, argv, &i);
+		else if (!strcmp(a, "--size"))
+			size = parse_size(optval(argc, argv, &i), "size");
+		else if (!strcmp(a, "--count"))
+			count = parse_size(optval(argc, argv, &i), "count");
+		else if (!strcmp(a, "--timeout"))
+			secs = parse_u32(optval(argc, argv, &i), "timeout");
+		else if (a[0] == '-' || name)
+			usage_error("unexpected '%s'", a);
+		else
+			name = a;
+	}
+	if (!name == !addr)
+		usage_error("give a sysfs connection NAME or --addr IP:PORT");
+	/* One word each in the control command. */
+	if (strpbrk(op, "\t\n\r ") || (name && strpbrk(name, "\t\n\r /")))
+		usage_error("bad name or --op");
+	if (access(SYSFS "/control", W_OK))
+		die(SYSFS "/control: %s", strerror(errno));
+	if (addr) {
+		struct krdma_ioc_addr a;
+
+		parse_addr(addr, &a, true);	/* check it here */
+		snprintf(lname, sizeof(lname), "krdmactl-l%d", getpid());
+		snprintf(cname, sizeof(cname), "krdmactl-c%d", getpid());
+		snprintf(cmd, sizeof(cmd), "listen name=%s addr=%s", lname,
+			 addr);
+		ret = sys_write(SYSFS "/control", cmd);
+		if (ret)
+			die("'%s': %s", cmd, strerror(-ret));
+		snprintf(cmd, sizeof(cmd), "connect name=%s addr=%s", cname,
+			 addr);
+		ret = sys_write(SYSFS "/control", cmd);
+		if (ret) {
+			snprintf(cmd, sizeof(cmd), "unlisten name=%s", lname);
+			sys_write(SYSFS "/control", cmd);
+			die("'connect name=%s addr=%s': %s", cname, addr,
+			    strerror(-ret));
+		}
+		name = cname;
+		/* The passive side answers the test once it is established. */
+		snprintf(dir, sizeof(dir), SYSFS "/conns/%s.0", lname);
+		if (wait_sys(dir, "state", "connected", true, 10))
+			warnx("%s.0 is not connected", lname);
+	}
+	snprintf(dir, sizeof(dir), SYSFS "/conns/%s", name);
+	snprintf(cmd, sizeof(cmd), "test name=%s op=%s size=%llu count=%llu",
+		 name, op, (unsigned long long)size, (unsigned long long)count);
+	ret = sys_write(SYSFS "/control", cmd);
+	if (ret)
+		warnx("'%s': %s", cmd, strerror(-ret));
+	else if (wait_sys(dir, "test_status", "running", false, secs))
+		warnx("test still running after %u s", secs);
+	sys_read(dir, "test_status", st, sizeof(st));
+	rc = !ret && !strcmp(st, "passed") ? 0 : 1;
+	if (!ret) {
+		char d[PATH_MAX];
+
+		snprintf(d, sizeof(d), SYSFS "/conns");
+		if (json) {
+			stat_obj(d, name, res, false);
+			printf("\n");
+		} else {
+			printf("test %s:", name);
+			stat_obj(d, name, res, false);
+		}
+	}
+	if (addr) {
+		/* Both ends were made through sysfs: both go. */
+		snprintf(cmd, sizeof(cmd), "disconnect name=%s", cname);
+		sys_write(SYSFS "/control", cmd);
+		snprintf(cmd, sizeof(cmd), "disconnect name=%s.0", lname);
+		sys_write(SYSFS "/control", cmd);
+		snprintf(cmd, sizeof(cmd), "unlisten name=%s", lname);
+		sys_write(SYSFS "/control", cmd);
+	}
+	if (rc && !ret)
+		warnx("test %s: %s", name, st);
+	return rc;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			help();
+	warnx("not yet available");
+	return 2;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	struct krdma_ioc_version v;
+	int fd, i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			help();
+		else
+			usage_error("unexpected '%s'", argv[i]);
+	}
+	fd = dev_open();
+	if (ioctl(fd, KRDMA_IOC_VERSION, &v))
+		die("VERSION: %s", strerror(errno));
+	if (json) {
+		printf("{\"abi_version\":%u,\"max_handles\":%u",
+		       v.abi_version, v.max_handles);
+		printf(",\"max_msg_size\":%u,\"max_depth\":%u,\"max_xfer\":%llu}\n",
+		       v.max_msg_size, v.max_depth,
+		       (unsigned long long)v.max_xfer);
+	} else {
+		printf("ABI version %u; up to %u handles per session\n",
+		       v.abi_version, v.max_handles);
+		printf("messages up to %u bytes, depth up to %u, transfers up to %llu bytes\n",
+		       v.max_msg_size, v.max_depth,
+		       (unsigned long long)v.max_xfer);
+	}
+	close(fd);
+	return 0;
+}
+
+static const struct cmd cmds[] = {
+	{ "listen", cmd_listen,
+	  "listen ADDR:PORT [--count N] [--depth N] [--msg BYTES] [--timeout MS]\n"
+	  "  Accept one connection and print its messages until the peer closes\n"
+	  "  (or N messages came)." },
+	{ "connect", cmd_connect,
+	  "connect ADDR:PORT [--src IP] [--depth N] [--msg BYTES] [--timeout MS] [--hold SECONDS]\n"
+	  "  Connect, print the connection, keep it SECONDS (default 0), close." },
+	{ "send", cmd_send,
+	  "send ADDR:PORT MESSAGE... [--file FILE] [connection options]\n"
+	  "  Connect and send each MESSAGE (and FILE's contents) as one message." },
+	{ "recv", cmd_recv,
+	  "recv ADDR:PORT [--count N] [--out FILE] [--depth N] [--msg BYTES] [--timeout MS]\n"
+	  "  Accept one connection, write the payload of N messages (default 1)\n"
+	  "  to FILE or stdout." },
+	{ "serve", cmd_serve,
+	  "serve ADDR:PORT [--size BYTES] [--file FILE] [--dump FILE] [--access r|w|rw]\n"
+	  "      [--clients N] [--depth N] [--msg BYTES] [--timeout MS]\n"
+	  "  Accept N clients (default 1, 0: forever), one at a time.  For each,\n"
+	  "  register BYTES (default: FILE's size, else 1M) holding FILE, send the\n"
+	  "  token as the first message, echo messages, answer checksum requests;\n"
+	  "  write the buffer to --dump FILE after each client." },
+	{ "client", cmd_client,
+	  "client ADDR:PORT [--token ADDR:RKEY:LEN] [--loop N] ACTION...\n"
+	  "  ACTION: --send TEXT | --send-file FILE   send, check the echo\n"
+	  "          --write FILE    RDMA WRITE FILE, read it back and compare,\n"
+	  "                          compare with the server's checksum\n"
+	  "          --read FILE     RDMA READ into FILE ('-': stdout)\n"
+	  "          --expect FILE   RDMA READ and compare with FILE\n"
+	  "  --offset N, --len N and --no-verify apply to the actions after them.\n"
+	  "  Without --token the token is the first message of 'krdmactl serve'.\n"
+	  "  A token is written 0xADDR:0xRKEY:LENGTH, as serve prints it." },
+	{ "write", cmd_write,
+	  "write ADDR:PORT FILE [--offset N] [--len N] [--token ADDR:RKEY:LEN] [--no-verify]\n"
+	  "  RDMA WRITE FILE into the peer's region (client --write)." },
+	{ "read", cmd_read,
+	  "read ADDR:PORT FILE [--offset N] [--len N] [--token ADDR:RKEY:LEN]\n"
+	  "  RDMA READ from the peer's region into FILE ('-': stdout)." },
+	{ "stat", cmd_stat,
+	  "stat [NAME]\n"
+	  "  krdma's devices, listeners and connections (from sysfs), or every\n"
+	  "  value of one connection or listener." },
+	{ "test", cmd_test,
+	  "test NAME|--addr IP:PORT [--op send,write,read,atomic] [--size BYTES]\n"
+	  "     [--count N] [--timeout SECONDS]\n"
+	  "  Run the in-kernel self-test on sysfs connection NAME, or on a\n"
+	  "  connection made for it to a listener made for it at IP:PORT." },
+	{ "bench", cmd_bench, "bench\n  Not yet available (exit status 2)." },
+	{ "version", cmd_version, "version\n  The module's ABI version and limits." },
+};
+
+static noreturn void main_usage(FILE *f, int status)
+{
+	size_t i;
+
+	fprintf(f, "usage: %s [--json] [--dev PATH] COMMAND [ARGS]\n\ncommands:\n",
+		prog);
+	for (i = 0; i < ARRAY_SIZE(cmds); i++)
+		fprintf(f, "  %s\n", cmds[i].usage);
+	fprintf(f, "\nEvery COMMAND takes --help and --json.\n");
+	fprintf(f, "Exit status: 0 success, 1 failure, 2 usage.\n");
+	exit(status);
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+	int a = 1;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (a < argc && argv[a][0] == '-') {
+		if (!strcmp(argv[a], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[a], "--dev") && a + 1 < argc) {
+			devpath = argv[++a];
+		} else if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
+			main_usage(stdout, 0);
+		} else {
+			fprintf(stderr, "%s: unknown option %s\n", prog, argv[a]);
+			main_usage(stderr, 2);
+		}
+		a++;
+	}
+	if (a >= argc)
+		main_usage(stderr, 2);
+	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
+		if (!strcmp(argv[a], cmds[i].name)) {
+			cur = &cmds[i];
+			cmdname = cur->name;
+			return cur->fn(argc - a, argv + a);
+		}
+	}
+	fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[a]);
+	main_usage(stderr, 2);
+}
