@@ -11,7 +11,11 @@ rel=${1:?release}
 modroot=${2:?modroot}
 out=${3:?output}
 
-stamp="$rel $(stat -c %Y "$here/guest-init" "$0" | tr '\n' ' ')"
+stamp="$rel $(md5sum "$here/guest-init" "$0" | cut -c1-32 | tr '\n' ' ')"
+# Lab runs start in parallel: one builder at a time, and readers never see
+# a half-written image (a torn busybox segfaults as init).
+exec 9>"$out.lock"
+flock 9
 [ -f "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ] && exit 0
 
 work=$(mktemp -d)
@@ -35,6 +39,7 @@ done | awk '!seen[$0]++' | while read -r ko; do
 	echo "$base" >>"$work/mods/order"
 done
 
-(cd "$work" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp"
-mv "$out.tmp" "$out"
+tmp=$(mktemp "$out.XXXXXX")
+(cd "$work" && find . | cpio -o -H newc --quiet | gzip -1) >"$tmp"
+mv "$tmp" "$out"
 echo "$stamp" >"$out.stamp"
