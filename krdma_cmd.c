@@ -21,7 +21,8 @@ const char krdma_cmd_usage[] =
 "unlisten name=NAME\n"
 "connect name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
 "disconnect name=NAME\n"
-"test name=CONN [op=send,write,read,atomic|all] [size=BYTES] [count=N] [sge=N]\n"
+"test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N] [sge=N]\n"
+"bench name=CONN op=write|read|send size=BYTES [depth=N] [count=N | secs=N]\n"
 "IPv6 addresses are written [ADDR]:PORT.  BYTES take a K or M suffix.\n";
 
 enum krdma_key {
@@ -152,6 +153,8 @@ static int krdma_parse_ops(char *s, u32 *ops)
 			*ops |= KRDMA_TEST_READ;
 		else if (!strcmp(w, "atomic"))
 			*ops |= KRDMA_TEST_ATOMIC;
+		else if (!strcmp(w, "imm"))
+			*ops |= KRDMA_TEST_IMM;
 		else
 			return -EINVAL;
 	}
@@ -199,7 +202,7 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 		return 0;
 	case K_OP:
 		if (krdma_parse_ops(v, &cmd->test_ops))
-			ERR("bad op '%s' (send,write,read,atomic or all)", v);
+			ERR("bad op '%s' (send,write,read,atomic,imm or all)", v);
 		return 0;
 	case K_DEPTH:
 	case K_MSG:

@@ -22,6 +22,7 @@ enum krdma_cmd_op {
 #define KRDMA_TEST_WRITE	0x2
 #define KRDMA_TEST_READ		0x4
 #define KRDMA_TEST_ATOMIC	0x8
+#define KRDMA_TEST_IMM		0x10	/* RDMA WRITE with immediate */
 #define KRDMA_TEST_ALL		0x7	/* atomics only when asked for */
 
 #define KRDMA_TEST_MAX_SIZE	(64u << 20)

@@ -62,6 +62,8 @@ struct krdma_rx {
 	void			*buf;
 	u64			dma;
 	u32			byte_len;
+	bool			has_imm;	/* RDMA WRITE with immediate */
+	u32			imm;
 	struct list_head	list;		/* conn->rx_ready */
 };
 
@@ -240,6 +242,8 @@ int krdma_conn_create_qp(struct krdma_conn *conn);
 void krdma_conn_destroy_qp(struct krdma_conn *conn);
 int krdma_conn_post_recvs(struct krdma_conn *conn);
 bool krdma_can_send(struct krdma_conn *conn);
+int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
+		   long timeout);
 void krdma_conn_flush_waiters(struct krdma_conn *conn);
 bool krdma_msg_ready(struct krdma_conn *conn);
 int krdma_wc_errno(enum ib_wc_status status);

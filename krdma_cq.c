@@ -352,6 +352,18 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_wc_error(conn, wc, "receive");
 		return;
 	}
+	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
+		/* The data went to the token; this receive only notifies. */
+		spin_lock(&conn->lock);
+		rx->byte_len = 0;
+		rx->has_imm = true;
+		rx->imm = be32_to_cpu(wc->ex.imm_data);
+		list_add_tail(&rx->list, &conn->rx_ready);
+		spin_unlock(&conn->lock);
+		atomic64_inc(&conn->stats.recv_ops);
+		wake_up_all(&conn->wq);
+		return;
+	}
 	ib_dma_sync_single_for_cpu(conn->kdev->ibdev, rx->dma, wc->byte_len,
 				   DMA_FROM_DEVICE);
 	if (krdma_msg_decode(rx->buf, wc->byte_len, conn->max_msg, &info)) {
@@ -376,6 +388,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_repost_locked(conn, rx, true);
 	} else {
 		rx->byte_len = info.len;
+		rx->has_imm = false;
 		list_add_tail(&rx->list, &conn->rx_ready);
 		atomic64_inc(&conn->stats.recv_ops);
 		atomic64_add(info.len, &conn->stats.recv_bytes);
@@ -420,10 +433,13 @@ bool krdma_msg_ready(struct krdma_conn *conn)
 }
 
 /**
- * krdma_recv - receive the next message
+ * krdma_recv_ex - receive the next message or write-with-immediate notice
  * @conn: the connection
  * @buf: where to copy the message
  * @len: size of @buf; a longer message fails with -EMSGSIZE and stays queued
+ * @info: filled in: imm_valid and imm for a notice from krdma_write_imm()
+ *	(which arrives as an empty message, in order with the others); may
+ *	be NULL
  * @timeout: jiffies to wait (MAX_SCHEDULE_TIMEOUT: forever); interruptible
  *
  * Messages that arrived before the connection failed are still delivered.
@@ -431,7 +447,8 @@ bool krdma_msg_ready(struct krdma_conn *conn)
  * Return: the message length, or -ETIMEDOUT, -ERESTARTSYS, -EMSGSIZE, or
  * the connection's error.
  */
-int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout)
+int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
+		  struct krdma_recv_info *info, long timeout)
 {
 	struct krdma_rx *rx;
 	long left;
@@ -463,7 +480,12 @@ int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout)
 	conn->qp_users++;
 	spin_unlock_bh(&conn->lock);
 
-	memcpy(buf, rx->buf + KRDMA_HDR_LEN, rx->byte_len);
+	if (info) {
+		info->imm_valid = rx->has_imm;
+		info->imm = rx->imm;
+	}
+	if (rx->byte_len)
+		memcpy(buf, rx->buf + KRDMA_HDR_LEN, rx->byte_len);
 	ret = rx->byte_len;
 
 	spin_lock_bh(&conn->lock);
@@ -471,6 +493,23 @@ int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout)
 	spin_unlock_bh(&conn->lock);
 	krdma_conn_qp_put(conn);
 	return ret;
+}
+EXPORT_SYMBOL_GPL(krdma_recv_ex);
+
+/**
+ * krdma_recv - receive the next message
+ * @conn: the connection
+ * @buf: where to copy the message
+ * @len: size of @buf; a longer message fails with -EMSGSIZE and stays queued
+ * @timeout: jiffies to wait (MAX_SCHEDULE_TIMEOUT: forever); interruptible
+ *
+ * As krdma_recv_ex() without the immediate data.
+ *
+ * Return: the message length, or a negative errno.
+ */
+int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout)
+{
+	return krdma_recv_ex(conn, buf, len, NULL, timeout);
 }
 EXPORT_SYMBOL_GPL(krdma_recv);
 
@@ -688,6 +727,81 @@ int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	return s.req.status;
 }
 EXPORT_SYMBOL_GPL(krdma_send);
+
+struct krdma_imm_ctx {
+	struct ib_cqe		cqe;
+	struct completion	done;
+	int			status;
+	struct krdma_conn	*conn;
+};
+
+static void krdma_imm_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_imm_ctx *c = container_of(wc->wr_cqe,
+					       struct krdma_imm_ctx, cqe);
+
+	c->status = 0;
+	if (wc->status != IB_WC_SUCCESS) {
+		krdma_wc_error(c->conn, wc, "RDMA WRITE with immediate");
+		c->status = krdma_op_errno(c->conn, wc);
+	}
+	complete(&c->done);
+}
+
+/*
+ * A zero-length RDMA WRITE with immediate: it consumes one of the peer's
+ * receives, so it takes a credit like a message does.
+ */
+int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
+		   long timeout)
+{
+	struct krdma_imm_ctx c = { .conn = conn };
+	struct ib_rdma_wr wr = {};
+	long left;
+	int ret;
+
+	init_completion(&c.done);
+	c.cqe.done = krdma_imm_done;
+	wr.wr.wr_cqe = &c.cqe;
+	wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.wr.ex.imm_data = cpu_to_be32(imm);
+	wr.remote_addr = raddr;
+	wr.rkey = rkey;
+
+	for (;;) {
+		spin_lock_bh(&conn->lock);
+		if (!krdma_conn_usable(conn)) {
+			ret = conn->error ?: -ENOTCONN;
+			spin_unlock_bh(&conn->lock);
+			return ret;
+		}
+		if (conn->credits)
+			break;
+		spin_unlock_bh(&conn->lock);
+		left = wait_event_interruptible_timeout(conn->wq,
+							krdma_can_send(conn),
+							timeout);
+		if (left < 0)
+			return left;
+		if (!left)
+			return -ETIMEDOUT;
+	}
+	ret = ib_post_send(conn->qp, &wr.wr, NULL);
+	if (!ret)
+		conn->credits--;
+	spin_unlock_bh(&conn->lock);
+	if (ret) {
+		krdma_conn_set_error(conn, ret);
+		return ret;
+	}
+	if (!wait_for_completion_timeout(&c.done, timeout)) {
+		krdma_conn_teardown(conn, -ETIMEDOUT);
+		wait_for_completion(&c.done);
+		return -ETIMEDOUT;
+	}
+	return c.status;
+}
 
 /* Teardown: whoever still waits learns the connection is gone. */
 void krdma_conn_flush_waiters(struct krdma_conn *conn)

@@ -436,6 +436,50 @@ int krdma_read(struct krdma_conn *conn, struct scatterlist *sg, int nents,
 }
 EXPORT_SYMBOL_GPL(krdma_read);
 
+/**
+ * krdma_write_imm - RDMA WRITE and notify the peer with immediate data
+ * @conn: the connection
+ * @sg: local data, any length within the token
+ * @nents: entries in @sg
+ * @token: the peer's region (with remote write right)
+ * @offset: where in the peer's region
+ * @imm: 32 bits the peer gets from krdma_recv_ex() once the data is placed
+ * @timeout: jiffies (for the credit and for each part of the transfer)
+ *
+ * The notice takes one of the peer's receives, like a message, and arrives
+ * in order with the messages.  iWARP has no immediate data.
+ *
+ * Return: as krdma_write(), or -EOPNOTSUPP on iWARP devices (siw).
+ */
+int krdma_write_imm(struct krdma_conn *conn, struct scatterlist *sg,
+		    int nents, const struct krdma_token *token, u64 offset,
+		    u32 imm, long timeout)
+{
+	struct krdma_device *kdev;
+	bool iwarp;
+	u64 len;
+	int ret;
+
+	if (krdma_sg_len(sg, nents, &len) || !len)
+		return -EINVAL;
+	ret = krdma_conn_qp_get(conn);
+	if (ret)
+		return ret;
+	kdev = conn->kdev;
+	iwarp = rdma_protocol_iwarp(kdev->ibdev, conn->port);
+	krdma_conn_qp_put(conn);
+	if (iwarp)
+		return -EOPNOTSUPP;
+	ret = krdma_rdma_range(conn, true, sg, nents, 0, len, token, offset,
+			       timeout);
+	if (ret)
+		return ret;
+	/* Same QP, RC: the notice lands after the data it announces. */
+	return krdma_post_imm(conn, token->addr + offset, token->rkey, imm,
+			      timeout);
+}
+EXPORT_SYMBOL_GPL(krdma_write_imm);
+
 /* ---- atomics ------------------------------------------------------- */
 
 struct krdma_atomic_ctx {

@@ -54,6 +54,7 @@ struct st_exposed {
 	u32		nr;
 	u64		len;
 	u64		region;
+	u64		imm_seed;	/* pattern base for write-with-imm */
 };
 
 struct krdma_selftest {
@@ -205,6 +206,7 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 
 	switch (m->op) {
 	case ST_SETUP:
+		e->imm_seed = seed;
 		ret = st_setup(conn, e, mlen, be32_to_cpu(m->arg));
 		if (ret) {
 			pr_warn("%s: self-test setup of %llu bytes failed: %d\n",
@@ -262,6 +264,19 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 	}
 }
 
+/* A write-with-immediate notice: the data it announces must be in place. */
+static void st_serve_imm(struct krdma_conn *conn, struct krdma_selftest *st,
+			 u32 imm)
+{
+	struct st_exposed *e = &st->exp;
+	s64 bad = e->nr ? st_exp_pattern(e, e->imm_seed + imm, e->len, false) : 0;
+
+	if (bad >= 0)
+		pr_warn("%s: data announced by immediate %u differs at byte %lld\n",
+			conn->name, imm, bad);
+	st_reply(conn, bad >= 0 ? -EILSEQ : 0, bad >= 0 ? bad : 0);
+}
+
 static int krdma_svc_thread(void *arg)
 {
 	struct krdma_conn *conn = arg;
@@ -272,7 +287,13 @@ static int krdma_svc_thread(void *arg)
 
 	buf = kvmalloc(bufsz, GFP_KERNEL);
 	while (buf && !kthread_should_stop()) {
-		n = krdma_recv(conn, buf, bufsz, MAX_SCHEDULE_TIMEOUT);
+		struct krdma_recv_info info;
+
+		n = krdma_recv_ex(conn, buf, bufsz, &info, MAX_SCHEDULE_TIMEOUT);
+		if (n == 0 && info.imm_valid) {
+			st_serve_imm(conn, st, info.imm);
+			continue;
+		}
 		if (n >= (int)sizeof(struct st_msg) &&
 		    be32_to_cpu(((struct st_msg *)buf)->magic) == ST_MAGIC) {
 			st_serve(conn, st, buf, n);
@@ -434,13 +455,14 @@ static void st_lat(struct krdma_selftest *st, ktime_t t0, u64 bytes)
 }
 
 static int st_get_tokens(struct krdma_selftest *st, u64 len, int access,
-			 struct krdma_token *toks, u32 *nr, u64 *region)
+			 u64 seed, struct krdma_token *toks, u32 *nr,
+			 u64 *region)
 {
 	struct st_msg m;
 	u32 i, n = 1;
 	int ret;
 
-	st_encode(&m, ST_SETUP, 0, len, 0, access, 0);
+	st_encode(&m, ST_SETUP, seed, len, 0, access, 0);
 	ret = st_send(st->conn, &m);
 	if (ret)
 		return ret;
@@ -461,7 +483,8 @@ static int st_get_tokens(struct krdma_selftest *st, u64 len, int access,
 	return 0;
 }
 
-static int st_one_sided(struct krdma_selftest *st, bool write, u64 seed0)
+static int st_one_sided(struct krdma_selftest *st, bool write, bool imm,
+			u64 seed0)
 {
 	struct krdma_conn *conn = st->conn;
 	struct krdma_token *toks;
@@ -480,7 +503,7 @@ static int st_one_sided(struct krdma_selftest *st, bool write, u64 seed0)
 	ret = st_get_tokens(st, st->size,
 			    write ? KRDMA_ACCESS_REMOTE_WRITE :
 				    KRDMA_ACCESS_REMOTE_READ,
-			    toks, &nr, &region);
+			    seed0, toks, &nr, &region);
 	if (ret)
 		goto out_local;
 
@@ -502,6 +525,24 @@ static int st_one_sided(struct krdma_selftest *st, bool write, u64 seed0)
 			ret = krdma_rdma_range(conn, write, l.sgt.sgl,
 					       l.sgt.orig_nents, skip, this,
 					       &toks[r], 0, ST_TIMEOUT);
+		}
+		if (!ret && imm) {
+			struct st_msg r;
+
+			/* The notice follows the data; the peer checks then. */
+			ret = krdma_post_imm(conn, toks[nr - 1].addr,
+					     toks[nr - 1].rkey, i, ST_TIMEOUT);
+			if (!ret)
+				ret = st_wait_reply(st, &r);
+			if (!ret)
+				ret = -(int)be16_to_cpu(r.status);
+			if (ret == -EILSEQ)
+				snprintf(st->status, sizeof(st->status),
+					 "failed: data announced by immediate differs at peer byte %llu",
+					 be64_to_cpu(r.off));
+			if (!ret)
+				st_lat(st, t0, st->size);
+			continue;
 		}
 		if (ret)
 			break;
@@ -647,8 +688,8 @@ static int st_atomic_test(struct krdma_selftest *st)
 	u32 nr, i;
 	int ret;
 
-	ret = st_get_tokens(st, sizeof(u64), KRDMA_ACCESS_REMOTE_ATOMIC, &tok,
-			    &nr, &region);
+	ret = st_get_tokens(st, sizeof(u64), KRDMA_ACCESS_REMOTE_ATOMIC, 0,
+			    &tok, &nr, &region);
 	if (ret)
 		return ret;
 	for (i = 0; i < st->count && !ret; i++) {
@@ -689,9 +730,11 @@ static void krdma_test_work(struct work_struct *work)
 	if ((st->ops & KRDMA_TEST_SEND) && !ret)
 		ret = st_send_test(st, seed);
 	if ((st->ops & KRDMA_TEST_WRITE) && !ret)
-		ret = st_one_sided(st, true, seed + 1000003);
+		ret = st_one_sided(st, true, false, seed + 1000003);
 	if ((st->ops & KRDMA_TEST_READ) && !ret)
-		ret = st_one_sided(st, false, seed + 2000003);
+		ret = st_one_sided(st, false, false, seed + 2000003);
+	if ((st->ops & KRDMA_TEST_IMM) && !ret)
+		ret = st_one_sided(st, true, true, seed + 3000017);
 	if ((st->ops & KRDMA_TEST_ATOMIC) && !ret)
 		ret = st_atomic_test(st);
 
@@ -721,6 +764,12 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 	    conn->kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE) {
 		pr_warn("%s: device %s has no atomics\n", conn->name,
 			conn->kdev->name);
+		return -EOPNOTSUPP;
+	}
+	if ((ops & KRDMA_TEST_IMM) &&
+	    rdma_protocol_iwarp(conn->kdev->ibdev, conn->port)) {
+		pr_warn("%s: device %s has no immediate data (iWARP)\n",
+			conn->name, conn->kdev->name);
 		return -EOPNOTSUPP;
 	}
 	mutex_lock(&st->lock);

@@ -109,6 +109,12 @@ struct krdma_req {
 	void	*priv;
 };
 
+/* What krdma_recv_ex() received besides the bytes. */
+struct krdma_recv_info {
+	bool	imm_valid;	/* a krdma_write_imm() notice, no bytes */
+	u32	imm;
+};
+
 /* Connections */
 struct krdma_conn *krdma_connect(const struct sockaddr *dst,
 				 const struct sockaddr *src,
@@ -128,6 +134,8 @@ int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		     struct krdma_req *req, bool nowait);
 int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout);
+int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
+		  struct krdma_recv_info *info, long timeout);
 
 /* Memory exposure */
 struct krdma_mr *krdma_reg_buf(struct krdma_conn *conn, void *buf,
@@ -143,6 +151,9 @@ int krdma_write(struct krdma_conn *conn, struct scatterlist *sg, int nents,
 		const struct krdma_token *token, u64 offset, long timeout);
 int krdma_read(struct krdma_conn *conn, struct scatterlist *sg, int nents,
 	       const struct krdma_token *token, u64 offset, long timeout);
+int krdma_write_imm(struct krdma_conn *conn, struct scatterlist *sg,
+		    int nents, const struct krdma_token *token, u64 offset,
+		    u32 imm, long timeout);
 int krdma_rdma_async(struct krdma_conn *conn, bool write,
 		     struct scatterlist *sg, int nents,
 		     const struct krdma_token *token, u64 offset,

@@ -42,9 +42,16 @@ done
 run_test op=write,read size=3M count=1
 run_test op=write,read size=200001 sge=7 count=2
 run_test op=send size=4096 count=2000
-[ "$DEV" = rxe ] && run_test op=atomic count=20
-if [ "$DEV" = siw ]; then
+if [ "$DEV" = rxe ]; then
+	run_test op=atomic count=20
+	# RDMA WRITE with immediate: B checks the data when the notice comes.
+	run_test op=imm size=1 count=2
+	run_test op=imm size=64K count=3
+	run_test op=imm size=3M count=1
+else
+	# iWARP has neither atomics nor immediate data.
 	expect_ctl_err EOPNOTSUPP test name=c1 op=atomic
+	expect_ctl_err EOPNOTSUPP test name=c1 op=imm
 fi
 [ "$(cat $c/errors)" = 0 ] || fail "errors counted: $(cat $c/errors)"
 barrier tested
