@@ -39,8 +39,10 @@
  *  - a peer refusing a one-sided access (bad key, missing right) sends an
  *    iWARP TERMINATE and drops the connection: there is no per-operation
  *    remote access error.  A WRITE, complete at the initiator once sent,
- *    may return 0; a READ is flushed with -ECONNRESET; afterwards
- *    krdma_conn_error() is non-zero.  On RoCE both fail with -EACCES;
+ *    may return 0, or -EIO if it was still being sent (siw completes it
+ *    with a local QP operation error); a READ is flushed with
+ *    -ECONNRESET; afterwards krdma_conn_error() is non-zero.  On RoCE
+ *    both fail with -EACCES;
  *  - siw has no atomics: krdma_atomic_*() and registrations with the
  *    atomic right fail with -EOPNOTSUPP.
  */
@@ -1516,17 +1518,18 @@ static void at_denied(struct at_test *t, enum at_denied how)
 		op_ret = krdma_read(c, l.sg, 1, &tok, 0, AT_TIMEOUT);
 	/*
 	 * RoCE: the work completion says remote access error (-EACCES).
-	 * iWARP: the peer sends a TERMINATE and drops the connection; a
-	 * WRITE may have completed (0) when it was sent, a READ is flushed
-	 * with the connection's error (-ECONNRESET).
+	 * iWARP: the peer sends a TERMINATE and drops the connection.  A
+	 * WRITE fully sent by then has completed (0); one still being sent
+	 * completes with a local QP operation error (siw: -EIO); a READ, or
+	 * anything queued, is flushed (-ECONNRESET).
 	 */
 	if (at_iwarp) {
-		if (op_ret != -EACCES && op_ret != -ECONNRESET &&
+		if (op_ret != -EIO && op_ret != -ECONNRESET &&
 		    !(write && op_ret == 0)) {
 			at_fail(t, "%s with the denied token: got %d, expected %s",
 				write ? "write" : "read", op_ret,
-				write ? "-EACCES, -ECONNRESET or 0" :
-					"-EACCES or -ECONNRESET");
+				write ? "0, -EIO or -ECONNRESET" :
+					"-EIO or -ECONNRESET");
 			goto out_local;
 		}
 	} else if (!at_expect(t, op_ret, -EACCES, "%s with the denied token",
@@ -1539,9 +1542,9 @@ static void at_denied(struct at_test *t, enum at_denied how)
 			write ? "write" : "read", op_ret);
 		goto out_local;
 	}
-	if (at_iwarp ? err != -EACCES && err != -ECONNRESET : err != -EACCES) {
-		at_fail(t, "krdma_conn_error: got %d, expected -EACCES%s", err,
-			at_iwarp ? " or -ECONNRESET" : "");
+	if (at_iwarp ? err != -EIO && err != -ECONNRESET : err != -EACCES) {
+		at_fail(t, "krdma_conn_error: got %d, expected %s", err,
+			at_iwarp ? "-EIO or -ECONNRESET" : "-EACCES");
 		goto out_local;
 	}
 	/* Nothing more goes through, with the connection's error. */
