@@ -403,9 +403,11 @@ static int krdma_rdma_sync(struct krdma_conn *conn, bool write,
  * On iWARP (siw) a WRITE completes once it is sent, and a peer that refuses
  * an access (bad key, missing right) sends a TERMINATE and drops the
  * connection rather than failing the operation: a refused WRITE may return
- * 0 without the data being placed, a refused READ fails with -ECONNRESET,
- * and the connection fails either way.  A later READ on the connection, or
- * a reply from the peer, comes back only if the WRITE was placed.
+ * 0 without the data being placed, or -EIO if it was still being sent
+ * (siw completes it with a local QP operation error); a refused READ fails
+ * with -ECONNRESET; the connection fails either way.  A later READ on the
+ * connection, or a reply from the peer, comes back only if the WRITE was
+ * placed.
  *
  * Return: 0 once the data is placed at the peer (iWARP: once sent), else
  * -EINVAL, -ERANGE, -EACCES (the peer refused the key or the right; RoCE),
