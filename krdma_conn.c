@@ -271,10 +271,15 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 		complete_all(&conn->cm_done);
 	}
 
-	if (conn->qp && conn->established) {
+	if (conn->qp && conn->established)
 		rdma_disconnect(conn->cm_id);
+	/*
+	 * Drain before the handshake is done too: receives are posted from
+	 * the start, and their flushes land in a shared (pooled) CQ after
+	 * the QP and the buffers are gone.
+	 */
+	if (conn->qp)
 		ib_drain_qp(conn->qp);
-	}
 	krdma_conn_release_mrs(conn);
 	krdma_conn_destroy_qp(conn);
 	if (conn->cm_id) {
@@ -568,6 +573,9 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 			ret = -ECONNREFUSED;
 		}
 		krdma_connect_done(conn, ret);
+		/* A passive side the peer gave up on: nobody will take it. */
+		if (conn->orphan)
+			krdma_conn_schedule_teardown(conn, ret);
 		break;
 	}
 	case RDMA_CM_EVENT_ADDR_ERROR:
@@ -695,6 +703,8 @@ static int krdma_connect_request(struct krdma_listener *l,
 
 free_conn:
 	/* The core destroys the child id when we return non-zero. */
+	if (conn->qp)
+		ib_drain_qp(conn->qp);
 	krdma_conn_destroy_qp(conn);
 	conn->cm_id = NULL;
 	conn->torn_down = true;
@@ -794,7 +804,7 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 	}
 
 	left = wait_for_completion_killable_timeout(&conn->cm_done,
-			msecs_to_jiffies(opts.timeout_ms));
+						    msecs_to_jiffies(opts.timeout_ms));
 	if (left < 0) {
 		ret = left;
 		goto fail;
@@ -963,8 +973,9 @@ struct krdma_conn *krdma_accept(struct krdma_listener *l, long timeout)
 	long left;
 
 	left = wait_event_interruptible_timeout(l->wq,
-			!list_empty_careful(&l->accept_q) ||
-			READ_ONCE(l->closed) || READ_ONCE(l->error), timeout);
+						!list_empty_careful(&l->accept_q) ||
+						READ_ONCE(l->closed) ||
+						READ_ONCE(l->error), timeout);
 	if (left < 0)
 		return ERR_PTR(left);
 	spin_lock_bh(&l->lock);
