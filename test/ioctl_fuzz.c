@@ -770,6 +770,25 @@ static int run_errors(void)
 		   "IPv6 connection has IPv6 addresses");
 	}
 
+	/*
+	 * Connections given up half way (a timeout shorter than the
+	 * handshake): the passive sides the peer abandoned must not stay.
+	 */
+	{
+		struct krdma_ioc_connect cq = { .dst = addr_port(0) };
+		int t, fails = 0, e2;
+
+		l = listen_on(fd, 0);
+		for (t = 1; t <= 30; t++) {
+			cq.timeout_ms = t;
+			e2 = io(fd, KRDMA_IOC_CONNECT, &cq);
+			if (e2 && e2 != ETIMEDOUT)
+				fails++;
+		}
+		ok(!fails, "CONNECT with 1..30 ms timeouts: only ETIMEDOUT failures");
+		expect(close_h(fd, KRDMA_IOC_CLOSE, l), 0, "CLOSE their listener");
+	}
+
 	/* A session closed with everything still open in it. */
 	l = listen_on(fd2, 0);
 	c = connect_to(fd2, 0);
