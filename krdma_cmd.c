@@ -173,10 +173,19 @@ static bool krdma_name_ok(const char *s)
 	return true;
 }
 
-#define ERR(fmt, ...) do {					\
-	snprintf(err, errlen, fmt, ##__VA_ARGS__);		\
-	return -EINVAL;						\
-} while (0)
+/* Say which word is wrong; the caller returns -EINVAL. */
+static __printf(3, 4) int krdma_cmd_err(char *err, size_t errlen,
+					const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+#define ERR(fmt, ...) krdma_cmd_err(err, errlen, fmt, ##__VA_ARGS__)
 
 static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 			   char *err, size_t errlen)
@@ -187,22 +196,22 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	switch (k) {
 	case K_NAME:
 		if (!krdma_name_ok(v))
-			ERR("bad name '%s' (1-%d of A-Za-z0-9_-.)", v,
+			return ERR("bad name '%s' (1-%d of A-Za-z0-9_-.)", v,
 			    KRDMA_NAME_MAX - 1);
 		strscpy(cmd->name, v, sizeof(cmd->name));
 		return 0;
 	case K_ADDR:
 		if (krdma_parse_addr(v, &cmd->addr))
-			ERR("bad address '%s' (IP:PORT or [IPv6]:PORT)", v);
+			return ERR("bad address '%s' (IP:PORT or [IPv6]:PORT)", v);
 		return 0;
 	case K_SRC:
 		if (krdma_parse_addr(v, &cmd->src))
-			ERR("bad source address '%s'", v);
+			return ERR("bad source address '%s'", v);
 		cmd->has_src = true;
 		return 0;
 	case K_OP:
 		if (krdma_parse_ops(v, &cmd->test_ops))
-			ERR("bad op '%s' (send,write,read,atomic,imm or all)", v);
+			return ERR("bad op '%s' (send,write,read,atomic,imm or all)", v);
 		return 0;
 	case K_DEPTH:
 	case K_MSG:
@@ -216,7 +225,7 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 
 		ret = krdma_parse_size(v, &val);
 		if (ret)
-			ERR("bad number '%s=%s'", krdma_keys[k], v);
+			return ERR("bad number '%s=%s'", krdma_keys[k], v);
 		switch (k) {
 		case K_DEPTH:
 			lim = KRDMA_MAX_DEPTH;
@@ -252,14 +261,14 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 			break;
 		}
 		if (val > lim)
-			ERR("%s=%u out of range (at most %u)", krdma_keys[k],
+			return ERR("%s=%u out of range (at most %u)", krdma_keys[k],
 			    val, lim);
 		if (!val && k != K_HELLO && k != K_TOS && k != K_SIZE)
-			ERR("%s must not be 0", krdma_keys[k]);
+			return ERR("%s must not be 0", krdma_keys[k]);
 		return 0;
 	}
 	default:
-		ERR("internal error");
+		return ERR("internal error");
 	}
 }
 
@@ -302,12 +311,12 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 		w = strsep(&p, " \t");
 	} while (w && !*w);
 	if (!w)
-		ERR("empty command");
+		return ERR("empty command");
 	for (i = 0; i < ARRAY_SIZE(krdma_verbs); i++)
 		if (!strcmp(w, krdma_verbs[i].verb))
 			verb = &krdma_verbs[i];
 	if (!verb)
-		ERR("unknown command '%s'", w);
+		return ERR("unknown command '%s'", w);
 	cmd->op = verb->op;
 
 	while ((w = strsep(&p, " \t"))) {
@@ -315,33 +324,33 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 			continue;
 		v = strchr(w, '=');
 		if (!v)
-			ERR("'%s' is not key=value", w);
+			return ERR("'%s' is not key=value", w);
 		*v++ = '\0';
 		k = match_string(krdma_keys, K_NR, w);
 		if (k < 0 || !(verb->allowed & B(k)))
-			ERR("unknown word '%s' for %s", w, verb->verb);
+			return ERR("unknown word '%s' for %s", w, verb->verb);
 		if (seen & B(k))
-			ERR("'%s' given twice", w);
+			return ERR("'%s' given twice", w);
 		seen |= B(k);
 		if (!*v)
-			ERR("'%s=' needs a value", w);
+			return ERR("'%s=' needs a value", w);
 		ret = krdma_cmd_value(cmd, k, v, err, errlen);
 		if (ret)
 			return ret;
 	}
 	for (k = 0; k < K_NR; k++)
 		if ((verb->required & B(k)) && !(seen & B(k)))
-			ERR("%s needs %s=", verb->verb, krdma_keys[k]);
+			return ERR("%s needs %s=", verb->verb, krdma_keys[k]);
 
 	if (cmd->op == KRDMA_CMD_CONNECT) {
 		if (!((struct sockaddr_in *)&cmd->addr)->sin_port)
-			ERR("connect needs a port in addr=");
+			return ERR("connect needs a port in addr=");
 		if (cmd->has_src && cmd->src.ss_family != cmd->addr.ss_family)
-			ERR("src= and addr= are of different families");
+			return ERR("src= and addr= are of different families");
 	}
 	if (cmd->op == KRDMA_CMD_LISTEN &&
 	    !((struct sockaddr_in *)&cmd->addr)->sin_port)
-		ERR("listen needs a port in addr=");
+		return ERR("listen needs a port in addr=");
 	if (cmd->op == KRDMA_CMD_TEST) {
 		if (!cmd->test_ops)
 			cmd->test_ops = KRDMA_TEST_ALL;

@@ -136,7 +136,7 @@ struct krdma_conn {
 	struct completion	cm_done;
 	int			cm_status;
 
-	struct mutex		teardown_mutex;
+	struct mutex		teardown_mutex;	/* teardown runs once */
 	bool			torn_down;
 	struct work_struct	teardown_work;
 
@@ -189,8 +189,8 @@ struct krdma_listener {
 	struct krdma_conn_opts	opts;
 	struct sockaddr_storage	addr;
 	bool			sysfs_owned;
-	struct mutex		close_mutex;
-	spinlock_t		lock;
+	struct mutex		close_mutex;	/* cm_id vs. device removal */
+	spinlock_t		lock;		/* accept_q and counters */
 	struct list_head	accept_q;
 	wait_queue_head_t	wq;
 	bool			closed;

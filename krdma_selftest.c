@@ -65,7 +65,7 @@ struct krdma_selftest {
 	u32			ops, size, count, sge;
 	/* results, read through sysfs; counters under stat_lock */
 	char			status[96];
-	spinlock_t		stat_lock;
+	spinlock_t		stat_lock;	/* taken in softirq too */
 	atomic_t		send_inflight;
 	int			send_err;
 	u64			done_ops;

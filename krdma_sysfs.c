@@ -248,28 +248,36 @@ static ssize_t conn_credits_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", c);
 }
 
-#define KRDMA_CONN_STAT(_name)						\
+static ssize_t krdma_stat_show(struct kobject *kobj, char *buf, size_t off)
+{
+	atomic64_t *v = (void *)&to_conn(kobj)->stats + off;
+
+	return sysfs_emit(buf, "%lld\n", atomic64_read(v));
+}
+
+#define KRDMA_CONN_STAT(_name, _off)					\
 static ssize_t conn_##_name##_show(struct kobject *kobj,		\
 				   struct kobj_attribute *attr, char *buf) \
 {									\
-	return sysfs_emit(buf, "%lld\n",				\
-			  atomic64_read(&to_conn(kobj)->stats._name));	\
+	return krdma_stat_show(kobj, buf, _off);			\
 }									\
 static struct kobj_attribute conn_attr_##_name =			\
 	__ATTR(_name, 0444, conn_##_name##_show, NULL)
 
-KRDMA_CONN_STAT(send_ops);
-KRDMA_CONN_STAT(send_bytes);
-KRDMA_CONN_STAT(recv_ops);
-KRDMA_CONN_STAT(recv_bytes);
-KRDMA_CONN_STAT(write_ops);
-KRDMA_CONN_STAT(write_bytes);
-KRDMA_CONN_STAT(read_ops);
-KRDMA_CONN_STAT(read_bytes);
-KRDMA_CONN_STAT(atomic_ops);
-KRDMA_CONN_STAT(credit_msgs);
-KRDMA_CONN_STAT(credit_waits);
-KRDMA_CONN_STAT(errors);
+#define KRDMA_STAT_OFF(f) offsetof(struct krdma_stats, f)
+
+KRDMA_CONN_STAT(send_ops, KRDMA_STAT_OFF(send_ops));
+KRDMA_CONN_STAT(send_bytes, KRDMA_STAT_OFF(send_bytes));
+KRDMA_CONN_STAT(recv_ops, KRDMA_STAT_OFF(recv_ops));
+KRDMA_CONN_STAT(recv_bytes, KRDMA_STAT_OFF(recv_bytes));
+KRDMA_CONN_STAT(write_ops, KRDMA_STAT_OFF(write_ops));
+KRDMA_CONN_STAT(write_bytes, KRDMA_STAT_OFF(write_bytes));
+KRDMA_CONN_STAT(read_ops, KRDMA_STAT_OFF(read_ops));
+KRDMA_CONN_STAT(read_bytes, KRDMA_STAT_OFF(read_bytes));
+KRDMA_CONN_STAT(atomic_ops, KRDMA_STAT_OFF(atomic_ops));
+KRDMA_CONN_STAT(credit_msgs, KRDMA_STAT_OFF(credit_msgs));
+KRDMA_CONN_STAT(credit_waits, KRDMA_STAT_OFF(credit_waits));
+KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
 
 #define KRDMA_CONN_TEST(_name, _what)					\
 static ssize_t conn_##_name##_show(struct kobject *kobj,		\
@@ -414,12 +422,18 @@ static ssize_t lis_max_msg_size_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", to_listener(kobj)->opts.max_msg_size);
 }
 
-static struct kobj_attribute lis_attr_addr = __ATTR(addr, 0444, lis_addr_show, NULL);
-static struct kobj_attribute lis_attr_state = __ATTR(state, 0444, lis_state_show, NULL);
-static struct kobj_attribute lis_attr_accepted = __ATTR(accepted, 0444, lis_accepted_show, NULL);
-static struct kobj_attribute lis_attr_rejected = __ATTR(rejected, 0444, lis_rejected_show, NULL);
-static struct kobj_attribute lis_attr_queue_depth = __ATTR(queue_depth, 0444, lis_queue_depth_show, NULL);
-static struct kobj_attribute lis_attr_max_msg_size = __ATTR(max_msg_size, 0444, lis_max_msg_size_show, NULL);
+static struct kobj_attribute lis_attr_addr =
+	__ATTR(addr, 0444, lis_addr_show, NULL);
+static struct kobj_attribute lis_attr_state =
+	__ATTR(state, 0444, lis_state_show, NULL);
+static struct kobj_attribute lis_attr_accepted =
+	__ATTR(accepted, 0444, lis_accepted_show, NULL);
+static struct kobj_attribute lis_attr_rejected =
+	__ATTR(rejected, 0444, lis_rejected_show, NULL);
+static struct kobj_attribute lis_attr_queue_depth =
+	__ATTR(queue_depth, 0444, lis_queue_depth_show, NULL);
+static struct kobj_attribute lis_attr_max_msg_size =
+	__ATTR(max_msg_size, 0444, lis_max_msg_size_show, NULL);
 
 static struct attribute *krdma_lis_attrs[] = {
 	&lis_attr_addr.attr,
@@ -596,7 +610,9 @@ out:
 static ssize_t control_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
 {
-	return sysfs_emit(buf, "%s", krdma_cmd_usage);
+	/* The grammar is several lines; the format supplies the last newline. */
+	return sysfs_emit(buf, "%.*s\n", (int)strlen(krdma_cmd_usage) - 1,
+			  krdma_cmd_usage);
 }
 
 /*
