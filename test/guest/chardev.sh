@@ -85,7 +85,7 @@ log "[$SECONDS s] the device node and the CLI's basics"
 expect_eq "$(stat -c %a /dev/krdma)" 600 "mode of /dev/krdma"
 "$ctl" version || fail "krdmactl version"
 "$ctl" --json version >"$tmp/v.json" || fail "version --json"
-for c in listen connect send recv serve client write read stat test bench version; do
+for c in serve client stat test; do	# (each exec is slow under TCG)
 	"$ctl" "$c" --help | grep -q "^usage: krdmactl .*$c" || fail "$c --help"
 done
 "$ctl" bench 2>"$tmp/err"
