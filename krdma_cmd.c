@@ -296,14 +296,14 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 	if (len && buf[len - 1] == '\n')
 		len--;
 	if (!len)
-		ERR("empty command");
+		return ERR("empty command");
 	if (len >= sizeof(line))
-		ERR("command longer than %zu bytes", sizeof(line) - 1);
+		return ERR("command longer than %zu bytes", sizeof(line) - 1);
 	memcpy(line, buf, len);
 	line[len] = '\0';
 	for (i = 0; i < len; i++)
 		if (!isprint(line[i]) && line[i] != '\t')
-			ERR("non-printable byte 0x%02x at %zu",
+			return ERR("non-printable byte 0x%02x at %zu",
 			    (unsigned char)line[i], i);
 
 	p = line;
@@ -361,10 +361,10 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 		if (!cmd->sge)
 			cmd->sge = 1;
 		if (cmd->sge > 1 && cmd->size < cmd->sge)
-			ERR("sge=%u needs size of at least %u", cmd->sge,
+			return ERR("sge=%u needs size of at least %u", cmd->sge,
 			    cmd->sge);
 		if (!cmd->size && cmd->test_ops != KRDMA_TEST_SEND)
-			ERR("size=0 works only with op=send");
+			return ERR("size=0 works only with op=send");
 	}
 	return 0;
 }
