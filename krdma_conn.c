@@ -271,6 +271,23 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 		complete_all(&conn->cm_done);
 	}
 
+	/*
+	 * iWARP (siw): rdma_disconnect() takes the QP to CLOSING, which
+	 * flushes nothing while no WQE is in progress, and the move to ERROR
+	 * in ib_drain_qp() then flushes the SQ only if one is: WQEs still
+	 * queued are flushed later by siw's CM work, after its drain WR
+	 * completed at once.  So ib_drain_qp() returned with one-sided chunks
+	 * and sends outstanding, their callbacks never ran before
+	 * krdma_close() returned, and rdma_rw's MRs were still in use when
+	 * the QP was destroyed (WARN in ib_destroy_qp_user).  From RTS, ERROR
+	 * flushes the whole SQ at once: go there first.
+	 */
+	if (conn->qp && conn->established &&
+	    rdma_protocol_iwarp(conn->kdev->ibdev, conn->port)) {
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+		ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+	}
 	if (conn->qp && conn->established)
 		rdma_disconnect(conn->cm_id);
 	/*
