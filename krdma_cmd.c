@@ -161,11 +161,12 @@ static int krdma_parse_ops(char *s, u32 *ops)
 	return *ops ? 0 : -EINVAL;
 }
 
+/* A name becomes a sysfs directory: never "." or "..". */
 static bool krdma_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (!n || n >= KRDMA_NAME_MAX)
+	if (!n || n >= KRDMA_NAME_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
 		return false;
 	for (; *s; s++)
 		if (!isalnum(*s) && *s != '_' && *s != '-' && *s != '.')
@@ -301,8 +302,9 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 		return ERR("command longer than %zu bytes", sizeof(line) - 1);
 	memcpy(line, buf, len);
 	line[len] = '\0';
+	/* Printable ASCII and tabs; the kernel's isprint() passes Latin-1. */
 	for (i = 0; i < len; i++)
-		if (!isprint(line[i]) && line[i] != '\t')
+		if (!isascii(line[i]) || (!isprint(line[i]) && line[i] != '\t'))
 			return ERR("non-printable byte 0x%02x at %zu",
 			    (unsigned char)line[i], i);
 
