@@ -1044,6 +1044,19 @@ void krdma_listener_close(struct krdma_listener *l)
 	wake_up_all(&l->wq);
 	krdma_listener_free_id(l, 0);
 
+	/*
+	 * Passive connections still in their handshake have nobody to take
+	 * them now; do not leave them to the CM's timeouts (tens of seconds
+	 * on RoCE when the active side gave up).
+	 */
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(conn, &krdma_conns, list) {
+		if (conn->listener == l && READ_ONCE(conn->orphan) &&
+		    READ_ONCE(conn->state) == KRDMA_CONN_CONNECTING)
+			krdma_conn_schedule_teardown(conn, -ECONNABORTED);
+	}
+	mutex_unlock(&krdma_lock);
+
 	for (;;) {
 		spin_lock_bh(&l->lock);
 		conn = list_first_entry_or_null(&l->accept_q,
