@@ -80,4 +80,18 @@ if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then
 		fi
 	fi
 fi
+
+# test/kunit: krdma's KUnit tests, only for a kernel built with KUnit (the
+# debug kernel); they #include the tested sources from the farm above.
+if grep -q '^CONFIG_KUNIT=y' "$config" 2>/dev/null; then
+	mkdir -p "$out/kunit"
+	ln -sf "$top/test/kunit/Kbuild" "$top/test/kunit/krdma_kunit.c" "$out/kunit/"
+	log=$out/kunit/build.log
+	if ! make -C "$kdir" M="$out/kunit" "$@" modules >"$log" 2>&1; then
+		cat "$log" >&2
+		echo "build: krdma_kunit failed for $rel" >&2
+		exit 1
+	fi
+	grep -E 'warning:|error:' "$log" >&2 || true
+fi
 echo "$out"

@@ -1,0 +1,1471 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests of krdma's pure logic, no RDMA device needed:
+ *   krdma_cmd    the control-file command parser (krdma_cmd.c)
+ *   krdma_proto  handshake, reject and message header codecs, test pattern
+ *                (krdma_proto.c)
+ *   krdma_plan   splitting a transfer into rdma_rw chunks (krdma_plan.c)
+ *
+ * The tested files are compiled into this module (included below), so the
+ * module stands alone: krdma.ko need not be loaded.  Inputs are copied into
+ * buffers of their exact size, so that KASAN reports any read past them.
+ */
+#include <kunit/test.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <net/ipv6.h>
+
+#include "krdma_cmd.c"
+#include "krdma_proto.c"
+#include "krdma_plan.c"
+
+/* ------------------------------------------------------------------ */
+/* krdma_cmd: the control-file parser                                  */
+/* ------------------------------------------------------------------ */
+
+#define ERRLEN 128
+
+struct cmd_ctx {
+	struct krdma_cmd cmd;
+	char err[ERRLEN];
+};
+
+/* Parse @len bytes of @s from a buffer of exactly that size. */
+static int parse_n(struct kunit *test, const char *s, size_t len)
+{
+	struct cmd_ctx *c = test->priv;
+	char *buf = kunit_kmalloc(test, len ?: 1, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memcpy(buf, s, len);
+	return krdma_cmd_parse(buf, len, &c->cmd, c->err, sizeof(c->err));
+}
+
+static int parse(struct kunit *test, const char *s)
+{
+	return parse_n(test, s, strlen(s));
+}
+
+#define CMD(test)	(&((struct cmd_ctx *)(test)->priv)->cmd)
+#define ERRMSG(test)	(((struct cmd_ctx *)(test)->priv)->err)
+
+static void expect_ok(struct kunit *test, const char *s)
+{
+	KUNIT_EXPECT_EQ_MSG(test, parse(test, s), 0, "'%s': %s", s, ERRMSG(test));
+	KUNIT_EXPECT_STREQ(test, ERRMSG(test), "");
+}
+
+/* @s is refused with -EINVAL and the message contains @why. */
+static void expect_bad(struct kunit *test, const char *s, const char *why)
+{
+	KUNIT_EXPECT_EQ_MSG(test, parse(test, s), -EINVAL, "'%s' was accepted", s);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(ERRMSG(test), why),
+				  "'%s': message '%s' lacks '%s'", s, ERRMSG(test), why);
+}
+
+static int cmd_init(struct kunit *test)
+{
+	test->priv = kunit_kzalloc(test, sizeof(struct cmd_ctx), GFP_KERNEL);
+	return test->priv ? 0 : -ENOMEM;
+}
+
+static const struct sockaddr_in *in4(const struct sockaddr_storage *ss)
+{
+	return (const struct sockaddr_in *)ss;
+}
+
+static const struct sockaddr_in6 *in6(const struct sockaddr_storage *ss)
+{
+	return (const struct sockaddr_in6 *)ss;
+}
+
+static void cmd_listen_ok(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "listen name=l1 addr=10.1.2.3:7000\n");
+	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_LISTEN);
+	KUNIT_EXPECT_STREQ(test, cmd->name, "l1");
+	KUNIT_EXPECT_EQ(test, cmd->addr.ss_family, AF_INET);
+	KUNIT_EXPECT_EQ(test, ntohs(in4(&cmd->addr)->sin_port), 7000);
+	KUNIT_EXPECT_EQ(test, ntohl(in4(&cmd->addr)->sin_addr.s_addr), 0x0a010203u);
+	KUNIT_EXPECT_EQ(test, cmd->depth, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->msg, 0u);
+	KUNIT_EXPECT_FALSE(test, cmd->has_src);
+
+	expect_ok(test, "listen name=l2 addr=0.0.0.0:1 depth=32 msg=64K");
+	KUNIT_EXPECT_EQ(test, cmd->depth, 32u);
+	KUNIT_EXPECT_EQ(test, cmd->msg, 65536u);
+	KUNIT_EXPECT_EQ(test, ntohl(in4(&cmd->addr)->sin_addr.s_addr), 0u);
+}
+
+static void cmd_unlisten_disconnect_ok(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "unlisten name=l1");
+	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_UNLISTEN);
+	KUNIT_EXPECT_STREQ(test, cmd->name, "l1");
+	expect_ok(test, "disconnect name=l1.0\n");
+	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_DISCONNECT);
+	KUNIT_EXPECT_STREQ(test, cmd->name, "l1.0");
+	/* Only name= belongs to these verbs. */
+	expect_bad(test, "unlisten name=l1 addr=1.2.3.4:5", "unknown word 'addr'");
+	expect_bad(test, "disconnect name=c1 depth=3", "unknown word 'depth'");
+	expect_bad(test, "disconnect", "disconnect needs name=");
+	expect_bad(test, "unlisten", "unlisten needs name=");
+}
+
+static void cmd_connect_all_keys(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "connect name=c1 addr=192.0.2.1:7 src=192.0.2.9 depth=1024 msg=1M");
+	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_CONNECT);
+	KUNIT_EXPECT_EQ(test, ntohl(in4(&cmd->addr)->sin_addr.s_addr), 0xc0000201u);
+	KUNIT_EXPECT_EQ(test, ntohs(in4(&cmd->addr)->sin_port), 7);
+	KUNIT_EXPECT_TRUE(test, cmd->has_src);
+	KUNIT_EXPECT_EQ(test, cmd->src.ss_family, AF_INET);
+	KUNIT_EXPECT_EQ(test, ntohl(in4(&cmd->src)->sin_addr.s_addr), 0xc0000209u);
+	KUNIT_EXPECT_EQ(test, cmd->depth, 1024u);
+	KUNIT_EXPECT_EQ(test, cmd->msg, 1024u * 1024);
+	expect_ok(test, "connect name=c1 addr=192.0.2.1:7 timeout_ms=600000 tos=255 hello=4");
+	KUNIT_EXPECT_EQ(test, cmd->timeout_ms, 600000u);
+	KUNIT_EXPECT_EQ(test, cmd->tos, 255u);
+	KUNIT_EXPECT_EQ(test, cmd->hello, 4u);
+	/* Listener-only and test-only words are not connect's. */
+	expect_bad(test, "connect name=c1 addr=1.2.3.4:5 size=1", "unknown word 'size'");
+	expect_bad(test, "listen name=l1 addr=1.2.3.4:5 src=1.2.3.4", "unknown word 'src'");
+	expect_bad(test, "listen name=l1 addr=1.2.3.4:5 hello=1", "unknown word 'hello'");
+}
+
+/* Every parse starts from a zeroed command: nothing leaks from the last one. */
+static void cmd_no_leftovers(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "connect name=c1 addr=1.2.3.4:5 src=1.2.3.5 depth=9 tos=3");
+	expect_ok(test, "connect name=c2 addr=1.2.3.4:5");
+	KUNIT_EXPECT_FALSE(test, cmd->has_src);
+	KUNIT_EXPECT_EQ(test, cmd->src.ss_family, 0);
+	KUNIT_EXPECT_EQ(test, cmd->depth, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->tos, 0u);
+	/* A failed parse leaves no half-filled command that looks valid. */
+	expect_bad(test, "connect name=c3 addr=1.2.3.4:5 depth=x", "bad number");
+	expect_ok(test, "unlisten name=u");
+	KUNIT_EXPECT_EQ(test, cmd->addr.ss_family, 0);
+}
+
+static void cmd_test_defaults(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "test name=c1");
+	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_TEST);
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_ALL);
+	KUNIT_EXPECT_EQ(test, cmd->test_ops & KRDMA_TEST_ATOMIC, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->size, 4096u);
+	KUNIT_EXPECT_EQ(test, cmd->count, 1u);
+	KUNIT_EXPECT_EQ(test, cmd->sge, 1u);
+
+	expect_ok(test, "test name=c1 op=write size=1 count=1000000 sge=1");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_WRITE);
+	KUNIT_EXPECT_EQ(test, cmd->size, 1u);
+	KUNIT_EXPECT_EQ(test, cmd->count, 1000000u);
+}
+
+static void cmd_test_ops(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "test name=c op=send,read");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)(KRDMA_TEST_SEND | KRDMA_TEST_READ));
+	expect_ok(test, "test name=c op=atomic");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_ATOMIC);
+	expect_ok(test, "test name=c op=all");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_ALL);
+	expect_ok(test, "test name=c op=send,write,read,atomic");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)(KRDMA_TEST_ALL | KRDMA_TEST_ATOMIC));
+
+	expect_bad(test, "test name=c op=frob", "bad op 'frob'");
+	expect_bad(test, "test name=c op=send,frob", "bad op");
+	expect_bad(test, "test name=c op=send,,write", "bad op");
+	expect_bad(test, "test name=c op=send,", "bad op");
+	expect_bad(test, "test name=c op=,", "bad op");
+	expect_bad(test, "test name=c op=SEND", "bad op");
+	expect_bad(test, "test name=c op=all,send", "bad op");
+	expect_bad(test, "test name=c op=", "'op=' needs a value");
+}
+
+static void cmd_test_size_sge_rules(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "test name=c op=send size=0");
+	KUNIT_EXPECT_EQ(test, cmd->size, 0u);
+	expect_bad(test, "test name=c size=0", "size=0 works only with op=send");
+	expect_bad(test, "test name=c op=write size=0", "size=0 works only with op=send");
+	expect_bad(test, "test name=c op=send,read size=0", "size=0 works only");
+
+	expect_ok(test, "test name=c size=4 sge=4");
+	KUNIT_EXPECT_EQ(test, cmd->sge, 4u);
+	expect_bad(test, "test name=c size=3 sge=4", "sge=4 needs size of at least 4");
+	expect_ok(test, "test name=c size=64 sge=64");
+	expect_bad(test, "test name=c sge=65", "sge=65 out of range");
+	expect_bad(test, "test name=c sge=0", "sge must not be 0");
+	expect_bad(test, "test name=c count=0", "count must not be 0");
+	expect_bad(test, "test name=c count=1000001", "out of range");
+	expect_ok(test, "test name=c size=64M");
+	KUNIT_EXPECT_EQ(test, cmd->size, 64u << 20);
+	expect_ok(test, "test name=c size=65536K");
+	expect_bad(test, "test name=c size=65537K", "size=67109888 out of range");
+	expect_bad(test, "test name=c size=67108865", "out of range");
+}
+
+static void cmd_unknown_verb(struct kunit *test)
+{
+	expect_bad(test, "frobnicate name=x", "unknown command 'frobnicate'");
+	expect_bad(test, "LISTEN name=x addr=1.2.3.4:5", "unknown command 'LISTEN'");
+	expect_bad(test, "listen2 name=x addr=1.2.3.4:5", "unknown command");
+	expect_bad(test, "liste name=x addr=1.2.3.4:5", "unknown command");
+	expect_bad(test, "name=x listen", "unknown command 'name=x'");
+	expect_bad(test, "", "empty command");
+	expect_bad(test, "\n", "empty command");
+	expect_bad(test, "   \t ", "empty command");
+	KUNIT_EXPECT_EQ(test, parse_n(test, "", 0), -EINVAL);
+}
+
+static void cmd_unknown_word(struct kunit *test)
+{
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 colour=red",
+		   "unknown word 'colour' for listen");
+	expect_bad(test, "test name=c1 NAME=c2", "unknown word 'NAME'");
+	expect_bad(test, "test name=c1 =x", "unknown word ''");
+	expect_bad(test, "test name=c1 sizes=4", "unknown word 'sizes'");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 depth", "'depth' is not key=value");
+	expect_bad(test, "listen name=x addr", "'addr' is not key=value");
+	expect_bad(test, "listen name=x addr=", "'addr=' needs a value");
+	expect_bad(test, "listen name= addr=1.2.3.4:5", "'name=' needs a value");
+}
+
+static void cmd_duplicate_key(struct kunit *test)
+{
+	expect_bad(test, "listen name=x name=y addr=1.2.3.4:5", "'name' given twice");
+	/* The same value twice is still a mistake. */
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 addr=1.2.3.4:5", "'addr' given twice");
+	expect_bad(test, "connect name=x addr=1.2.3.4:5 depth=4 depth=4", "'depth' given twice");
+	expect_bad(test, "test name=c op=send op=read", "'op' given twice");
+	/* Even when the first value was empty (refused) or the second is bad. */
+	expect_bad(test, "test name=c count=1 count=", "'count' given twice");
+}
+
+static void cmd_missing_required(struct kunit *test)
+{
+	expect_bad(test, "listen name=x", "listen needs addr=");
+	expect_bad(test, "listen addr=1.2.3.4:5", "listen needs name=");
+	expect_bad(test, "connect addr=1.2.3.4:5", "connect needs name=");
+	expect_bad(test, "connect name=c", "connect needs addr=");
+	expect_bad(test, "test op=send", "test needs name=");
+	expect_bad(test, "listen", "listen needs name=");
+}
+
+static void cmd_bad_numbers(struct kunit *test)
+{
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 depth=lots", "bad number 'depth=lots'");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 depth=-1", "bad number");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 depth=1.5", "bad number");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 depth=0x10", "bad number");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 depth=1e3", "bad number");
+	/* Longer than any u32, also with leading zeros. */
+	expect_bad(test, "test name=c count=000000000000000001", "bad number");
+	expect_bad(test, "test name=c count=4294967296", "bad number");
+	expect_bad(test, "test name=c count=99999999999", "bad number");
+}
+
+static void cmd_whitespace(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "listen name=x addr=1.2.3.4:5 depth=16 ");
+	KUNIT_EXPECT_EQ(test, cmd->depth, 16u);
+	expect_ok(test, "  \tlisten \t name=x\taddr=1.2.3.4:5 \t");
+	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_LISTEN);
+	KUNIT_EXPECT_STREQ(test, cmd->name, "x");
+	/* One trailing newline is the echo's; a second is a stray control byte. */
+	expect_bad(test, "unlisten name=x\n\n", "non-printable byte 0x0a");
+	expect_bad(test, "unlisten name=x\r\n", "non-printable byte 0x0d");
+	expect_bad(test, "unlisten\vname=x", "non-printable byte 0x0b");
+}
+
+static void cmd_size_suffixes(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "listen name=x addr=1.2.3.4:5 msg=4K");
+	KUNIT_EXPECT_EQ(test, cmd->msg, 4096u);
+	expect_ok(test, "listen name=x addr=1.2.3.4:5 msg=4k");
+	KUNIT_EXPECT_EQ(test, cmd->msg, 4096u);
+	expect_ok(test, "listen name=x addr=1.2.3.4:5 msg=1M");
+	KUNIT_EXPECT_EQ(test, cmd->msg, 1048576u);
+	expect_ok(test, "listen name=x addr=1.2.3.4:5 msg=1m");
+	KUNIT_EXPECT_EQ(test, cmd->msg, 1048576u);
+	expect_ok(test, "listen name=x addr=1.2.3.4:5 msg=1024K");
+	KUNIT_EXPECT_EQ(test, cmd->msg, 1048576u);
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 msg=1025K", "msg=1049600 out of range");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 msg=2M", "out of range");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 msg=K", "bad number 'msg=K'");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 msg=M", "bad number");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 msg=1KK", "bad number");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 msg=1MK", "bad number");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 msg=1G", "bad number");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 msg=1KB", "bad number");
+	expect_bad(test, "listen name=x addr=1.2.3.4:5 msg=0K", "msg must not be 0");
+	/* The multiplication must not wrap: 4194304K and 4096M are 2^32. */
+	expect_bad(test, "test name=c size=4194304K", "bad number");
+	expect_bad(test, "test name=c size=4096M", "bad number");
+	expect_bad(test, "test name=c count=4294967295M", "bad number");
+	/* Just below the wrap it is a number, and too big. */
+	expect_bad(test, "test name=c size=4194303K", "out of range");
+}
+
+static void cmd_number_limits(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "connect name=c addr=1.2.3.4:5 depth=1");
+	KUNIT_EXPECT_EQ(test, cmd->depth, 1u);
+	expect_bad(test, "connect name=c addr=1.2.3.4:5 depth=1025",
+		   "depth=1025 out of range (at most 1024)");
+	expect_bad(test, "connect name=c addr=1.2.3.4:5 depth=0", "depth must not be 0");
+	expect_bad(test, "connect name=c addr=1.2.3.4:5 msg=0", "msg must not be 0");
+	expect_bad(test, "connect name=c addr=1.2.3.4:5 timeout_ms=0", "timeout_ms must not be 0");
+	expect_bad(test, "connect name=c addr=1.2.3.4:5 timeout_ms=600001", "out of range");
+	expect_ok(test, "connect name=c addr=1.2.3.4:5 tos=0 hello=0");
+	KUNIT_EXPECT_EQ(test, cmd->tos, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->hello, 0u);
+	expect_bad(test, "connect name=c addr=1.2.3.4:5 tos=256", "tos=256 out of range");
+	expect_bad(test, "connect name=c addr=1.2.3.4:5 hello=5", "hello=5 out of range");
+}
+
+static void addr_ok(struct kunit *test, const char *s, int family, u16 port)
+{
+	struct sockaddr_storage ss;
+	size_t len = strlen(s);
+	char *buf = kunit_kmalloc(test, len + 1, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memcpy(buf, s, len + 1);
+	memset(&ss, 0xa5, sizeof(ss));
+	KUNIT_ASSERT_EQ_MSG(test, krdma_parse_addr(buf, &ss), 0, "'%s' refused", s);
+	KUNIT_EXPECT_EQ_MSG(test, ss.ss_family, family, "'%s'", s);
+	KUNIT_EXPECT_EQ_MSG(test, ntohs(in4(&ss)->sin_port), port, "'%s'", s);
+}
+
+static void addr_bad(struct kunit *test, const char *s)
+{
+	struct sockaddr_storage ss;
+	size_t len = strlen(s);
+	char *buf = kunit_kmalloc(test, len + 1, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	memcpy(buf, s, len + 1);
+	KUNIT_EXPECT_EQ_MSG(test, krdma_parse_addr(buf, &ss), -EINVAL, "'%s' accepted", s);
+}
+
+static void cmd_addr_ipv4(struct kunit *test)
+{
+	struct sockaddr_storage ss;
+
+	addr_ok(test, "1.2.3.4:7", AF_INET, 7);
+	addr_ok(test, "1.2.3.4", AF_INET, 0);
+	addr_ok(test, "255.255.255.255:65535", AF_INET, 65535);
+	addr_ok(test, "0.0.0.0:1", AF_INET, 1);
+	KUNIT_ASSERT_EQ(test, krdma_parse_addr("10.20.30.40:8080", &ss), 0);
+	KUNIT_EXPECT_EQ(test, ntohl(in4(&ss)->sin_addr.s_addr), 0x0a141e28u);
+	/* Nothing but the address may be left in the sockaddr. */
+	KUNIT_EXPECT_TRUE(test, !memchr_inv(in4(&ss)->sin_zero, 0, sizeof(in4(&ss)->sin_zero)));
+
+	addr_bad(test, "");
+	addr_bad(test, ":7");
+	addr_bad(test, "1.2.3:77");
+	addr_bad(test, "300.1.1.1:7");
+	addr_bad(test, "1.2.3.4.5:7");
+	addr_bad(test, "1.2.3.4:");
+	addr_bad(test, "1.2.3.4:65536");
+	addr_bad(test, "1.2.3.4:-1");
+	addr_bad(test, "1.2.3.4:0x10");
+	addr_bad(test, "1.2.3.4:7x");
+	addr_bad(test, "1.2.3.4x:7");
+	addr_bad(test, "a.b.c.d:7");
+	addr_bad(test, "localhost:7");
+	addr_bad(test, "1.2.3.4:5:6");
+}
+
+static void cmd_addr_ipv6(struct kunit *test)
+{
+	struct sockaddr_storage ss;
+	static const u8 db8[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x01 };
+
+	addr_ok(test, "[::1]:7000", AF_INET6, 7000);
+	addr_ok(test, "[::1]", AF_INET6, 0);
+	addr_ok(test, "[::]:1", AF_INET6, 1);
+	addr_ok(test, "[::ffff:1.2.3.4]:9", AF_INET6, 9);
+	addr_ok(test, "[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]:65535", AF_INET6, 65535);
+	KUNIT_ASSERT_EQ(test, krdma_parse_addr("[::1]:1", &ss), 0);
+	KUNIT_EXPECT_TRUE(test, ipv6_addr_loopback(&in6(&ss)->sin6_addr));
+	KUNIT_ASSERT_EQ(test, krdma_parse_addr("[2001:db8::1]:443", &ss), 0);
+	KUNIT_EXPECT_MEMEQ(test, in6(&ss)->sin6_addr.s6_addr, db8, 16);
+	KUNIT_EXPECT_TRUE(test, !in6(&ss)->sin6_flowinfo);
+	KUNIT_EXPECT_EQ(test, in6(&ss)->sin6_scope_id, 0u);
+
+	addr_bad(test, "::1:7000");	/* bare IPv6 needs brackets */
+	addr_bad(test, "::1");
+	addr_bad(test, "2001:db8::1");
+	addr_bad(test, "[::1");
+	addr_bad(test, "[::1]7000");
+	addr_bad(test, "[::1]:");
+	addr_bad(test, "[::1]:70000");
+	addr_bad(test, "[]:7");
+	addr_bad(test, "[]");
+	addr_bad(test, "[::g]:7");
+	addr_bad(test, "[1:2:3:4:5:6:7:8:9]:7");
+	addr_bad(test, "[fe80::1%eth0]:7");
+	addr_bad(test, "[::1]]:7");
+	/* Longer than any IPv6 address: must not overflow the host buffer. */
+	addr_bad(test, "[0000:0000:0000:0000:0000:0000:0000:0000:0000:0000]:7");
+	addr_bad(test, "0000000000000000000000000000000000000000000000000000000.1:7");
+}
+
+static void cmd_port_required(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_bad(test, "connect name=c addr=1.2.3.4", "connect needs a port in addr=");
+	expect_bad(test, "connect name=c addr=1.2.3.4:0", "connect needs a port");
+	expect_bad(test, "connect name=c addr=[::1]", "connect needs a port");
+	expect_bad(test, "listen name=l addr=1.2.3.4", "listen needs a port in addr=");
+	expect_bad(test, "listen name=l addr=[::]:0", "listen needs a port");
+	expect_ok(test, "connect name=c addr=[fe80::1]:7471");
+	KUNIT_EXPECT_EQ(test, cmd->addr.ss_family, AF_INET6);
+	KUNIT_EXPECT_EQ(test, ntohs(in6(&cmd->addr)->sin6_port), 7471);
+	expect_bad(test, "connect name=c addr=1.2.3.4:7 src=[::1]",
+		   "src= and addr= are of different families");
+	expect_bad(test, "connect name=c addr=[::1]:7 src=1.2.3.4", "different families");
+	expect_ok(test, "connect name=c addr=[::1]:7 src=[::1]");
+	KUNIT_EXPECT_EQ(test, cmd->src.ss_family, AF_INET6);
+	expect_bad(test, "connect name=c addr=1.2.3.4:7 src=1.2.3", "bad source address '1.2.3'");
+	expect_bad(test, "connect name=c addr=1.2.3:7", "bad address '1.2.3:7'");
+}
+
+static void cmd_name_charset(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "unlisten name=Az09_-.x");
+	KUNIT_EXPECT_STREQ(test, cmd->name, "Az09_-.x");
+	/* 31 characters fit, 32 do not (KRDMA_NAME_MAX with its NUL). */
+	expect_ok(test, "unlisten name=abcdefghijklmnopqrstuvwxyz01234");
+	KUNIT_EXPECT_EQ(test, strlen(cmd->name), (size_t)KRDMA_NAME_MAX - 1);
+	expect_bad(test, "unlisten name=abcdefghijklmnopqrstuvwxyz012345", "bad name");
+	expect_bad(test, "unlisten name=a/b", "bad name 'a/b'");
+	expect_bad(test, "unlisten name=a:b", "bad name");
+	expect_bad(test, "unlisten name=a=b", "bad name");
+	expect_bad(test, "unlisten name=a,b", "bad name");
+	expect_bad(test, "unlisten name=a*", "bad name");
+	expect_bad(test, "unlisten name=a b", "'b' is not key=value");
+	/* Names become sysfs directories: "." and ".." would shadow real ones. */
+	expect_bad(test, "unlisten name=.", "bad name");
+	expect_bad(test, "unlisten name=..", "bad name");
+	expect_ok(test, "unlisten name=...");
+}
+
+/* The charset is ASCII: the kernel's isalnum() says Latin-1 letters are letters. */
+static void cmd_name_ascii_only(struct kunit *test)
+{
+	expect_bad(test, "unlisten name=caf\xe9", "byte 0xe9 at 17");
+	expect_bad(test, "unlisten name=\xc0\xff", "byte 0xc0 at 14");
+	expect_bad(test, "unlisten name=x\xaa", "byte 0xaa at 15");
+	expect_bad(test, "connect name=\xc9t\xe9 addr=1.2.3.4:5", "byte 0xc9");
+}
+
+static void cmd_non_printable(struct kunit *test)
+{
+	expect_bad(test, "unlisten name=x\x01", "non-printable byte 0x01 at 15");
+	expect_bad(test, "\x1b[0munlisten name=x", "non-printable byte 0x1b at 0");
+	expect_bad(test, "unlisten name=x\x7f", "non-printable byte 0x7f");
+	expect_bad(test, "unlisten name=x\x80", "non-printable byte 0x80");
+	/* Bytes above 0x7f are not printable ASCII, whatever Latin-1 says. */
+	expect_bad(test, "unlisten name=x \xa0", "non-printable byte 0xa0");
+	expect_bad(test, "test name=c size=1\xb5", "non-printable byte 0xb5");
+	/* An embedded NUL is a byte like any other. */
+	KUNIT_EXPECT_EQ(test, parse_n(test, "unlisten name=x\0y", 17), -EINVAL);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(ERRMSG(test), "non-printable byte 0x00 at 15"));
+	KUNIT_EXPECT_EQ(test, parse_n(test, "unlisten name=x\0", 16), -EINVAL);
+}
+
+static void cmd_overlong_line(struct kunit *test)
+{
+	char *line = kunit_kmalloc(test, 300, GFP_KERNEL);
+	static const char head[] = "unlisten name=x";
+
+	KUNIT_ASSERT_NOT_NULL(test, line);
+	memset(line, ' ', 300);
+	memcpy(line, head, sizeof(head) - 1);
+	/* 255 bytes is the longest command, with or without its newline. */
+	KUNIT_EXPECT_EQ(test, parse_n(test, line, 255), 0);
+	line[255] = '\n';
+	KUNIT_EXPECT_EQ(test, parse_n(test, line, 256), 0);
+	line[255] = ' ';
+	KUNIT_EXPECT_EQ(test, parse_n(test, line, 256), -EINVAL);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(ERRMSG(test), "command longer than 255 bytes"));
+	KUNIT_EXPECT_EQ(test, parse_n(test, line, 300), -EINVAL);
+	line[256] = '\n';
+	KUNIT_EXPECT_EQ(test, parse_n(test, line, 257), -EINVAL);
+}
+
+/* A tiny error buffer is filled, truncated and terminated, never overrun. */
+static void cmd_small_err_buffer(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+	char *err = kunit_kmalloc(test, 8, GFP_KERNEL);
+	static const char s[] = "listen name=x addr=1.2.3.4:5 colour=red";
+
+	KUNIT_ASSERT_NOT_NULL(test, err);
+	KUNIT_EXPECT_EQ(test, krdma_cmd_parse(s, sizeof(s) - 1, cmd, err, 8), -EINVAL);
+	KUNIT_EXPECT_EQ(test, strnlen(err, 8), (size_t)7);
+	KUNIT_EXPECT_STREQ(test, err, "unknown");
+	KUNIT_EXPECT_EQ(test, krdma_cmd_parse("unlisten name=x", 15, cmd, err, 8), 0);
+	KUNIT_EXPECT_STREQ(test, err, "");
+}
+
+/* The usage text read from the control file names every verb and key. */
+static void cmd_usage_complete(struct kunit *test)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(krdma_verbs); i++) {
+		char verb[16];
+
+		snprintf(verb, sizeof(verb), "%s name=", krdma_verbs[i].verb);
+		KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(krdma_cmd_usage, verb),
+					  "usage lacks '%s'", verb);
+	}
+	for (i = 0; i < K_NR; i++) {
+		char key[16];
+
+		if (i == K_HELLO)	/* a test hook, deliberately undocumented */
+			continue;
+		snprintf(key, sizeof(key), "%s=", krdma_keys[i]);
+		KUNIT_EXPECT_NOT_NULL_MSG(test, strstr(krdma_cmd_usage, key),
+					  "usage lacks '%s'", key);
+	}
+}
+
+static struct kunit_case krdma_cmd_cases[] = {
+	KUNIT_CASE(cmd_listen_ok),
+	KUNIT_CASE(cmd_unlisten_disconnect_ok),
+	KUNIT_CASE(cmd_connect_all_keys),
+	KUNIT_CASE(cmd_no_leftovers),
+	KUNIT_CASE(cmd_test_defaults),
+	KUNIT_CASE(cmd_test_ops),
+	KUNIT_CASE(cmd_test_size_sge_rules),
+	KUNIT_CASE(cmd_unknown_verb),
+	KUNIT_CASE(cmd_unknown_word),
+	KUNIT_CASE(cmd_duplicate_key),
+	KUNIT_CASE(cmd_missing_required),
+	KUNIT_CASE(cmd_bad_numbers),
+	KUNIT_CASE(cmd_whitespace),
+	KUNIT_CASE(cmd_size_suffixes),
+	KUNIT_CASE(cmd_number_limits),
+	KUNIT_CASE(cmd_addr_ipv4),
+	KUNIT_CASE(cmd_addr_ipv6),
+	KUNIT_CASE(cmd_port_required),
+	KUNIT_CASE(cmd_name_charset),
+	KUNIT_CASE(cmd_name_ascii_only),
+	KUNIT_CASE(cmd_non_printable),
+	KUNIT_CASE(cmd_overlong_line),
+	KUNIT_CASE(cmd_small_err_buffer),
+	KUNIT_CASE(cmd_usage_complete),
+	{}
+};
+
+static struct kunit_suite krdma_cmd_suite = {
+	.name = "krdma_cmd",
+	.init = cmd_init,
+	.test_cases = krdma_cmd_cases,
+};
+
+/* ------------------------------------------------------------------ */
+/* krdma_proto: wire formats and the test pattern                      */
+/* ------------------------------------------------------------------ */
+
+/* A copy of @len bytes of @src in a buffer of exactly that size. */
+static void *exact(struct kunit *test, const void *src, size_t len)
+{
+	void *p = kunit_kmalloc(test, len ?: 1, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, p);
+	memcpy(p, src, len);
+	return p;
+}
+
+static void proto_hello_roundtrip(struct kunit *test)
+{
+	struct krdma_hello h;
+	struct krdma_params p = {};
+	const u8 *b = (const u8 *)&h;
+
+	KUNIT_EXPECT_EQ(test, sizeof(h), (size_t)16);
+	memset(&h, 0xee, sizeof(h));
+	krdma_hello_encode(&h, 1024, 1048576);
+	/* Big-endian "KRDM", version, flags 0, depth, size, reserved 0. */
+	KUNIT_EXPECT_EQ(test, b[0], 'K');
+	KUNIT_EXPECT_EQ(test, b[1], 'R');
+	KUNIT_EXPECT_EQ(test, b[2], 'D');
+	KUNIT_EXPECT_EQ(test, b[3], 'M');
+	KUNIT_EXPECT_EQ(test, b[4], KRDMA_PROTO_VERSION);
+	KUNIT_EXPECT_EQ(test, b[5], 0);
+	KUNIT_EXPECT_EQ(test, b[6], 0x04);
+	KUNIT_EXPECT_EQ(test, b[7], 0x00);
+	KUNIT_EXPECT_EQ(test, be32_to_cpu(h.max_msg_size), 1048576u);
+	KUNIT_EXPECT_TRUE(test, !h.reserved);
+
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(exact(test, &h, sizeof(h)), sizeof(h), &p), 0);
+	KUNIT_EXPECT_EQ(test, p.version, (u32)KRDMA_PROTO_VERSION);
+	KUNIT_EXPECT_EQ(test, p.queue_depth, 1024u);
+	KUNIT_EXPECT_EQ(test, p.max_msg_size, 1048576u);
+}
+
+static void proto_hello_short(struct kunit *test)
+{
+	struct krdma_hello h;
+	struct krdma_params p;
+	size_t len;
+
+	krdma_hello_encode(&h, 16, 4096);
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(NULL, 16, &p), KRDMA_REJ_SHORT);
+	for (len = 0; len < sizeof(h); len++)
+		KUNIT_EXPECT_EQ_MSG(test, krdma_hello_decode(exact(test, &h, len), len, &p),
+				    KRDMA_REJ_SHORT, "len %zu", len);
+}
+
+static void proto_hello_bad_magic(struct kunit *test)
+{
+	struct krdma_hello h;
+	struct krdma_params p;
+
+	krdma_hello_encode(&h, 16, 4096);
+	h.magic = (__force __be32)cpu_to_le32(KRDMA_PROTO_MAGIC);	/* wrong byte order */
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_MAGIC);
+	h.magic = 0;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_MAGIC);
+	/* Magic is checked before the version. */
+	h.version = 9;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_MAGIC);
+}
+
+static void proto_hello_wrong_version(struct kunit *test)
+{
+	struct krdma_hello h;
+	struct krdma_params p;
+
+	krdma_hello_encode(&h, 16, 4096);
+	h.version = 0;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
+	h.version = KRDMA_PROTO_VERSION + 1;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
+	h.version = 0xff;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
+}
+
+/* IB CM pads private data with zeros up to 56 bytes; iWARP carries it exactly. */
+static void proto_hello_ib_padding(struct kunit *test)
+{
+	u8 *pd = kunit_kzalloc(test, 56, GFP_KERNEL);
+	struct krdma_params p = {};
+
+	KUNIT_ASSERT_NOT_NULL(test, pd);
+	krdma_hello_encode((struct krdma_hello *)pd, 32, 8192);
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(pd, 56, &p), 0);
+	KUNIT_EXPECT_EQ(test, p.queue_depth, 32u);
+	KUNIT_EXPECT_EQ(test, p.max_msg_size, 8192u);
+	/* A padded buffer of zeros is not a hello. */
+	memset(pd, 0, 56);
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(pd, 56, &p), KRDMA_REJ_MAGIC);
+}
+
+static void proto_negotiate_min(struct kunit *test)
+{
+	struct krdma_params a = { 1, 64, 4096 }, b = { 1, 32, 65536 }, out;
+
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&a, &b, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.queue_depth, 32u);
+	KUNIT_EXPECT_EQ(test, out.max_msg_size, 4096u);
+	KUNIT_EXPECT_EQ(test, out.version, (u32)KRDMA_PROTO_VERSION);
+	/* Symmetric: both ends settle on the same values. */
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&b, &a, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.queue_depth, 32u);
+	KUNIT_EXPECT_EQ(test, out.max_msg_size, 4096u);
+	/* Limits themselves are fine. */
+	b.queue_depth = KRDMA_MAX_DEPTH;
+	b.max_msg_size = sizeof(struct krdma_token_wire);
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&a, &b, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.queue_depth, 64u);
+	KUNIT_EXPECT_EQ(test, out.max_msg_size, (u32)sizeof(struct krdma_token_wire));
+	b.max_msg_size = KRDMA_MAX_MSG_SIZE;
+	b.queue_depth = 1;
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&a, &b, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.queue_depth, 1u);
+}
+
+static void proto_negotiate_out_of_range(struct kunit *test)
+{
+	struct krdma_params a = { 1, 64, 4096 }, b, out;
+	static const struct { u32 depth, msg; } bad[] = {
+		{ 0, 4096 }, { KRDMA_MAX_DEPTH + 1, 4096 }, { 0xffff, 4096 },
+		{ 16, 0 }, { 16, sizeof(struct krdma_token_wire) - 1 },
+		{ 16, KRDMA_MAX_MSG_SIZE + 1 }, { 16, 0xffffffff },
+	};
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		b = (struct krdma_params){ 1, bad[i].depth, bad[i].msg };
+		KUNIT_EXPECT_EQ_MSG(test, krdma_negotiate(&a, &b, &out), KRDMA_REJ_PARAMS,
+				    "depth %u msg %u", bad[i].depth, bad[i].msg);
+	}
+}
+
+static void proto_rej_roundtrip(struct kunit *test)
+{
+	struct krdma_rej r;
+	int reason;
+
+	KUNIT_EXPECT_EQ(test, sizeof(r), (size_t)8);
+	for (reason = KRDMA_REJ_SHORT; reason < KRDMA_REJ_MAX; reason++) {
+		krdma_rej_encode(&r, reason);
+		KUNIT_EXPECT_EQ(test, krdma_rej_decode(exact(test, &r, sizeof(r)), sizeof(r)),
+				reason);
+		KUNIT_EXPECT_STRNEQ(test, krdma_rej_str(reason), "unknown");
+		KUNIT_EXPECT_LT(test, krdma_rej_errno(reason), 0);
+	}
+	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_SHORT), -EPROTO);
+	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_MAGIC), -EPROTO);
+	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_VERSION), -EPROTONOSUPPORT);
+	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_PARAMS), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_RESOURCES), -ENOMEM);
+	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_DEVICE), -ENODEV);
+	KUNIT_EXPECT_EQ(test, krdma_rej_errno(0), -ECONNREFUSED);
+	KUNIT_EXPECT_STREQ(test, krdma_rej_str(-1), "unknown");
+	KUNIT_EXPECT_STREQ(test, krdma_rej_str(KRDMA_REJ_MAX), "unknown");
+	KUNIT_EXPECT_STREQ(test, krdma_rej_str(1000), "unknown");
+}
+
+/* A reject that krdma did not write (another ULP, the CM itself) reads as 0. */
+static void proto_rej_foreign(struct kunit *test)
+{
+	struct krdma_rej r;
+	u8 *pad = kunit_kzalloc(test, 148, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, pad);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(NULL, 8), 0);
+	krdma_rej_encode(&r, KRDMA_REJ_PARAMS);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(exact(test, &r, 7), 7), 0);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(pad, 148), 0);	/* all zeros */
+	r.magic = cpu_to_be32(0x12345678);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(&r, sizeof(r)), 0);
+	krdma_rej_encode(&r, 0);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(&r, sizeof(r)), 0);
+	krdma_rej_encode(&r, KRDMA_REJ_MAX);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(&r, sizeof(r)), 0);
+	krdma_rej_encode(&r, 0xff);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(&r, sizeof(r)), 0);
+	/* A krdma reject padded by IB is still read. */
+	krdma_rej_encode((struct krdma_rej *)pad, KRDMA_REJ_DEVICE);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(pad, 148), KRDMA_REJ_DEVICE);
+}
+
+#define MAXMSG 4096
+
+static int msg_dec(struct kunit *test, u32 type, u32 flags, u32 credits, u32 len,
+		   u32 byte_len, struct krdma_msg_info *info)
+{
+	u8 *buf = kunit_kzalloc(test, byte_len < 8 ? 8 : byte_len, GFP_KERNEL);
+	struct krdma_msg_hdr h;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	krdma_msg_encode(&h, type, flags, credits, len);
+	memcpy(buf, &h, sizeof(h));
+	/* Only byte_len bytes arrived: decode from an exact-size copy. */
+	return krdma_msg_decode(exact(test, buf, byte_len), byte_len, MAXMSG, info);
+}
+
+static void proto_msg_roundtrip(struct kunit *test)
+{
+	struct krdma_msg_info info;
+	struct krdma_msg_hdr h;
+	const u8 *b = (const u8 *)&h;
+
+	KUNIT_EXPECT_EQ(test, sizeof(h), (size_t)8);
+	krdma_msg_encode(&h, KRDMA_MSG_DATA, 0, 0x1234, 0x00010203);
+	KUNIT_EXPECT_EQ(test, b[0], KRDMA_MSG_DATA);
+	KUNIT_EXPECT_EQ(test, b[2], 0x12);
+	KUNIT_EXPECT_EQ(test, b[3], 0x34);
+	KUNIT_EXPECT_EQ(test, b[5], 0x01);
+	KUNIT_EXPECT_EQ(test, b[7], 0x03);
+
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 65535, 100, 108, &info), 0);
+	KUNIT_EXPECT_EQ(test, info.type, (u32)KRDMA_MSG_DATA);
+	KUNIT_EXPECT_EQ(test, info.flags, 0u);
+	KUNIT_EXPECT_EQ(test, info.credits, 65535u);
+	KUNIT_EXPECT_EQ(test, info.len, 100u);
+	/* Zero-length and maximal data messages are fine. */
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 0, 0, 8, &info), 0);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 1, MAXMSG, 8 + MAXMSG, &info), 0);
+	KUNIT_EXPECT_EQ(test, info.len, (u32)MAXMSG);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_CREDIT, KRDMA_MSG_F_CTL_ACK, 7, 0, 8,
+				      &info), 0);
+	KUNIT_EXPECT_EQ(test, info.type, (u32)KRDMA_MSG_CREDIT);
+	KUNIT_EXPECT_EQ(test, info.flags, (u32)KRDMA_MSG_F_CTL_ACK);
+	KUNIT_EXPECT_EQ(test, info.credits, 7u);
+}
+
+static void proto_msg_truncated(struct kunit *test)
+{
+	struct krdma_msg_info info;
+	u32 n;
+
+	for (n = 0; n < 8; n++)
+		KUNIT_EXPECT_EQ_MSG(test, msg_dec(test, KRDMA_MSG_DATA, 0, 1, 0, n, &info),
+				    -EPROTO, "byte_len %u", n);
+	/* The header claims more, or less, than arrived. */
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 1, 100, 107, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 1, 100, 109, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 1, 0, 9, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 1, 0xffffffff, 8, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 1, 0xfffffff8, 8, &info), -EPROTO);
+}
+
+static void proto_msg_bad_type_flags(struct kunit *test)
+{
+	struct krdma_msg_info info;
+	static const u32 types[] = { 0, 3, 0x80, 0xff };
+	static const u32 flags[] = { 0x2, 0x4, 0x80, 0xff };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(types); i++)
+		KUNIT_EXPECT_EQ_MSG(test, msg_dec(test, types[i], 0, 1, 0, 8, &info), -EPROTO,
+				    "type %u", types[i]);
+	for (i = 0; i < ARRAY_SIZE(flags); i++)
+		KUNIT_EXPECT_EQ_MSG(test, msg_dec(test, KRDMA_MSG_DATA, flags[i], 1, 0, 8, &info),
+				    -EPROTO, "flags 0x%x", flags[i]);
+}
+
+static void proto_msg_credit_payload(struct kunit *test)
+{
+	struct krdma_msg_info info;
+
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_CREDIT, 0, 3, 1, 9, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_CREDIT, 0, 3, MAXMSG, 8 + MAXMSG, &info),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_CREDIT, 0, 3, 0, 8, &info), 0);
+}
+
+static void proto_msg_over_max(struct kunit *test)
+{
+	struct krdma_msg_info info;
+
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 1, MAXMSG + 1, 9 + MAXMSG, &info),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, 0, 1, 2 * MAXMSG, 8 + 2 * MAXMSG,
+				      &info), -EPROTO);
+}
+
+static void proto_pattern_roundtrip(struct kunit *test)
+{
+	static const u64 pos[] = { 0, 1, 2, 3, 5, 4093, 4097, (1ULL << 32) + 3, U64_MAX - 1000 };
+	static const size_t lens[] = { 1, 2, 3, 4, 5, 7, 127, 128, 129, 300, 1000 };
+	int i, j;
+
+	for (i = 0; i < ARRAY_SIZE(pos); i++) {
+		for (j = 0; j < ARRAY_SIZE(lens); j++) {
+			u8 *buf = kunit_kmalloc(test, lens[j], GFP_KERNEL);
+
+			KUNIT_ASSERT_NOT_NULL(test, buf);
+			krdma_pattern_fill(buf, lens[j], 42, pos[i]);
+			KUNIT_EXPECT_EQ_MSG(test, krdma_pattern_check(buf, lens[j], 42, pos[i]),
+					    -1LL, "pos %llu len %zu", pos[i], lens[j]);
+			kunit_kfree(test, buf);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, krdma_pattern_check(NULL, 0, 1, 7), -1LL);
+}
+
+/* Byte N of a stream is the same whichever fill wrote it: slices line up. */
+static void proto_pattern_stream(struct kunit *test)
+{
+	u8 *full = kunit_kmalloc(test, 300, GFP_KERNEL);
+	u8 *part = kunit_kmalloc(test, 300, GFP_KERNEL);
+	int k;
+
+	KUNIT_ASSERT_NOT_NULL(test, full);
+	KUNIT_ASSERT_NOT_NULL(test, part);
+	krdma_pattern_fill(full, 300, 0xdeadbeefcafeULL, 1001);
+	for (k = 0; k < 17; k++) {
+		memset(part, 0, 300);
+		krdma_pattern_fill(part, 300 - k, 0xdeadbeefcafeULL, 1001 + k);
+		KUNIT_EXPECT_MEMEQ_MSG(test, part, full + k, 300 - k, "slice at +%d", k);
+		/* fill writes exactly len bytes */
+		if (k)
+			KUNIT_EXPECT_EQ(test, part[300 - k], 0);
+		KUNIT_EXPECT_EQ(test, krdma_pattern_check(full + k, 300 - k,
+							  0xdeadbeefcafeULL, 1001 + k), -1LL);
+	}
+	/* Not a constant or short-period stream. */
+	KUNIT_EXPECT_NE(test, memcmp(full, full + 4, 8), 0);
+	KUNIT_EXPECT_NE(test, memcmp(full, full + 128, 64), 0);
+	KUNIT_EXPECT_NOT_NULL(test, memchr_inv(full, full[0], 300));
+}
+
+static void proto_pattern_flip_found(struct kunit *test)
+{
+	static const size_t offs[] = { 0, 1, 2, 3, 126, 127, 128, 129, 255, 256, 998, 999 };
+	static const u8 bits[] = { 0x01, 0x80, 0xff };
+	u8 *buf = kunit_kmalloc(test, 1000, GFP_KERNEL);
+	int i, j;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	krdma_pattern_fill(buf, 1000, 7, 77);
+	for (i = 0; i < ARRAY_SIZE(offs); i++) {
+		for (j = 0; j < ARRAY_SIZE(bits); j++) {
+			buf[offs[i]] ^= bits[j];
+			KUNIT_EXPECT_EQ_MSG(test, krdma_pattern_check(buf, 1000, 7, 77),
+					    (s64)(77 + offs[i]), "flip 0x%02x at %zu",
+					    bits[j], offs[i]);
+			buf[offs[i]] ^= bits[j];
+		}
+	}
+	KUNIT_EXPECT_EQ(test, krdma_pattern_check(buf, 1000, 7, 77), -1LL);
+	/* Two flips: the first one is reported. */
+	buf[500] ^= 1;
+	buf[300] ^= 1;
+	KUNIT_EXPECT_EQ(test, krdma_pattern_check(buf, 1000, 7, 77), 377LL);
+}
+
+/* Data from another stream or another place does not pass. */
+static void proto_pattern_mismatch(struct kunit *test)
+{
+	u8 *buf = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	s64 r;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	r = krdma_pattern_check(buf, 4096, 1, 0);	/* zeros */
+	KUNIT_EXPECT_TRUE(test, r >= 0 && r < 8);
+	krdma_pattern_fill(buf, 4096, 1, 0);
+	r = krdma_pattern_check(buf, 4096, 2, 0);	/* other seed */
+	KUNIT_EXPECT_TRUE(test, r >= 0 && r < 8);
+	r = krdma_pattern_check(buf, 4096, 1ULL << 32 | 1, 0);	/* other high seed */
+	KUNIT_EXPECT_TRUE(test, r >= 0 && r < 8);
+	r = krdma_pattern_check(buf, 4096, 1, 4096);	/* block in the wrong place */
+	KUNIT_EXPECT_TRUE(test, r >= 4096 && r < 4096 + 8);
+	r = krdma_pattern_check(buf, 4096, 1, 4);	/* shifted by one word */
+	KUNIT_EXPECT_TRUE(test, r >= 4 && r < 4 + 8);
+	/* The same block at the same place in a stream 4 GiB on differs. */
+	r = krdma_pattern_check(buf, 4096, 1, 1ULL << 34);
+	KUNIT_EXPECT_TRUE(test, r >= 1LL << 34 && r < (1LL << 34) + 8);
+}
+
+static struct kunit_case krdma_proto_cases[] = {
+	KUNIT_CASE(proto_hello_roundtrip),
+	KUNIT_CASE(proto_hello_short),
+	KUNIT_CASE(proto_hello_bad_magic),
+	KUNIT_CASE(proto_hello_wrong_version),
+	KUNIT_CASE(proto_hello_ib_padding),
+	KUNIT_CASE(proto_negotiate_min),
+	KUNIT_CASE(proto_negotiate_out_of_range),
+	KUNIT_CASE(proto_rej_roundtrip),
+	KUNIT_CASE(proto_rej_foreign),
+	KUNIT_CASE(proto_msg_roundtrip),
+	KUNIT_CASE(proto_msg_truncated),
+	KUNIT_CASE(proto_msg_bad_type_flags),
+	KUNIT_CASE(proto_msg_credit_payload),
+	KUNIT_CASE(proto_msg_over_max),
+	KUNIT_CASE(proto_pattern_roundtrip),
+	KUNIT_CASE(proto_pattern_stream),
+	KUNIT_CASE(proto_pattern_flip_found),
+	KUNIT_CASE(proto_pattern_mismatch),
+	{}
+};
+
+static struct kunit_suite krdma_proto_suite = {
+	.name = "krdma_proto",
+	.test_cases = krdma_proto_cases,
+};
+
+/* ------------------------------------------------------------------ */
+/* krdma_plan: chunk planning over scatterlists                        */
+/* ------------------------------------------------------------------ */
+
+#define NPAGES		16
+#define MAXCHUNKS	64
+
+/* A physically contiguous, page-aligned area of NPAGES pages, patterned. */
+struct plan_ctx {
+	u8 *base;
+	struct krdma_chunk_plan plan[MAXCHUNKS + 1];
+};
+
+static int plan_init(struct kunit *test)
+{
+	struct plan_ctx *c = kunit_kzalloc(test, sizeof(*c), GFP_KERNEL);
+
+	if (!c)
+		return -ENOMEM;
+	/* kmalloc of a power of two is naturally aligned. */
+	c->base = kunit_kmalloc(test, NPAGES * PAGE_SIZE, GFP_KERNEL);
+	if (!c->base)
+		return -ENOMEM;
+	krdma_pattern_fill(c->base, NPAGES * PAGE_SIZE, 99, 0);
+	test->priv = c;
+	return 0;
+}
+
+#define BASE(test)	(((struct plan_ctx *)(test)->priv)->base)
+#define PLAN(test)	(((struct plan_ctx *)(test)->priv)->plan)
+
+struct seg {
+	u32 off;	/* from BASE */
+	u32 len;
+};
+
+static struct scatterlist *mk_sgl(struct kunit *test, const struct seg *s, int n)
+{
+	struct scatterlist *sgl = kunit_kmalloc_array(test, n, sizeof(*sgl), GFP_KERNEL);
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, sgl);
+	KUNIT_ASSERT_TRUE(test, IS_ALIGNED((unsigned long)BASE(test), PAGE_SIZE));
+	sg_init_table(sgl, n);
+	for (i = 0; i < n; i++)
+		sg_set_buf(&sgl[i], BASE(test) + s[i].off, s[i].len);
+	return sgl;
+}
+
+/* Plan, then check the chunk count and each chunk's (pieces, bytes). */
+static void expect_plan(struct kunit *test, struct scatterlist *sgl, int nents, u64 skip,
+			u64 len, u32 chunk_pages, bool split, int max,
+			const struct krdma_chunk_plan *want, int nwant)
+{
+	struct krdma_chunk_plan *plan = PLAN(test);
+	int n, i;
+
+	memset(plan, 0x5a, sizeof(*plan) * (MAXCHUNKS + 1));
+	n = krdma_rw_plan(sgl, nents, skip, len, chunk_pages, split, plan, max);
+	KUNIT_ASSERT_EQ_MSG(test, n, nwant, "skip %llu len %llu chunk_pages %u split %d",
+			    skip, len, chunk_pages, split);
+	for (i = 0; i < n; i++) {
+		KUNIT_EXPECT_EQ_MSG(test, plan[i].pieces, want[i].pieces, "chunk %d", i);
+		KUNIT_EXPECT_EQ_MSG(test, plan[i].bytes, want[i].bytes, "chunk %d", i);
+	}
+	/* Nothing written past the chunks it returned. */
+	KUNIT_EXPECT_EQ(test, plan[n].pieces, 0x5a5a5a5au);
+}
+
+static void plan_sg_len(struct kunit *test)
+{
+	static const struct seg s[] = { { 0, 100 }, { 4096, 4096 }, { 10000, 1 } };
+	struct scatterlist *sgl = mk_sgl(test, s, 3);
+	u64 len = 0;
+
+	KUNIT_EXPECT_EQ(test, krdma_sg_len(sgl, 3, &len), 0);
+	KUNIT_EXPECT_EQ(test, len, 4197ULL);
+	KUNIT_EXPECT_EQ(test, krdma_sg_len(sgl, 2, &len), 0);
+	KUNIT_EXPECT_EQ(test, len, 4196ULL);
+	KUNIT_EXPECT_EQ(test, krdma_sg_len(sgl, 4, &len), -EINVAL);	/* past the end mark */
+	KUNIT_EXPECT_EQ(test, krdma_sg_len(sgl, 0, &len), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_sg_len(sgl, -1, &len), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_sg_len(NULL, 1, &len), -EINVAL);
+}
+
+/* One entry from a page boundary: ceil(len / PAGE_SIZE) pieces, one chunk. */
+static void plan_page_boundary_sizes(struct kunit *test)
+{
+	static const u32 sizes[] = {
+		1, PAGE_SIZE - 1, PAGE_SIZE, PAGE_SIZE + 1, 2 * PAGE_SIZE,
+		3 * PAGE_SIZE - 1, NPAGES * PAGE_SIZE,
+	};
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		struct seg s = { 0, sizes[i] };
+		struct krdma_chunk_plan want = { DIV_ROUND_UP(sizes[i], PAGE_SIZE), sizes[i] };
+
+		expect_plan(test, mk_sgl(test, &s, 1), 1, 0, sizes[i], NPAGES, false, MAXCHUNKS,
+			    &want, 1);
+		expect_plan(test, mk_sgl(test, &s, 1), 1, 0, sizes[i], NPAGES, true, MAXCHUNKS,
+			    &want, 1);
+	}
+}
+
+/* An entry starting inside a page ends its first piece at the page end. */
+static void plan_unaligned_entry(struct kunit *test)
+{
+	struct seg s = { 100, PAGE_SIZE };
+	struct krdma_chunk_plan two = { 2, PAGE_SIZE };
+	struct krdma_chunk_plan split[] = { { 1, PAGE_SIZE - 100 }, { 1, 100 } };
+
+	expect_plan(test, mk_sgl(test, &s, 1), 1, 0, PAGE_SIZE, 16, false, MAXCHUNKS, &two, 1);
+	/* MR-mappable too: the first piece may start late, the last end early. */
+	expect_plan(test, mk_sgl(test, &s, 1), 1, 0, PAGE_SIZE, 16, true, MAXCHUNKS, &two, 1);
+	expect_plan(test, mk_sgl(test, &s, 1), 1, 0, PAGE_SIZE, 1, true, MAXCHUNKS, split, 2);
+}
+
+static void plan_chunk_pages_limit(struct kunit *test)
+{
+	struct seg s = { 0, 10 * PAGE_SIZE };
+	struct krdma_chunk_plan w4[] = {
+		{ 4, 4 * PAGE_SIZE }, { 4, 4 * PAGE_SIZE }, { 2, 2 * PAGE_SIZE },
+	};
+	struct krdma_chunk_plan w1[10], w10 = { 10, 10 * PAGE_SIZE };
+	int i;
+
+	for (i = 0; i < 10; i++)
+		w1[i] = (struct krdma_chunk_plan){ 1, PAGE_SIZE };
+	expect_plan(test, mk_sgl(test, &s, 1), 1, 0, 10 * PAGE_SIZE, 4, false, MAXCHUNKS, w4, 3);
+	expect_plan(test, mk_sgl(test, &s, 1), 1, 0, 10 * PAGE_SIZE, 4, true, MAXCHUNKS, w4, 3);
+	expect_plan(test, mk_sgl(test, &s, 1), 1, 0, 10 * PAGE_SIZE, 1, false, MAXCHUNKS, w1, 10);
+	expect_plan(test, mk_sgl(test, &s, 1), 1, 0, 10 * PAGE_SIZE, 10, false, MAXCHUNKS, &w10, 1);
+	/* A piece straddling no page: 5 pieces for 4 pages from offset 1. */
+	s = (struct seg){ 1, 4 * PAGE_SIZE };
+	w4[0] = (struct krdma_chunk_plan){ 4, 4 * PAGE_SIZE - 1 };
+	w4[1] = (struct krdma_chunk_plan){ 1, 1 };
+	expect_plan(test, mk_sgl(test, &s, 1), 1, 0, 4 * PAGE_SIZE, 4, false, MAXCHUNKS, w4, 2);
+}
+
+static void plan_e2big(struct kunit *test)
+{
+	struct seg s = { 0, 10 * PAGE_SIZE };
+	struct krdma_chunk_plan w[] = {
+		{ 4, 4 * PAGE_SIZE }, { 4, 4 * PAGE_SIZE }, { 2, 2 * PAGE_SIZE },
+	};
+	struct scatterlist *sgl = mk_sgl(test, &s, 1);
+	struct krdma_chunk_plan *plan = PLAN(test);
+
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 1, 0, 10 * PAGE_SIZE, 4, false, plan, 2), -E2BIG);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 1, 0, 10 * PAGE_SIZE, 4, false, plan, 0), -E2BIG);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 1, 0, 10 * PAGE_SIZE, 1, false, plan, 9), -E2BIG);
+	/* Exactly as many as allowed is fine, and writes no more than that. */
+	expect_plan(test, sgl, 1, 0, 10 * PAGE_SIZE, 4, false, 3, w, 3);
+	expect_plan(test, sgl, 1, 0, 8 * PAGE_SIZE, 4, false, 2, w, 2);
+}
+
+static void plan_einval(struct kunit *test)
+{
+	static const struct seg s[] = { { 0, PAGE_SIZE }, { 2 * PAGE_SIZE, 100 } };
+	struct scatterlist *sgl = mk_sgl(test, s, 2);
+	struct krdma_chunk_plan *plan = PLAN(test);
+	u64 total = PAGE_SIZE + 100;
+
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 2, 0, 0, 4, false, plan, MAXCHUNKS), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 2, 0, 1, 0, false, plan, MAXCHUNKS), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 2, 0, total + 1, 4, false, plan, MAXCHUNKS),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 2, 1, total, 4, false, plan, MAXCHUNKS),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 2, total, 1, 4, false, plan, MAXCHUNKS),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 2, total + 5, 1, 4, false, plan, MAXCHUNKS),
+			-EINVAL);
+	/* nents bounds the list even if more entries follow. */
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 1, 0, PAGE_SIZE + 1, 4, false, plan, MAXCHUNKS),
+			-EINVAL);
+	/* The last byte is reachable. */
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 2, total - 1, 1, 4, false, plan, MAXCHUNKS), 1);
+	KUNIT_EXPECT_EQ(test, plan[0].bytes, 1u);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 2, 0, total, 4, false, plan, MAXCHUNKS), 1);
+}
+
+/* skip/len select a window; the window's first piece starts where skip lands. */
+static void plan_skip_len_window(struct kunit *test)
+{
+	static const struct seg s[] = { { 0, 4 * PAGE_SIZE } };
+	struct krdma_chunk_plan w1 = { 3, 2 * PAGE_SIZE };
+	struct krdma_chunk_plan w2[] = { { 1, PAGE_SIZE - 100 }, { 1, PAGE_SIZE }, { 1, 100 } };
+	struct krdma_chunk_plan w3 = { 1, 10 };
+	struct krdma_chunk_plan w4[] = { { 2, PAGE_SIZE + 1 }, { 1, 1 } };
+
+	expect_plan(test, mk_sgl(test, s, 1), 1, 100, 2 * PAGE_SIZE, 8, false, MAXCHUNKS, &w1, 1);
+	expect_plan(test, mk_sgl(test, s, 1), 1, 100, 2 * PAGE_SIZE, 8, true, MAXCHUNKS, &w1, 1);
+	expect_plan(test, mk_sgl(test, s, 1), 1, 100, 2 * PAGE_SIZE, 1, false, MAXCHUNKS, w2, 3);
+	/* A window inside one page. */
+	expect_plan(test, mk_sgl(test, s, 1), 1, PAGE_SIZE + 5, 10, 8, true, MAXCHUNKS, &w3, 1);
+	/* A window from the last byte of a page. */
+	expect_plan(test, mk_sgl(test, s, 1), 1, 2 * PAGE_SIZE - 1, PAGE_SIZE + 2, 2, false,
+		    MAXCHUNKS, w4, 2);
+}
+
+static void plan_skip_across_entries(struct kunit *test)
+{
+	static const struct seg s[] = {
+		{ 0, 1000 }, { PAGE_SIZE, 2000 }, { 3 * PAGE_SIZE, PAGE_SIZE },
+	};
+	struct krdma_chunk_plan w1 = { 2, 2000 + PAGE_SIZE };
+	struct krdma_chunk_plan w2 = { 2, 1500 + PAGE_SIZE };
+	struct krdma_chunk_plan w3 = { 1, 10 };
+
+	/* skip ends exactly at an entry boundary */
+	expect_plan(test, mk_sgl(test, s, 3), 3, 1000, 2000 + PAGE_SIZE, 8, false, MAXCHUNKS,
+		    &w1, 1);
+	/* skip ends inside the second entry */
+	expect_plan(test, mk_sgl(test, s, 3), 3, 1500, 1500 + PAGE_SIZE, 8, false, MAXCHUNKS,
+		    &w2, 1);
+	/* skip passes two entries */
+	expect_plan(test, mk_sgl(test, s, 3), 3, 3000 + 20, 10, 8, false, MAXCHUNKS, &w3, 1);
+}
+
+/* For an MR (split_gaps), only the first piece may start, and the last end, inside a page. */
+static void plan_split_gaps(struct kunit *test)
+{
+	static const struct seg s[] = {
+		{ 0, 1000 },			/* ends mid-page: gap after */
+		{ PAGE_SIZE, PAGE_SIZE },	/* full page */
+		{ 3 * PAGE_SIZE - 512, 512 },	/* starts mid-page, ends at its end */
+		{ 3 * PAGE_SIZE, PAGE_SIZE },	/* continues from a page end */
+		{ 5 * PAGE_SIZE, 2 * PAGE_SIZE },	/* not adjacent, but page-aligned */
+	};
+	u32 total = 1000 + PAGE_SIZE + 512 + 3 * PAGE_SIZE;
+	struct krdma_chunk_plan all = { 6, total };
+	struct krdma_chunk_plan gaps[] = {
+		{ 1, 1000 }, { 1, PAGE_SIZE }, { 4, 512 + 3 * PAGE_SIZE },
+	};
+	struct krdma_chunk_plan gaps2[] = {
+		{ 1, 1000 }, { 1, PAGE_SIZE }, { 2, 512 + PAGE_SIZE }, { 2, 2 * PAGE_SIZE },
+	};
+
+	expect_plan(test, mk_sgl(test, s, 5), 5, 0, total, 16, false, MAXCHUNKS, &all, 1);
+	expect_plan(test, mk_sgl(test, s, 5), 5, 0, total, 16, true, MAXCHUNKS, gaps, 3);
+	expect_plan(test, mk_sgl(test, s, 5), 5, 0, total, 2, true, MAXCHUNKS, gaps2, 4);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(mk_sgl(test, s, 5), 5, 0, total, 16, true,
+					    PLAN(test), 2), -E2BIG);
+}
+
+/* Several entries within one page: pieces, and a gap between each for an MR. */
+static void plan_same_page_entries(struct kunit *test)
+{
+	static const struct seg s[] = { { 0, 100 }, { 200, 100 }, { 400, 100 } };
+	struct krdma_chunk_plan one = { 3, 300 };
+	struct krdma_chunk_plan w[] = { { 1, 100 }, { 1, 100 }, { 1, 100 } };
+
+	expect_plan(test, mk_sgl(test, s, 3), 3, 0, 300, 16, false, MAXCHUNKS, &one, 1);
+	expect_plan(test, mk_sgl(test, s, 3), 3, 0, 300, 16, true, MAXCHUNKS, w, 3);
+}
+
+/* Zero-length entries produce no pieces; offsets past the first page are followed. */
+static void plan_odd_entries(struct kunit *test)
+{
+	struct scatterlist *sgl = kunit_kmalloc_array(test, 3, sizeof(*sgl), GFP_KERNEL);
+	struct krdma_chunk_plan w = { 2, 2 * PAGE_SIZE };
+	struct krdma_chunk_plan w2 = { 2, PAGE_SIZE };
+
+	KUNIT_ASSERT_NOT_NULL(test, sgl);
+	sg_init_table(sgl, 3);
+	sg_set_buf(&sgl[0], BASE(test), PAGE_SIZE);
+	sg_set_buf(&sgl[1], BASE(test) + PAGE_SIZE, 0);
+	sg_set_buf(&sgl[2], BASE(test) + PAGE_SIZE, PAGE_SIZE);
+	expect_plan(test, sgl, 3, 0, 2 * PAGE_SIZE, 16, true, MAXCHUNKS, &w, 1);
+
+	/* page + offset 2 * PAGE_SIZE + 100 is the same memory as sg_set_buf gives. */
+	sg_init_table(sgl, 1);
+	sg_set_page(&sgl[0], virt_to_page(BASE(test)), PAGE_SIZE, 2 * PAGE_SIZE + 100);
+	expect_plan(test, sgl, 1, 0, PAGE_SIZE, 16, true, MAXCHUNKS, &w2, 1);
+	KUNIT_EXPECT_EQ(test, krdma_rw_plan(sgl, 1, 0, PAGE_SIZE, 1, true, PLAN(test),
+					    MAXCHUNKS), 2);
+	KUNIT_EXPECT_EQ(test, PLAN(test)[0].bytes, (u32)(PAGE_SIZE - 100));
+}
+
+static void free_tables(struct sg_table *t, int n)
+{
+	while (n--)
+		sg_free_table(&t[n]);
+}
+
+/*
+ * Plan and fill; each table has the planned entries and bytes, every entry
+ * lies within one page, and the tables read back exactly the window's bytes.
+ */
+static void check_fill(struct kunit *test, struct scatterlist *sgl, int nents, u64 skip,
+		       u64 len, u32 chunk_pages, bool split)
+{
+	struct krdma_chunk_plan *plan = PLAN(test);
+	struct sg_table *t = kunit_kcalloc(test, MAXCHUNKS, sizeof(*t), GFP_KERNEL);
+	u8 *want = kunit_kmalloc(test, len, GFP_KERNEL);
+	struct scatterlist *sg;
+	u64 at = 0;
+	int n, c, i;
+
+	KUNIT_ASSERT_NOT_NULL(test, t);
+	KUNIT_ASSERT_NOT_NULL(test, want);
+	KUNIT_ASSERT_EQ(test, sg_pcopy_to_buffer(sgl, nents, want, len, skip), (size_t)len);
+	n = krdma_rw_plan(sgl, nents, skip, len, chunk_pages, split, plan, MAXCHUNKS);
+	KUNIT_ASSERT_GT(test, n, 0);
+	KUNIT_ASSERT_EQ(test, krdma_rw_fill(sgl, nents, skip, len, plan, n, t, GFP_KERNEL), 0);
+	for (c = 0; c < n; c++) {
+		u32 bytes = 0;
+
+		KUNIT_EXPECT_EQ_MSG(test, t[c].nents, plan[c].pieces, "chunk %d", c);
+		KUNIT_EXPECT_LE(test, t[c].nents, chunk_pages);
+		for_each_sg(t[c].sgl, sg, t[c].nents, i) {
+			KUNIT_EXPECT_GT(test, sg->length, 0u);
+			KUNIT_EXPECT_LE_MSG(test, sg->offset + sg->length, (u32)PAGE_SIZE,
+					    "chunk %d entry %d crosses a page", c, i);
+			if (split && i > 0)
+				KUNIT_EXPECT_EQ(test, sg->offset, 0u);
+			if (split && !sg_is_last(sg))
+				KUNIT_EXPECT_EQ(test, sg->offset + sg->length, (u32)PAGE_SIZE);
+			KUNIT_EXPECT_MEMEQ_MSG(test, sg_virt(sg), want + at, sg->length,
+					       "chunk %d entry %d", c, i);
+			at += sg->length;
+			bytes += sg->length;
+		}
+		KUNIT_EXPECT_EQ_MSG(test, bytes, plan[c].bytes, "chunk %d", c);
+	}
+	KUNIT_EXPECT_EQ(test, at, len);
+	free_tables(t, n);
+}
+
+static void plan_fill_matches_plan(struct kunit *test)
+{
+	static const struct seg s[] = {
+		{ 0, 1000 }, { PAGE_SIZE, PAGE_SIZE }, { 2 * PAGE_SIZE + 512, 512 },
+		{ 3 * PAGE_SIZE, 3 * PAGE_SIZE + 7 }, { 8 * PAGE_SIZE + 1, 3 },
+		{ 9 * PAGE_SIZE + 100, 4 * PAGE_SIZE },
+	};
+	u64 total = 1000 + PAGE_SIZE + 512 + 3 * PAGE_SIZE + 7 + 3 + 4 * PAGE_SIZE;
+	struct scatterlist *sgl = mk_sgl(test, s, ARRAY_SIZE(s));
+	static const u32 cps[] = { 1, 2, 3, 16 };
+	int i, split;
+
+	for (split = 0; split < 2; split++) {
+		for (i = 0; i < ARRAY_SIZE(cps); i++) {
+			check_fill(test, sgl, ARRAY_SIZE(s), 0, total, cps[i], split);
+			check_fill(test, sgl, ARRAY_SIZE(s), 999, total - 999 - 2, cps[i], split);
+			check_fill(test, sgl, ARRAY_SIZE(s), 1000 + 17, 3 * PAGE_SIZE, cps[i],
+				   split);
+			check_fill(test, sgl, ARRAY_SIZE(s), total - 1, 1, cps[i], split);
+		}
+	}
+}
+
+/* A plan that asks for more than the list holds fails and frees what it built. */
+static void plan_fill_past_end(struct kunit *test)
+{
+	struct seg s = { 0, 2 * PAGE_SIZE };
+	struct scatterlist *sgl = mk_sgl(test, &s, 1);
+	struct krdma_chunk_plan plan[2] = { { 1, PAGE_SIZE }, { 2, 2 * PAGE_SIZE } };
+	struct sg_table t[2] = {};
+
+	KUNIT_EXPECT_EQ(test, krdma_rw_fill(sgl, 1, 0, 3 * PAGE_SIZE, plan, 2, t, GFP_KERNEL),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_rw_fill(sgl, 1, 2 * PAGE_SIZE + 1, 1, plan, 1, t,
+					    GFP_KERNEL), -EINVAL);
+	/* (kmemleak, run after the suite, sees any table left behind) */
+}
+
+static void buf_to_sgt_check(struct kunit *test, u8 *buf, size_t len)
+{
+	struct sg_table sgt;
+	struct scatterlist *sg;
+	u32 want_n = DIV_ROUND_UP(offset_in_page(buf) + len, PAGE_SIZE);
+	size_t at = 0;
+	int i;
+
+	KUNIT_ASSERT_EQ(test, krdma_buf_to_sgt(buf, len, &sgt, GFP_KERNEL), 0);
+	KUNIT_EXPECT_EQ(test, sgt.nents, want_n);
+	for_each_sg(sgt.sgl, sg, sgt.nents, i) {
+		KUNIT_EXPECT_EQ(test, sg->offset, i ? 0u : (u32)offset_in_page(buf));
+		KUNIT_EXPECT_LE(test, sg->offset + sg->length, (u32)PAGE_SIZE);
+		KUNIT_EXPECT_MEMEQ_MSG(test, (u8 *)page_address(sg_page(sg)) + sg->offset,
+				       buf + at, sg->length, "entry %d", i);
+		at += sg->length;
+	}
+	KUNIT_EXPECT_EQ(test, at, len);
+	sg_free_table(&sgt);
+}
+
+KUNIT_DEFINE_ACTION_WRAPPER(vfree_action, vfree, const void *);
+KUNIT_DEFINE_ACTION_WRAPPER(sg_free_table_action, sg_free_table, struct sg_table *);
+
+/* vmalloc memory freed when the test ends, however it ends. */
+static u8 *test_vmalloc(struct kunit *test, size_t size)
+{
+	u8 *v = vmalloc(size);
+
+	KUNIT_ASSERT_NOT_NULL(test, v);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, vfree_action, v), 0);
+	return v;
+}
+
+static void plan_buf_to_sgt(struct kunit *test)
+{
+	u8 *v = test_vmalloc(test, 4 * PAGE_SIZE);
+	struct sg_table sgt;
+
+	buf_to_sgt_check(test, BASE(test), 1);
+	buf_to_sgt_check(test, BASE(test) + 100, 2 * PAGE_SIZE);
+	buf_to_sgt_check(test, BASE(test) + PAGE_SIZE - 1, 2);
+	buf_to_sgt_check(test, BASE(test), 3 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, krdma_buf_to_sgt(NULL, 10, &sgt, GFP_KERNEL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_buf_to_sgt(BASE(test), 0, &sgt, GFP_KERNEL), -EINVAL);
+
+	/* vmalloc memory: pages are not contiguous, each entry finds its own. */
+	krdma_pattern_fill(v, 4 * PAGE_SIZE, 5, 0);
+	buf_to_sgt_check(test, v + 5, 4 * PAGE_SIZE - 5);
+	buf_to_sgt_check(test, v + PAGE_SIZE, PAGE_SIZE);
+}
+
+/* A vmalloc buffer's list is one MR-mappable chunk: page-contiguous, not physically. */
+static void plan_vmalloc_one_mr(struct kunit *test)
+{
+	u8 *v = test_vmalloc(test, 8 * PAGE_SIZE);
+	struct sg_table *sgt = kunit_kzalloc(test, sizeof(*sgt), GFP_KERNEL);
+	struct krdma_chunk_plan w = { 8, 8 * PAGE_SIZE - 300 };
+
+	KUNIT_ASSERT_NOT_NULL(test, sgt);
+	krdma_pattern_fill(v, 8 * PAGE_SIZE, 3, 0);
+	KUNIT_ASSERT_EQ(test, krdma_buf_to_sgt(v + 100, 8 * PAGE_SIZE - 300, sgt, GFP_KERNEL), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, sg_free_table_action, sgt), 0);
+	expect_plan(test, sgt->sgl, sgt->nents, 0, 8 * PAGE_SIZE - 300, 8, true, MAXCHUNKS, &w, 1);
+	check_fill(test, sgt->sgl, sgt->nents, 0, 8 * PAGE_SIZE - 300, 8, true);
+	check_fill(test, sgt->sgl, sgt->nents, 4000, 3 * PAGE_SIZE, 2, true);
+}
+
+static struct kunit_case krdma_plan_cases[] = {
+	KUNIT_CASE(plan_sg_len),
+	KUNIT_CASE(plan_page_boundary_sizes),
+	KUNIT_CASE(plan_unaligned_entry),
+	KUNIT_CASE(plan_chunk_pages_limit),
+	KUNIT_CASE(plan_e2big),
+	KUNIT_CASE(plan_einval),
+	KUNIT_CASE(plan_skip_len_window),
+	KUNIT_CASE(plan_skip_across_entries),
+	KUNIT_CASE(plan_split_gaps),
+	KUNIT_CASE(plan_same_page_entries),
+	KUNIT_CASE(plan_odd_entries),
+	KUNIT_CASE(plan_fill_matches_plan),
+	KUNIT_CASE(plan_fill_past_end),
+	KUNIT_CASE(plan_buf_to_sgt),
+	KUNIT_CASE(plan_vmalloc_one_mr),
+	{}
+};
+
+static struct kunit_suite krdma_plan_suite = {
+	.name = "krdma_plan",
+	.init = plan_init,
+	.test_cases = krdma_plan_cases,
+};
+
+kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite);
+
+MODULE_DESCRIPTION("KUnit tests of krdma's parser, wire formats and chunk planning");
+MODULE_LICENSE("GPL");
