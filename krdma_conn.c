@@ -523,10 +523,17 @@ static void krdma_passive_established(struct krdma_conn *conn)
 		}
 	}
 	spin_unlock_bh(&l->lock);
-	if (queued)
+	if (queued) {
 		wake_up_all(&l->wq);
-	else if (!l->sysfs_owned)
+	} else if (!l->sysfs_owned) {
+		/*
+		 * The listener closed meanwhile and nobody will take this
+		 * one.  It stays an orphan, so that the teardown work also
+		 * unpublishes and frees it.
+		 */
 		krdma_conn_schedule_teardown(conn, -ECONNABORTED);
+		return;
+	}
 	if (l->sysfs_owned) {
 		conn->sysfs_owned = true;
 		if (krdma_svc_start(conn))
