@@ -165,6 +165,7 @@ struct krdma_conn {
 	bool			ctl_token;	/* peer's credit buffer is posted */
 	bool			owe_ctl_ack;
 	u32			rw_slots;	/* one-sided chunks in flight */
+	u32			rw_waiters;	/* waiting for rw_slots */
 	u32			rw_chunk_pages;	/* pages per rdma_rw context */
 
 	struct list_head	mrs;		/* registrations on this conn */

@@ -565,6 +565,7 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_conn *conn = tx->conn;
 	struct krdma_req *req;
 	int status = 0;
+	bool wake;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		krdma_wc_error(conn, wc, "send");
@@ -573,9 +574,16 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_lock(&conn->lock);
 	req = tx->req;
 	tx->req = NULL;
+	/*
+	 * A free buffer matters only to a sender that found none: waking
+	 * conn->wq on every completion would also wake the service thread
+	 * and every other sleeper on the connection, for nothing.
+	 */
+	wake = list_empty(&conn->tx_free);
 	list_add(&tx->list, &conn->tx_free);
 	spin_unlock(&conn->lock);
-	wake_up_all(&conn->wq);
+	if (wake)
+		wake_up_all(&conn->wq);
 	if (req) {
 		req->status = status;
 		if (status)

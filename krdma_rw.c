@@ -60,6 +60,7 @@ static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
 						 struct krdma_rw_chunk, cqe);
 	struct krdma_rw_op *op = ch->op;
 	struct krdma_conn *conn = op->conn;
+	bool wake;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		krdma_wc_error(conn, wc, op->write ? "RDMA WRITE" :
@@ -75,8 +76,15 @@ static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
 	krdma_rw_chunk_destroy(op, ch);
 	spin_lock(&conn->lock);
 	conn->rw_slots--;
+	/*
+	 * Only a poster waiting for slots wants this wakeup: waking conn->wq
+	 * on every completion would also wake the service thread and every
+	 * other sleeper on the connection, for nothing.
+	 */
+	wake = conn->rw_waiters;
 	spin_unlock(&conn->lock);
-	wake_up_all(&conn->wq);
+	if (wake)
+		wake_up_all(&conn->wq);
 
 	if (atomic_dec_and_test(&op->pending))
 		krdma_rw_op_finish(op);
@@ -196,13 +204,18 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 			spin_unlock_bh(&conn->lock);
 			break;
 		}
-		spin_unlock_bh(&conn->lock);
 		if (nowait) {
+			spin_unlock_bh(&conn->lock);
 			ret = -EAGAIN;
 			goto out_op;
 		}
+		conn->rw_waiters++;
+		spin_unlock_bh(&conn->lock);
 		ret = wait_event_interruptible(conn->wq,
 					       krdma_rw_slots_free(conn, n));
+		spin_lock_bh(&conn->lock);
+		conn->rw_waiters--;
+		spin_unlock_bh(&conn->lock);
 		if (ret)
 			goto out_op;
 	}
