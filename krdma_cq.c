@@ -414,6 +414,19 @@ static bool krdma_rx_ready(struct krdma_conn *conn)
 	return ready;
 }
 
+/* Messages received and not yet taken (for the self-test's receiver). */
+u32 krdma_rx_queued(struct krdma_conn *conn)
+{
+	struct krdma_rx *rx;
+	u32 n = 0;
+
+	spin_lock_bh(&conn->lock);
+	list_for_each_entry(rx, &conn->rx_ready, list)
+		n++;
+	spin_unlock_bh(&conn->lock);
+	return n;
+}
+
 /**
  * krdma_msg_ready - is a message waiting to be received?
  * @conn: the connection
@@ -635,10 +648,15 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		}
 		if (conn->credits && !list_empty(&conn->tx_free))
 			break;
+		/*
+		 * Counted whether the caller sleeps or takes -EAGAIN: it is
+		 * the receiver's backpressure either way.
+		 */
+		if (!conn->credits)
+			atomic64_inc(&conn->stats.credit_waits);
 		spin_unlock_bh(&conn->lock);
 		if (nowait)
 			return -EAGAIN;
-		atomic64_inc(&conn->stats.credit_waits);
 		ret = wait_event_interruptible(conn->wq, krdma_can_send(conn));
 		if (ret)
 			return ret;

@@ -34,10 +34,19 @@ enum st_op {
 	ST_VERIFY64,	/* the first 8 exposed bytes hold seed */
 };
 
+/*
+ * ST_DATA: the receiver stops taking messages until the sender must have
+ * run out of credits, so that a send test always meets backpressure
+ * (however fast the receiver is) and flow control is what it exercises.
+ */
+#define ST_F_HOLD	0x01
+#define ST_HOLD_MAX	(5 * HZ)
+#define ST_HOLD_MORE	msecs_to_jiffies(100)
+
 struct st_msg {
 	__be32	magic;
 	u8	op;
-	u8	pad;
+	u8	flags;	/* ST_F_* */
 	__be16	status;
 	__be32	arg;
 	__be32	rsvd;
@@ -196,6 +205,22 @@ static s64 st_exp_pattern(struct st_exposed *e, u64 seed, u64 len, bool fill)
 	return -1;
 }
 
+/*
+ * Take no message until the peer has filled every other receive buffer
+ * (it has no credit left then), and a little longer, so that its next
+ * send finds no credit.  Bounded: a slow sender only makes it pass late.
+ */
+static void st_hold(struct krdma_conn *conn)
+{
+	u32 want = max_t(u32, conn->depth, 2) - 1;
+
+	wait_event_timeout(conn->wq, krdma_rx_queued(conn) >= want ||
+			   krdma_conn_error(conn) || kthread_should_stop(),
+			   ST_HOLD_MAX);
+	if (!krdma_conn_error(conn) && !kthread_should_stop())
+		schedule_timeout_interruptible(ST_HOLD_MORE);
+}
+
 static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 		     const struct st_msg *m, u32 len)
 {
@@ -244,6 +269,8 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 		} else if (be32_to_cpu(m->arg)) {
 			/* The last of a batch: one reply for all of them. */
 			st_reply(conn, 0, 0);
+		} else if (m->flags & ST_F_HOLD) {
+			st_hold(conn);
 		}
 		break;
 	case ST_FREE:
@@ -632,6 +659,8 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 			break;
 		st_encode(m, ST_DATA, seed0 + i, payload, 0,
 			  i == st->count - 1, 0);
+		if (!i && st->count > conn->depth)
+			m->flags = ST_F_HOLD;
 		krdma_pattern_fill((u8 *)m + sizeof(*m), payload, seed0 + i, 0);
 		s->st = st;
 		s->req.done = st_send_done;
