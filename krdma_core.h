@@ -31,6 +31,13 @@
 #define KRDMA_RW_CHUNK_PAGES	256
 
 /*
+ * SGEs per send WR asked of the QP.  rdma_rw puts up to this many in one
+ * RDMA WRITE (and max_sge_rd in a READ): fewer would multiply the WRs per
+ * chunk, more only grows every send queue entry.
+ */
+#define KRDMA_MAX_SEND_SGE	32
+
+/*
  * One per RDMA device krdma has seen.  The ib_client holds the first
  * reference; every connection on the device holds another.  Removal of the
  * device tears down the connections, drops the client's reference and waits

@@ -197,7 +197,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	const struct ib_device_attr *a = &ibdev->attrs;
 	struct ib_qp_init_attr qa = {};
 	u32 max_wr = a->max_qp_wr;
-	u32 send_wr, recv_wr, rw_wr;
+	u32 send_wr, recv_wr, rw_wr, send_sge;
 	int ret;
 
 	/*
@@ -210,8 +210,13 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	if (a->max_fast_reg_page_list_len &&
 	    a->max_fast_reg_page_list_len < conn->rw_chunk_pages)
 		conn->rw_chunk_pages = a->max_fast_reg_page_list_len;
+	/*
+	 * rdma_rw splits a chunk into WRs of at most the QP's max_send_sge
+	 * SGEs (max_sge_rd for READ): size the SQ for what it will post.
+	 */
+	send_sge = clamp_t(u32, a->max_send_sge, 1, KRDMA_MAX_SEND_SGE);
 	rw_wr = DIV_ROUND_UP(conn->rw_chunk_pages,
-			     min(a->max_send_sge, a->max_sge_rd ?: 1));
+			     min_t(u32, send_sge, a->max_sge_rd ?: 1));
 	send_wr = conn->depth + 1 + 2 * conn->depth + conn->depth * rw_wr + 1;
 	recv_wr = conn->depth + 1 + 1;
 	if (send_wr > max_wr || recv_wr > max_wr) {
@@ -244,7 +249,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	qa.port_num = conn->port;
 	qa.cap.max_send_wr = send_wr;
 	qa.cap.max_recv_wr = recv_wr;
-	qa.cap.max_send_sge = min_t(u32, a->max_send_sge, 2);
+	qa.cap.max_send_sge = send_sge;
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_rdma_ctxs = conn->depth;
 	ret = rdma_create_qp(conn->cm_id, conn->kdev->pd, &qa);
