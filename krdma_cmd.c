@@ -27,7 +27,7 @@ const char krdma_cmd_usage[] =
 
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
-	K_OP, K_SIZE, K_COUNT, K_SGE, K_NR,
+	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_NR,
 };
 
 static const char * const krdma_keys[K_NR] = {
@@ -35,6 +35,7 @@ static const char * const krdma_keys[K_NR] = {
 	[K_DEPTH] = "depth", [K_MSG] = "msg", [K_TIMEOUT] = "timeout_ms",
 	[K_TOS] = "tos", [K_HELLO] = "hello", [K_OP] = "op",
 	[K_SIZE] = "size", [K_COUNT] = "count", [K_SGE] = "sge",
+	[K_SECS] = "secs",
 };
 
 struct krdma_verb {
@@ -55,6 +56,9 @@ static const struct krdma_verb krdma_verbs[] = {
 	{ "disconnect", KRDMA_CMD_DISCONNECT, B(K_NAME), B(K_NAME) },
 	{ "test", KRDMA_CMD_TEST,
 	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_COUNT) | B(K_SGE), B(K_NAME) },
+	{ "bench", KRDMA_CMD_BENCH,
+	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_DEPTH) | B(K_COUNT) | B(K_SECS),
+	  B(K_NAME) | B(K_OP) | B(K_SIZE) },
 };
 
 /* "IPv4:PORT" or "[IPv6]:PORT", or a bare address (port 0). */
@@ -221,7 +225,8 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	case K_HELLO:
 	case K_SIZE:
 	case K_COUNT:
-	case K_SGE: {
+	case K_SGE:
+	case K_SECS: {
 		u32 val;
 
 		ret = krdma_parse_size(v, &val);
@@ -253,8 +258,13 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 			cmd->size = val;
 			break;
 		case K_COUNT:
-			lim = KRDMA_TEST_MAX_COUNT;
+			lim = cmd->op == KRDMA_CMD_BENCH ?
+			      KRDMA_BENCH_MAX_COUNT : KRDMA_TEST_MAX_COUNT;
 			cmd->count = val;
+			break;
+		case K_SECS:
+			lim = KRDMA_BENCH_MAX_SECS;
+			cmd->secs = val;
 			break;
 		default:
 			lim = KRDMA_TEST_MAX_SGE;
@@ -365,6 +375,18 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 		if (cmd->sge > 1 && cmd->size < cmd->sge)
 			return ERR("sge=%u needs size of at least %u", cmd->sge,
 			    cmd->sge);
+		if (!cmd->size && cmd->test_ops != KRDMA_TEST_SEND)
+			return ERR("size=0 works only with op=send");
+	}
+	if (cmd->op == KRDMA_CMD_BENCH) {
+		if (cmd->test_ops != KRDMA_TEST_WRITE &&
+		    cmd->test_ops != KRDMA_TEST_READ &&
+		    cmd->test_ops != KRDMA_TEST_SEND)
+			return ERR("bench takes one op: write, read or send");
+		if (cmd->count && cmd->secs)
+			return ERR("bench takes count= or secs=, not both");
+		if (!cmd->count && !cmd->secs)
+			cmd->count = 1000;
 		if (!cmd->size && cmd->test_ops != KRDMA_TEST_SEND)
 			return ERR("size=0 works only with op=send");
 	}

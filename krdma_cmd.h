@@ -15,6 +15,7 @@ enum krdma_cmd_op {
 	KRDMA_CMD_CONNECT,
 	KRDMA_CMD_DISCONNECT,
 	KRDMA_CMD_TEST,
+	KRDMA_CMD_BENCH,
 };
 
 /* Self-test operations (test op=...), a bit mask. */
@@ -28,6 +29,10 @@ enum krdma_cmd_op {
 #define KRDMA_TEST_MAX_SIZE	(64u << 20)
 #define KRDMA_TEST_MAX_COUNT	1000000u
 #define KRDMA_TEST_MAX_SGE	64u
+
+/* bench: count=N is up to this; secs=N up to an hour. */
+#define KRDMA_BENCH_MAX_COUNT	1000000000u
+#define KRDMA_BENCH_MAX_SECS	3600u
 
 #define KRDMA_NAME_MAX		32
 
@@ -46,6 +51,7 @@ struct krdma_cmd {
 	u32			size;
 	u32			count;
 	u32			sge;
+	u32			secs;		/* bench */
 };
 
 int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,

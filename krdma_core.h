@@ -97,6 +97,7 @@ struct krdma_stats {
 
 struct krdma_listener;
 struct krdma_selftest;
+struct krdma_bench;
 
 /* What an rdma_cm id's context points at. */
 enum krdma_cm_ctx_type {
@@ -182,6 +183,7 @@ struct krdma_conn {
 	struct task_struct	*svc;
 	bool			svc_stop;
 	struct krdma_selftest	*st;
+	struct krdma_bench	*bench;	/* krdma_bench.c */
 };
 
 /* A listening rdma_cm id and the connections it accepted, not yet taken. */

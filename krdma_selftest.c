@@ -18,6 +18,7 @@
 #include "krdma_core.h"
 #include "krdma_plan.h"
 #include "krdma_selftest.h"
+#include "krdma_bench.h"
 
 #define ST_MAGIC	0x4b525354	/* "KRST" */
 #define ST_TIMEOUT	(30 * HZ)
@@ -915,6 +916,77 @@ void krdma_test_free(struct krdma_conn *conn)
 {
 	kfree(conn->st);
 	conn->st = NULL;
+}
+
+/* ---- for the benchmark (krdma_bench.c) ----------------------------- */
+
+/**
+ * krdma_peer_expose - have the peer's service thread expose memory
+ * @conn: a connection made through sysfs
+ * @len: bytes to expose, in one registration
+ * @access: KRDMA_ACCESS_* rights
+ * @tok: the peer's token
+ *
+ * The self-test's reply queue is the caller's until krdma_peer_unexpose():
+ * a self-test started meanwhile fails with -EBUSY, as does this while one
+ * runs.
+ *
+ * Return: 0, -EBUSY, -E2BIG when @len needs more than one registration
+ * at the peer, or the peer's or the connection's error.
+ */
+int krdma_peer_expose(struct krdma_conn *conn, u64 len, int access,
+		      struct krdma_token *tok)
+{
+	struct krdma_selftest *st = conn->st;
+	struct st_msg m;
+	u32 i, n = 1;
+	int ret;
+
+	if (!st || !conn->svc)
+		return -EOPNOTSUPP;
+	mutex_lock(&st->lock);
+	if (st->running) {
+		mutex_unlock(&st->lock);
+		return -EBUSY;
+	}
+	st->running = true;
+	st->rhead = st->rtail;
+	mutex_unlock(&st->lock);
+
+	st_encode(&m, ST_SETUP, 0, len, 0, access, 0);
+	ret = st_send(conn, &m);
+	for (i = 0; !ret && i < n; i++) {
+		ret = st_wait_reply(st, &m);
+		if (ret)
+			break;
+		if (m.op == ST_REPLY) {
+			ret = -(int)be16_to_cpu(m.status) ?: -EPROTO;
+			break;
+		}
+		n = be64_to_cpu(m.off);
+		if (m.op != ST_TOKEN || !n || n > ST_MAX_REGIONS ||
+		    be32_to_cpu(m.arg) != i)
+			ret = -EPROTO;
+		else if (!i)
+			krdma_token_unpack(&m.tok, tok);
+	}
+	if (!ret && n > 1)
+		ret = -E2BIG;
+	if (ret)
+		krdma_peer_unexpose(conn);
+	return ret;
+}
+
+/* Release what krdma_peer_expose() exposed, and the reply queue. */
+void krdma_peer_unexpose(struct krdma_conn *conn)
+{
+	struct krdma_selftest *st = conn->st;
+
+	if (!krdma_conn_error(conn))
+		st_request(st, ST_FREE, 0, 0, 0, NULL);
+	mutex_lock(&st->lock);
+	st->running = false;
+	mutex_unlock(&st->lock);
 }
 
 int krdma_selftest_init(void)

@@ -12,6 +12,7 @@
 #include "krdma_core.h"
 #include "krdma_cmd.h"
 #include "krdma_selftest.h"
+#include "krdma_bench.h"
 
 struct kobject *krdma_kobj;
 static struct kobject *krdma_devices_kobj;
@@ -296,6 +297,26 @@ KRDMA_CONN_TEST(test_lat_min_ns, ST_SHOW_LAT_MIN);
 KRDMA_CONN_TEST(test_lat_avg_ns, ST_SHOW_LAT_AVG);
 KRDMA_CONN_TEST(test_lat_max_ns, ST_SHOW_LAT_MAX);
 
+#define KRDMA_CONN_BENCH(_name, _what)					\
+static ssize_t conn_##_name##_show(struct kobject *kobj,		\
+				   struct kobj_attribute *attr, char *buf) \
+{									\
+	return krdma_bench_show(to_conn(kobj), _what, buf);		\
+}									\
+static struct kobj_attribute conn_attr_##_name =			\
+	__ATTR(_name, 0444, conn_##_name##_show, NULL)
+
+KRDMA_CONN_BENCH(bench_status, KB_SHOW_STATUS);
+KRDMA_CONN_BENCH(bench_ops, KB_SHOW_OPS);
+KRDMA_CONN_BENCH(bench_bytes, KB_SHOW_BYTES);
+KRDMA_CONN_BENCH(bench_usecs, KB_SHOW_USECS);
+KRDMA_CONN_BENCH(bench_bw_mbps, KB_SHOW_BW);
+KRDMA_CONN_BENCH(bench_msg_rate, KB_SHOW_RATE);
+KRDMA_CONN_BENCH(bench_lat_min_ns, KB_SHOW_LAT_MIN);
+KRDMA_CONN_BENCH(bench_lat_p50_ns, KB_SHOW_LAT_P50);
+KRDMA_CONN_BENCH(bench_lat_p99_ns, KB_SHOW_LAT_P99);
+KRDMA_CONN_BENCH(bench_lat_max_ns, KB_SHOW_LAT_MAX);
+
 #define KRDMA_CONN_ATTR(_name) \
 static struct kobj_attribute conn_attr_##_name = \
 	__ATTR(_name, 0444, conn_##_name##_show, NULL)
@@ -341,6 +362,16 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_test_lat_min_ns.attr,
 	&conn_attr_test_lat_avg_ns.attr,
 	&conn_attr_test_lat_max_ns.attr,
+	&conn_attr_bench_status.attr,
+	&conn_attr_bench_ops.attr,
+	&conn_attr_bench_bytes.attr,
+	&conn_attr_bench_usecs.attr,
+	&conn_attr_bench_bw_mbps.attr,
+	&conn_attr_bench_msg_rate.attr,
+	&conn_attr_bench_lat_min_ns.attr,
+	&conn_attr_bench_lat_p50_ns.attr,
+	&conn_attr_bench_lat_p99_ns.attr,
+	&conn_attr_bench_lat_max_ns.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(krdma_conn);
@@ -350,6 +381,7 @@ static void krdma_conn_kobj_release(struct kobject *kobj)
 	struct krdma_conn *conn = to_conn(kobj);
 
 	krdma_test_free(conn);
+	krdma_bench_free(conn);
 	if (conn->listener)
 		kobject_put(&conn->listener->kobj);
 	kfree(conn);
@@ -482,6 +514,7 @@ static void krdma_sysfs_close_conn(struct krdma_conn *conn)
 	krdma_svc_stop(conn);
 	krdma_conn_teardown(conn, 0);
 	krdma_test_flush(conn);
+	krdma_bench_flush(conn);
 	krdma_close(conn);
 }
 
@@ -562,18 +595,22 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 		return 0;
 	case KRDMA_CMD_DISCONNECT:
 	case KRDMA_CMD_TEST:
+	case KRDMA_CMD_BENCH:
 		conn = krdma_conn_find(cmd->name);
 		if (!conn || !conn->sysfs_owned) {
 			if (conn)
 				krdma_conn_put(conn);
 			pr_warn("%s: no connection '%s' made through sysfs\n",
 				cmd->op == KRDMA_CMD_TEST ? "test" :
+				cmd->op == KRDMA_CMD_BENCH ? "bench" :
 				"disconnect", cmd->name);
 			return -ENOENT;
 		}
 		if (cmd->op == KRDMA_CMD_DISCONNECT) {
 			krdma_sysfs_close_conn(conn);
 			ret = 0;
+		} else if (cmd->op == KRDMA_CMD_BENCH) {
+			ret = krdma_bench_start(conn, cmd);
 		} else {
 			ret = krdma_test_start(conn, cmd->test_ops, cmd->size,
 					       cmd->count, cmd->sge);
@@ -666,6 +703,9 @@ int krdma_sysfs_init(void)
 	ret = krdma_selftest_init();
 	if (ret)
 		goto out_put;
+	ret = krdma_bench_init();
+	if (ret)
+		goto out_test;
 	ret = -ENOMEM;
 	krdma_devices_kobj = kobject_create_and_add("devices", krdma_kobj);
 	krdma_conns_kobj = kobject_create_and_add("conns", krdma_kobj);
@@ -678,6 +718,8 @@ out_dirs:
 	kobject_put(krdma_listeners_kobj);
 	kobject_put(krdma_conns_kobj);
 	kobject_put(krdma_devices_kobj);
+	krdma_bench_exit();
+out_test:
 	krdma_selftest_exit();
 out_put:
 	kobject_put(krdma_kobj);
@@ -711,6 +753,7 @@ void krdma_sysfs_stop(void)
 			krdma_svc_stop(found);
 			krdma_conn_teardown(found, 0);
 			krdma_test_flush(found);
+			krdma_bench_flush(found);
 			krdma_conn_put(found);
 		}
 	} while (found);
@@ -721,6 +764,7 @@ void krdma_sysfs_exit(void)
 	kobject_put(krdma_listeners_kobj);
 	kobject_put(krdma_conns_kobj);
 	kobject_put(krdma_devices_kobj);
+	krdma_bench_exit();
 	krdma_selftest_exit();
 	kobject_put(krdma_kobj);
 }

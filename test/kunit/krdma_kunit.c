@@ -224,6 +224,54 @@ static void cmd_test_size_sge_rules(struct kunit *test)
 	expect_bad(test, "test name=c size=67108865", "out of range");
 }
 
+static void cmd_bench_ok(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "bench name=c op=write size=4K");
+	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_BENCH);
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_WRITE);
+	KUNIT_EXPECT_EQ(test, cmd->size, 4096u);
+	/* Neither count= nor secs=: a counted run of 1000. */
+	KUNIT_EXPECT_EQ(test, cmd->count, 1000u);
+	KUNIT_EXPECT_EQ(test, cmd->secs, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->depth, 0u);
+
+	expect_ok(test, "bench name=c op=send size=0 secs=5 depth=8");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_SEND);
+	KUNIT_EXPECT_EQ(test, cmd->size, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->secs, 5u);
+	KUNIT_EXPECT_EQ(test, cmd->count, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->depth, 8u);
+
+	/* A bench may count far beyond a self-test. */
+	expect_ok(test, "bench name=c op=read size=1M count=1000000000");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_READ);
+	KUNIT_EXPECT_EQ(test, cmd->count, 1000000000u);
+	expect_ok(test, "bench name=c op=read size=1M secs=3600");
+	KUNIT_EXPECT_EQ(test, cmd->secs, 3600u);
+}
+
+static void cmd_bench_bad(struct kunit *test)
+{
+	expect_bad(test, "bench name=c size=4K", "bench needs op=");
+	expect_bad(test, "bench name=c op=write", "bench needs size=");
+	expect_bad(test, "bench op=write size=4K", "bench needs name=");
+	expect_bad(test, "bench name=c op=write,read size=4K", "bench takes one op");
+	expect_bad(test, "bench name=c op=atomic size=8", "bench takes one op");
+	expect_bad(test, "bench name=c op=all size=8", "bench takes one op");
+	expect_bad(test, "bench name=c op=write size=4K count=5 secs=1", "not both");
+	expect_bad(test, "bench name=c op=read size=0", "size=0 works only with op=send");
+	expect_bad(test, "bench name=c op=send size=64 sge=2", "unknown word 'sge' for bench");
+	expect_bad(test, "bench name=c op=send size=64 count=1000000001", "out of range");
+	expect_bad(test, "bench name=c op=send size=64 secs=3601", "out of range");
+	expect_bad(test, "bench name=c op=send size=64 secs=0", "secs must not be 0");
+	expect_bad(test, "bench name=c op=send size=64 depth=0", "depth must not be 0");
+	/* The self-test's larger count is a bench's only, not the reverse. */
+	expect_bad(test, "test name=c count=1000001", "out of range");
+	expect_bad(test, "test name=c secs=1", "unknown word 'secs' for test");
+}
+
 static void cmd_unknown_verb(struct kunit *test)
 {
 	expect_bad(test, "frobnicate name=x", "unknown command 'frobnicate'");
@@ -571,6 +619,8 @@ static struct kunit_case krdma_cmd_cases[] = {
 	KUNIT_CASE(cmd_test_defaults),
 	KUNIT_CASE(cmd_test_ops),
 	KUNIT_CASE(cmd_test_size_sge_rules),
+	KUNIT_CASE(cmd_bench_ok),
+	KUNIT_CASE(cmd_bench_bad),
 	KUNIT_CASE(cmd_unknown_verb),
 	KUNIT_CASE(cmd_unknown_word),
 	KUNIT_CASE(cmd_duplicate_key),

@@ -1,0 +1,603 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma benchmark engine: "bench name=CONN op=write|read|send size=BYTES
+ * [depth=N] [count=N | secs=N]" on the control file.
+ *
+ * One bench runs per connection at a time, in a work item.  It keeps up to
+ * depth operations in flight (at most the connection's queue depth) and
+ * never verifies data:
+ *  - write/read: krdma_rdma_async() of one local buffer against a region
+ *    the peer's service thread exposes for the run (krdma_peer_expose());
+ *  - send: krdma_send_async() of a zeroed message, which the peer's service
+ *    thread receives and drops.
+ * Each operation is timed from its post call to its completion callback;
+ * latencies go into a log-linear histogram (32 buckets per power of two, so
+ * a percentile is within 3% of the true value), exact minimum and maximum
+ * besides.  Several connections are benchmarked by starting one bench on
+ * each; tools/bench adds their results up.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
+#include <linux/bitops.h>
+#include <linux/workqueue.h>
+
+#include "krdma_core.h"
+#include "krdma_cmd.h"
+#include "krdma_bench.h"
+
+#define KB_TIMEOUT		(30 * HZ)
+/* Local buffers are built from blocks of up to 1 MiB of contiguous pages. */
+#define KB_BLOCK_ORDER		min(8, 20 - PAGE_SHIFT)
+
+/* Histogram: values below KB_SUB exact, then KB_SUB buckets per octave. */
+#define KB_SUB_BITS		5
+#define KB_SUB			BIT(KB_SUB_BITS)
+#define KB_HIST			((64 - KB_SUB_BITS + 1) * KB_SUB)
+
+enum kb_op { KB_WRITE, KB_READ, KB_SEND };
+
+static const char * const kb_op_names[] = {
+	[KB_WRITE] = "write", [KB_READ] = "read", [KB_SEND] = "send",
+};
+
+struct krdma_bench;
+
+/* One operation in flight. */
+struct kb_slot {
+	struct krdma_req	req;
+	struct krdma_bench	*b;
+	u64			t0;
+	bool			busy;
+};
+
+struct krdma_bench {
+	struct krdma_conn	*conn;
+	struct work_struct	work;
+	struct mutex		lock;		/* parameters, results, running */
+	bool			running;
+	enum kb_op		op;
+	u32			size, count, secs;
+	char			status[80];
+
+	/* Counted by the completions, under stat_lock. */
+	spinlock_t		stat_lock;
+	u64			ops, bytes;
+	u64			lat_min, lat_max;
+	u64			t_last;		/* ns of the last completion */
+	u32			*hist;
+
+	/* Results of the last run (stat_lock too). */
+	u64			usecs, p50, p99;
+
+	/* The run. */
+	wait_queue_head_t	wq;
+	atomic_t		inflight;
+	int			wake_at;	/* wake the poster at this many */
+	int			err;
+	u32			window;
+	u64			post_ns;	/* in the post calls */
+	u32			sleeps;		/* the poster waited */
+	struct kb_slot		*slots;
+	struct sg_table		sgt;		/* write/read: local buffer */
+	struct krdma_token	tok;		/* write/read: the peer's */
+	void			*msg;		/* send: the message */
+};
+
+static struct workqueue_struct *krdma_bench_wq;
+static DEFINE_MUTEX(krdma_bench_alloc_lock);
+
+static u32 kb_bucket(u64 ns)
+{
+	u32 e;
+
+	if (ns < KB_SUB)
+		return ns;
+	e = fls64(ns) - 1 - KB_SUB_BITS;
+	return (e + 1) * KB_SUB + ((ns >> e) & (KB_SUB - 1));
+}
+
+/* The middle of bucket @i's range. */
+static u64 kb_bucket_value(u32 i)
+{
+	u32 e;
+
+	if (i < KB_SUB)
+		return i;
+	e = i / KB_SUB - 1;
+	return ((u64)(KB_SUB + i % KB_SUB) << e) + ((1ull << e) >> 1);
+}
+
+/* The @pct percentile, kept inside [lat_min, lat_max]. */
+static u64 kb_percentile(struct krdma_bench *b, u32 pct)
+{
+	u64 rank = div_u64(b->ops * pct + 99, 100), seen = 0, v = 0;
+	u32 i;
+
+	if (!b->ops)
+		return 0;
+	for (i = 0; i < KB_HIST; i++) {
+		seen += b->hist[i];
+		if (seen >= rank) {
+			v = kb_bucket_value(i);
+			break;
+		}
+	}
+	return clamp(v, b->lat_min, b->lat_max);
+}
+
+/* Completion of one operation: softirq, or process context on errors. */
+static void kb_done(struct krdma_req *req)
+{
+	struct kb_slot *s = container_of(req, struct kb_slot, req);
+	struct krdma_bench *b = s->b;
+	u64 now = ktime_get_ns(), ns = now - s->t0;
+	unsigned long flags;
+	bool wake = false;
+
+	if (req->status) {
+		cmpxchg(&b->err, 0, req->status);
+		wake = true;
+	} else {
+		spin_lock_irqsave(&b->stat_lock, flags);
+		b->ops++;
+		b->bytes += req->len;
+		if (ns < b->lat_min)
+			b->lat_min = ns;
+		if (ns > b->lat_max)
+			b->lat_max = ns;
+		b->hist[kb_bucket(ns)]++;
+		b->t_last = now;
+		spin_unlock_irqrestore(&b->stat_lock, flags);
+	}
+	/* The slot's stats are in before the poster may reuse it. */
+	smp_store_release(&s->busy, false);
+	if (atomic_dec_return(&b->inflight) <= b->wake_at)
+		wake = true;
+	/* wq_has_sleeper() orders the stores above before the check. */
+	if (wake && wq_has_sleeper(&b->wq))
+		wake_up(&b->wq);
+}
+
+/*
+ * May the poster reuse slot @s?  Once the window is full it waits until a
+ * quarter of it has drained (wake_at), so that it wakes once per batch of
+ * completions, not once per completion.
+ */
+static bool kb_can_post(struct krdma_bench *b, struct kb_slot *s)
+{
+	/* Pairs with the release in kb_done(). */
+	return (!smp_load_acquire(&s->busy) &&
+		atomic_read(&b->inflight) <= b->wake_at) ||
+	       READ_ONCE(b->err);
+}
+
+static bool kb_idle(struct krdma_bench *b, struct kb_slot *s)
+{
+	return !atomic_read(&b->inflight);
+}
+
+/*
+ * Wait for @cond with a bound: a peer that stopped answering (iWARP leaves
+ * that to TCP, which takes minutes) fails the connection after KB_TIMEOUT,
+ * which flushes every operation in flight.
+ */
+static bool kb_wait(struct krdma_bench *b,
+		    bool (*cond)(struct krdma_bench *b, struct kb_slot *s),
+		    struct kb_slot *s)
+{
+	if (wait_event_timeout(b->wq, cond(b, s), KB_TIMEOUT))
+		return true;
+	pr_warn("%s: bench: no completion in %d s, failing the connection\n",
+		b->conn->name, KB_TIMEOUT / HZ);
+	krdma_conn_teardown(b->conn, -ETIMEDOUT);
+	wait_event(b->wq, cond(b, s));
+	return false;
+}
+
+static int kb_post_rw(struct krdma_bench *b, struct kb_slot *s)
+{
+	return krdma_rdma_async(b->conn, b->op == KB_WRITE, b->sgt.sgl,
+				b->sgt.orig_nents, &b->tok, 0, &s->req, false);
+}
+
+static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
+{
+	struct krdma_conn *conn = b->conn;
+	int ret;
+
+	while ((ret = krdma_send_async(conn, b->msg, b->size, &s->req,
+				       true)) == -EAGAIN) {
+		if (!wait_event_timeout(conn->wq, krdma_can_send(conn),
+					KB_TIMEOUT)) {
+			pr_warn("%s: bench: no credit from the peer in %d s, failing the connection\n",
+				conn->name, KB_TIMEOUT / HZ);
+			krdma_conn_teardown(conn, -ETIMEDOUT);
+		}
+	}
+	return ret;
+}
+
+/* The timed loop.  Returns 0 or the first error. */
+static int kb_loop(struct krdma_bench *b)
+{
+	int (*post)(struct krdma_bench *b, struct kb_slot *s);
+	u64 seq, t_start, deadline = 0;
+	struct kb_slot *s;
+	u32 idx = 0;
+	int ret = 0;
+
+	post = b->op == KB_SEND ? kb_post_send : kb_post_rw;
+	b->wake_at = b->window - max_t(u32, b->window / 4, 1);
+	atomic_set(&b->inflight, 0);
+	b->err = 0;
+	b->post_ns = 0;
+	b->sleeps = 0;
+
+	t_start = ktime_get_ns();
+	if (b->secs)
+		deadline = t_start + (u64)b->secs * NSEC_PER_SEC;
+	spin_lock_bh(&b->stat_lock);
+	b->t_last = t_start;
+	spin_unlock_bh(&b->stat_lock);
+
+	for (seq = 0; !b->count || seq < b->count; seq++) {
+		if (deadline && ktime_get_ns() >= deadline)
+			break;
+		s = &b->slots[idx];
+		if (++idx == b->window)
+			idx = 0;
+		/* Pairs with the release in kb_done(). */
+		if (smp_load_acquire(&s->busy)) {
+			b->sleeps++;
+			if (!kb_wait(b, kb_can_post, s))
+				break;
+		}
+		ret = READ_ONCE(b->err);
+		if (ret)
+			break;
+		s->busy = true;
+		atomic_inc(&b->inflight);
+		s->t0 = ktime_get_ns();
+		ret = post(b, s);
+		b->post_ns += ktime_get_ns() - s->t0;
+		if (ret) {
+			s->busy = false;
+			atomic_dec(&b->inflight);
+			break;
+		}
+	}
+	kb_wait(b, kb_idle, NULL);
+
+	spin_lock_bh(&b->stat_lock);
+	b->usecs = div_u64(b->t_last - t_start, NSEC_PER_USEC);
+	spin_unlock_bh(&b->stat_lock);
+	return ret ?: READ_ONCE(b->err) ?: krdma_conn_error(b->conn);
+}
+
+static void kb_buf_free(struct krdma_bench *b)
+{
+	struct scatterlist *sg;
+	int i;
+
+	if (!b->sgt.sgl)
+		return;
+	for_each_sg(b->sgt.sgl, sg, b->sgt.orig_nents, i)
+		if (sg_page(sg))
+			__free_pages(sg_page(sg), get_order(sg->length));
+	sg_free_table(&b->sgt);
+	memset(&b->sgt, 0, sizeof(b->sgt));
+}
+
+/*
+ * The local buffer of a write/read bench: blocks of up to 1 MiB of
+ * contiguous pages (so a 1 MiB operation is one SGE, as perftest's is),
+ * single pages if memory is too fragmented for that.
+ */
+static int kb_buf_alloc(struct krdma_bench *b)
+{
+	u32 order = min_t(u32, get_order(b->size), KB_BLOCK_ORDER), n, i;
+	struct scatterlist *sg;
+	struct page *page;
+	u32 left, len;
+
+retry:
+	n = DIV_ROUND_UP(b->size, PAGE_SIZE << order);
+	if (sg_alloc_table(&b->sgt, n, GFP_KERNEL))
+		return -ENOMEM;
+	left = b->size;
+	for_each_sg(b->sgt.sgl, sg, n, i) {
+		len = min_t(u32, left, PAGE_SIZE << order);
+		page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN,
+				   get_order(len));
+		if (!page) {
+			kb_buf_free(b);
+			if (!order)
+				return -ENOMEM;
+			order = 0;
+			goto retry;
+		}
+		sg_set_page(sg, page, len, 0);
+		left -= len;
+	}
+	return 0;
+}
+
+static int kb_run_rw(struct krdma_bench *b)
+{
+	struct krdma_conn *conn = b->conn;
+	u32 chunk = conn->rw_chunk_pages * PAGE_SIZE, per_op;
+	int ret;
+
+	ret = kb_buf_alloc(b);
+	if (ret)
+		return ret;
+	ret = krdma_peer_expose(conn, b->size,
+				b->op == KB_WRITE ? KRDMA_ACCESS_REMOTE_WRITE :
+						    KRDMA_ACCESS_REMOTE_READ,
+				&b->tok);
+	if (ret == -E2BIG)
+		snprintf(b->status, sizeof(b->status),
+			 "failed: size is more than one peer registration spans");
+	if (ret)
+		goto out_buf;
+	/* Each operation takes one queue-depth slot per chunk. */
+	per_op = DIV_ROUND_UP(b->size, chunk);
+	if (b->window * per_op > conn->depth)
+		b->window = max_t(u32, conn->depth / per_op, 1);
+	ret = kb_loop(b);
+	krdma_peer_unexpose(conn);
+out_buf:
+	kb_buf_free(b);
+	return ret;
+}
+
+static int kb_run_send(struct krdma_bench *b)
+{
+	int ret;
+
+	/* Zeroes: no self-test magic, so the peer's service thread drops it. */
+	b->msg = kvzalloc(max_t(u32, b->size, 1), GFP_KERNEL);
+	if (!b->msg)
+		return -ENOMEM;
+	ret = kb_loop(b);
+	kvfree(b->msg);
+	b->msg = NULL;
+	return ret;
+}
+
+static void kb_work(struct work_struct *work)
+{
+	struct krdma_bench *b = container_of(work, struct krdma_bench, work);
+	struct krdma_conn *conn = b->conn;
+	int ret = -ENOMEM;
+	u32 i;
+
+	b->slots = kcalloc(b->window, sizeof(*b->slots), GFP_KERNEL);
+	if (b->slots) {
+		for (i = 0; i < b->window; i++) {
+			b->slots[i].b = b;
+			b->slots[i].req.done = kb_done;
+		}
+		ret = b->op == KB_SEND ? kb_run_send(b) : kb_run_rw(b);
+	}
+	kfree(b->slots);
+	b->slots = NULL;
+
+	mutex_lock(&b->lock);
+	spin_lock_bh(&b->stat_lock);
+	if (!b->ops)
+		b->lat_min = 0;
+	b->p50 = kb_percentile(b, 50);
+	b->p99 = kb_percentile(b, 99);
+	spin_unlock_bh(&b->stat_lock);
+	if (!ret)
+		strscpy(b->status, "passed", sizeof(b->status));
+	else if (strncmp(b->status, "failed", 6))
+		snprintf(b->status, sizeof(b->status), "failed: %d", ret);
+	b->running = false;
+	mutex_unlock(&b->lock);
+	pr_info("%s: bench %s size=%u depth=%u: %s, %llu ops in %llu us (posting %llu ns/op, %u waits)\n",
+		conn->name, kb_op_names[b->op], b->size, b->window, b->status,
+		b->ops, b->usecs, b->ops ? div64_u64(b->post_ns, b->ops) : 0,
+		b->sleeps);
+	krdma_conn_put(conn);
+}
+
+static struct krdma_bench *kb_get(struct krdma_conn *conn)
+{
+	struct krdma_bench *b;
+
+	mutex_lock(&krdma_bench_alloc_lock);
+	b = conn->bench;
+	if (b)
+		goto out;
+	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	if (!b)
+		goto out;
+	b->hist = kvcalloc(KB_HIST, sizeof(*b->hist), GFP_KERNEL);
+	if (!b->hist) {
+		kfree(b);
+		b = NULL;
+		goto out;
+	}
+	b->conn = conn;
+	mutex_init(&b->lock);
+	spin_lock_init(&b->stat_lock);
+	init_waitqueue_head(&b->wq);
+	INIT_WORK(&b->work, kb_work);
+	/* Initialised before readers of conn->bench (no lock) see it. */
+	smp_store_release(&conn->bench, b);
+out:
+	mutex_unlock(&krdma_bench_alloc_lock);
+	return b;
+}
+
+/**
+ * krdma_bench_start - start a benchmark on a connection made through sysfs
+ * @conn: the connection
+ * @cmd: the parsed "bench" command
+ *
+ * Return: 0 once started (results in bench_*), -EBUSY if a bench or the
+ * self-test runs on @conn, -EMSGSIZE for a send larger than the
+ * connection's messages, or the connection's error.
+ */
+int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
+{
+	struct krdma_bench *b;
+	enum kb_op op;
+	int ret;
+
+	if (!conn->st || !conn->svc)
+		return -EOPNOTSUPP;
+	ret = krdma_conn_error(conn);
+	if (ret)
+		return ret;
+	switch (cmd->test_ops) {
+	case KRDMA_TEST_WRITE:
+		op = KB_WRITE;
+		break;
+	case KRDMA_TEST_READ:
+		op = KB_READ;
+		break;
+	case KRDMA_TEST_SEND:
+		op = KB_SEND;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (op == KB_SEND && cmd->size > conn->max_msg) {
+		pr_warn("%s: bench size %u is more than the connection's %u-byte messages\n",
+			conn->name, cmd->size, conn->max_msg);
+		return -EMSGSIZE;
+	}
+	if (op != KB_SEND && !cmd->size)
+		return -EINVAL;
+
+	b = kb_get(conn);
+	if (!b)
+		return -ENOMEM;
+	mutex_lock(&b->lock);
+	if (b->running) {
+		ret = -EBUSY;
+		goto out;
+	}
+	b->running = true;
+	b->op = op;
+	b->size = cmd->size;
+	b->count = cmd->count;
+	b->secs = cmd->secs;
+	b->window = min_not_zero(cmd->depth, conn->depth);
+	spin_lock_bh(&b->stat_lock);
+	b->ops = 0;
+	b->bytes = 0;
+	b->usecs = 0;
+	b->lat_min = U64_MAX;
+	b->lat_max = 0;
+	b->p50 = 0;
+	b->p99 = 0;
+	memset(b->hist, 0, KB_HIST * sizeof(*b->hist));
+	spin_unlock_bh(&b->stat_lock);
+	strscpy(b->status, "running", sizeof(b->status));
+	krdma_conn_get(conn);
+	queue_work(krdma_bench_wq, &b->work);
+out:
+	mutex_unlock(&b->lock);
+	return ret;
+}
+
+/* bench_bw_mbps: MiB/s (perftest's "MB/sec") with two decimals. */
+static u64 kb_bw_centi(struct krdma_bench *b)
+{
+	if (!b->usecs)
+		return 0;
+	return mul_u64_u64_div_u64(b->bytes, 100 * USEC_PER_SEC,
+				   b->usecs << 20);
+}
+
+ssize_t krdma_bench_show(struct krdma_conn *conn, int what, char *buf)
+{
+	/* Pairs with the release in kb_get(). */
+	struct krdma_bench *b = smp_load_acquire(&conn->bench);
+	ssize_t n;
+	u64 v = 0;
+
+	if (!b)
+		return sysfs_emit(buf, what == KB_SHOW_STATUS ? "idle\n" :
+				  what == KB_SHOW_BW ? "0.00\n" : "0\n");
+	mutex_lock(&b->lock);
+	if (what == KB_SHOW_STATUS) {
+		n = sysfs_emit(buf, "%s\n", b->status[0] ? b->status : "idle");
+		goto out;
+	}
+	spin_lock_bh(&b->stat_lock);
+	/* Counts are live; the rest is of the last finished run. */
+	if (what == KB_SHOW_OPS)
+		v = b->ops;
+	else if (what == KB_SHOW_BYTES)
+		v = b->bytes;
+	else if (b->running)
+		v = 0;
+	else if (what == KB_SHOW_USECS)
+		v = b->usecs;
+	else if (what == KB_SHOW_BW)
+		v = kb_bw_centi(b);
+	else if (what == KB_SHOW_RATE)
+		v = b->usecs ? div64_u64(b->ops * USEC_PER_SEC, b->usecs) : 0;
+	else if (what == KB_SHOW_LAT_MIN)
+		v = b->lat_min;
+	else if (what == KB_SHOW_LAT_P50)
+		v = b->p50;
+	else if (what == KB_SHOW_LAT_P99)
+		v = b->p99;
+	else
+		v = b->lat_max;
+	spin_unlock_bh(&b->stat_lock);
+	if (what == KB_SHOW_BW) {
+		u32 centi;
+		u64 whole = div_u64_rem(v, 100, &centi);
+
+		n = sysfs_emit(buf, "%llu.%02u\n", whole, centi);
+	} else {
+		n = sysfs_emit(buf, "%llu\n", v);
+	}
+out:
+	mutex_unlock(&b->lock);
+	return n;
+}
+
+/* After teardown: a running bench sees the error and ends; wait for it. */
+void krdma_bench_flush(struct krdma_conn *conn)
+{
+	/* Pairs with the release in kb_get(). */
+	struct krdma_bench *b = smp_load_acquire(&conn->bench);
+
+	if (b)
+		flush_work(&b->work);
+}
+
+/* From the connection's release: nothing runs any more. */
+void krdma_bench_free(struct krdma_conn *conn)
+{
+	struct krdma_bench *b = conn->bench;
+
+	if (!b)
+		return;
+	kvfree(b->hist);
+	kfree(b);
+	conn->bench = NULL;
+}
+
+int krdma_bench_init(void)
+{
+	krdma_bench_wq = alloc_workqueue("krdma_bench", WQ_UNBOUND, 0);
+	return krdma_bench_wq ? 0 : -ENOMEM;
+}
+
+void krdma_bench_exit(void)
+{
+	destroy_workqueue(krdma_bench_wq);
+}

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The benchmark engine works: "bench" of each operation at 4 KiB with a
+# small count over loopback ends "passed" with ops == count, bytes ==
+# count * size and min <= p50 <= p99 <= max; the secs= form, the grammar's
+# refusals and EBUSY.  No rate is checked: a slow machine never fails it.
+# topo: single
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+rdma_dev_up
+krdma_load
+ctl listen name=l1 addr=$MY_IP:7090 || fail "listen"
+ctl connect name=c1 addr=$PEER_IP:7090 || fail "connect"
+c=$KRDMA_SYS/conns/c1
+expect_eq "$(cat $c/bench_status)" idle "bench_status before any bench"
+
+bench_done() {	# bench_done WHAT: wait for the bench to end, check it passed
+	wait_for 240 sh -c "! grep -q running $c/bench_status" ||
+		fail "$1: still running after 240 s"
+	expect_eq "$(cat $c/bench_status)" passed "$1: bench_status"
+}
+
+check_lat() {	# check_lat WHAT: latencies present and ordered
+	local min p50 p99 max
+	min=$(cat $c/bench_lat_min_ns) p50=$(cat $c/bench_lat_p50_ns)
+	p99=$(cat $c/bench_lat_p99_ns) max=$(cat $c/bench_lat_max_ns)
+	[ "$min" -gt 0 ] && [ "$min" -le "$p50" ] && [ "$p50" -le "$p99" ] &&
+		[ "$p99" -le "$max" ] ||
+		fail "$1: latencies not ordered: min $min p50 $p50 p99 $p99 max $max"
+}
+
+count=40 size=4096
+for op in write read send; do
+	ctl bench name=c1 op=$op size=4K count=$count || fail "bench op=$op"
+	bench_done "$op"
+	expect_eq "$(cat $c/bench_ops)" $count "$op: bench_ops"
+	expect_eq "$(cat $c/bench_bytes)" $((count * size)) "$op: bench_bytes"
+	[ "$(cat $c/bench_usecs)" -gt 0 ] || fail "$op: bench_usecs is 0"
+	[ "$(cat $c/bench_msg_rate)" -gt 0 ] || fail "$op: bench_msg_rate is 0"
+	grep -qE '^[0-9]+\.[0-9]{2}$' $c/bench_bw_mbps || fail "$op: bench_bw_mbps '$(cat $c/bench_bw_mbps)'"
+	check_lat "$op"
+	log "$op 4K x$count: $(cat $c/bench_usecs) us, $(cat $c/bench_bw_mbps) MiB/s," \
+		"$(cat $c/bench_msg_rate) op/s, p50 $(cat $c/bench_lat_p50_ns) ns"
+done
+
+# One operation in flight, and the secs= form.
+ctl bench name=c1 op=write size=64 depth=1 count=10 || fail "bench depth=1"
+bench_done "write depth=1"
+expect_eq "$(cat $c/bench_ops)" 10 "depth=1: bench_ops"
+check_lat "write depth=1"
+ctl bench name=c1 op=send size=64 secs=1 || fail "bench secs=1"
+expect_ctl_err EBUSY bench name=c1 op=read size=4K count=1
+bench_done "send secs=1"
+[ "$(cat $c/bench_ops)" -gt 0 ] || fail "secs=1: no operation done"
+expect_eq "$(cat $c/bench_bytes)" $(( $(cat $c/bench_ops) * 64 )) "secs=1: bench_bytes"
+check_lat "send secs=1"
+
+# Refusals: nothing starts.
+expect_ctl_err EINVAL bench name=c1 op=write,read size=4K
+expect_ctl_err EINVAL bench name=c1 op=atomic size=8
+expect_ctl_err EINVAL bench name=c1 op=write
+expect_ctl_err EINVAL bench name=c1 op=write size=4K count=5 secs=1
+expect_ctl_err EINVAL bench name=c1 op=read size=0
+expect_ctl_err EINVAL bench name=c1 op=send size=64 sge=2
+expect_ctl_err ENOENT bench name=nosuch op=send size=64
+expect_ctl_err EMSGSIZE bench name=c1 op=send size=$(( $(cat $c/max_msg_size) + 1 ))
+expect_eq "$(cat $c/bench_status)" passed "bench_status after refusals"
+
+# The bench gave the self-test's peer protocol back: the self-test runs.
+ctl test name=c1 op=write,read size=4096 count=2 || fail "self-test after bench"
+wait_for 120 sh -c "! grep -q running $c/test_status"
+expect_eq "$(cat $c/test_status)" passed "self-test after bench"
+expect_eq "$(cat $c/errors)" 0 "errors"
+ctl disconnect name=c1 || fail "disconnect"
+ctl unlisten name=l1 || fail "unlisten"
