@@ -14,6 +14,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 results=$LAB/results-$GUEST
 mkdir -p "$LAB/tests" "$LAB/sync"
 : >"$results"
+# On a kernel with kmemleak (debug): forget the suspects from before the
+# suite, and after it (krdma unloaded) require none ("kmemleak" result).
+"$top/test/kmemleak.sh" --clear >/dev/null 2>&1
 
 if [ $# -gt 0 ]; then
 	tests=("$@")
@@ -75,4 +78,15 @@ for t in "${tests[@]}"; do
 	tail -n 1 "$results" >/dev/console
 	sync_peer end || echo "# $t: the other guest did not finish it" >>"$out"
 done
+if [ -e /sys/kernel/debug/kmemleak ]; then
+	out=$LAB/tests/$KLINE-$dev-$topo-kmemleak-$GUEST.log
+	lsmod | grep -q '^krdma ' && rmmod krdma
+	"$top/test/kmemleak.sh" >"$out" 2>&1
+	case $? in
+	0)	echo "PASS kmemleak" >>"$results" ;;
+	77)	;;
+	*)	echo "FAIL kmemleak: $(head -n 1 "$out")" >>"$results" ;;
+	esac
+	tail -n 1 "$results" >/dev/console
+fi
 exit 0

@@ -62,15 +62,15 @@ ctl connect name=c6 addr=[fd00:77::1]:7006 || fail "IPv6 connect"
 grep -q 'fd00:77::1' $KRDMA_SYS/conns/c6/peer_addr || fail "IPv6 peer_addr: $(cat $KRDMA_SYS/conns/c6/peer_addr)"
 ctl disconnect name=c6 || fail "IPv6 disconnect"
 
-# Bounded random input: 1500 commands built from real and random words
-# (bash builtins only: process creation is slow under TCG).
+# Bounded random input: 1500 commands (KRDMA_CONTROL_RANDOM) built from real
+# and random words (bash builtins only: process creation is slow under TCG).
 words=(listen unlisten connect disconnect test name=r name= addr=$MY_IP:7100
 	addr=x addr=[::1]:1 depth=1 depth=99999 msg=1K msg=2M op=all op=read,
 	size=0 size=64K count=3 sge=64 sge=65 hello=9 timeout_ms=1 = == '' ' '
 	$'\x01' $'\xff' 'name=r.0' 'addr=0.0.0.0:7100' size=4294967295 'count=1k')
 RANDOM=4242
 echo "# random control input, seed 4242"
-for ((i = 0; i < 1500; i++)); do
+for ((i = 0; i < ${KRDMA_CONTROL_RANDOM:-1500}; i++)); do
 	cmd=
 	for ((j = RANDOM % 5; j >= 0; j--)); do
 		cmd+="${words[RANDOM % ${#words[@]}]} "
