@@ -1487,16 +1487,92 @@ static int wait_sys(const char *dir, const char *file, const char *want,
 	return -1;
 }
 
+/*
+ * Run VERB (test or bench) with ARGS on sysfs connection @name, or on a
+ * connection made for it to a listener made for it at @addr (both sides
+ * in this kernel, removed afterwards); wait up to @secs for
+ * PREFIX_status to leave "running" and print the PREFIX_* values @res.
+ */
+static int sysfs_run(const char *verb, const char *name, const char *addr,
+		     const char *args, const char *const *res, unsigned int secs)
+{
+	char lname[32], cname[32], cmd[320], dir[PATH_MAX], st[128], sf[32];
+	int ret, rc;
+
+	/* One word each in the control command. */
+	if (name && strpbrk(name, "\t\n\r /"))
+		usage_error("bad connection name");
+	if (access(SYSFS "/control", W_OK))
+		die(SYSFS "/control: %s", strerror(errno));
+	if (addr) {
+		struct krdma_ioc_addr a;
+
+		parse_addr(addr, &a, true);	/* check it here */
+		snprintf(lname, sizeof(lname), "krdmactl-l%d", getpid());
+		snprintf(cname, sizeof(cname), "krdmactl-c%d", getpid());
+		snprintf(cmd, sizeof(cmd), "listen name=%s addr=%s", lname,
+			 addr);
+		ret = sys_write(SYSFS "/control", cmd);
+		if (ret)
+			die("'%s': %s", cmd, strerror(-ret));
+		snprintf(cmd, sizeof(cmd), "connect name=%s addr=%s", cname,
+			 addr);
+		ret = sys_write(SYSFS "/control", cmd);
+		if (ret) {
+			snprintf(cmd, sizeof(cmd), "unlisten name=%s", lname);
+			sys_write(SYSFS "/control", cmd);
+			die("'connect name=%s addr=%s': %s", cname, addr,
+			    strerror(-ret));
+		}
+		name = cname;
+		/* The passive side answers once it is established. */
+		snprintf(dir, sizeof(dir), SYSFS "/conns/%s.0", lname);
+		if (wait_sys(dir, "state", "connected", true, 10))
+			warnx("%s.0 is not connected", lname);
+	}
+	snprintf(dir, sizeof(dir), SYSFS "/conns/%s", name);
+	snprintf(sf, sizeof(sf), "%s_status", verb);
+	snprintf(cmd, sizeof(cmd), "%s name=%s %s", verb, name, args);
+	ret = sys_write(SYSFS "/control", cmd);
+	if (ret)
+		warnx("'%s': %s", cmd, strerror(-ret));
+	else if (wait_sys(dir, sf, "running", false, secs))
+		warnx("%s still running after %u s", verb, secs);
+	sys_read(dir, sf, st, sizeof(st));
+	rc = !ret && !strcmp(st, "passed") ? 0 : 1;
+	if (!ret) {
+		if (json) {
+			stat_obj(SYSFS "/conns", name, res, false);
+			printf("\n");
+		} else {
+			printf("%s", verb);
+			stat_obj(SYSFS "/conns", name, res, false);
+		}
+	}
+	if (addr) {
+		/* Both ends were made through sysfs: both go. */
+		snprintf(cmd, sizeof(cmd), "disconnect name=%s", cname);
+		sys_write(SYSFS "/control", cmd);
+		snprintf(cmd, sizeof(cmd), "disconnect name=%s.0", lname);
+		sys_write(SYSFS "/control", cmd);
+		snprintf(cmd, sizeof(cmd), "unlisten name=%s", lname);
+		sys_write(SYSFS "/control", cmd);
+	}
+	if (rc && !ret)
+		warnx("%s %s: %s", verb, name, st);
+	return rc;
+}
+
 static int cmd_test(int argc, char **argv)
 {
 	static const char *const res[] = {
 		"test_status", "test_ops", "test_bytes", "test_usecs",
 		"test_lat_min_ns", "test_lat_avg_ns", "test_lat_max_ns", NULL };
 	const char *name = NULL, *addr = NULL, *op = "send,write,read";
-	char lname[32], cname[32], cmd[256], dir[PATH_MAX], st[128];
 	__u64 size = 4096, count = 10;
 	unsigned int secs = 120;
-	int i, ret, rc;
+	char args[160];
+	int i;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1522,82 +1598,74 @@ static int cmd_test(int argc, char **argv)
 	}
 	if (!name == !addr)
 		usage_error("give a sysfs connection NAME or --addr IP:PORT");
-	/* One word each in the control command. */
-	if (strpbrk(op, "\t\n\r ") || (name && strpbrk(name, "\t\n\r /")))
-		usage_error("bad name or --op");
-	if (access(SYSFS "/control", W_OK))
-		die(SYSFS "/control: %s", strerror(errno));
-	if (addr) {
-		struct krdma_ioc_addr a;
-
-		parse_addr(addr, &a, true);	/* check it here */
-		snprintf(lname, sizeof(lname), "krdmactl-l%d", getpid());
-		snprintf(cname, sizeof(cname), "krdmactl-c%d", getpid());
-		snprintf(cmd, sizeof(cmd), "listen name=%s addr=%s", lname,
-			 addr);
-		ret = sys_write(SYSFS "/control", cmd);
-		if (ret)
-			die("'%s': %s", cmd, strerror(-ret));
-		snprintf(cmd, sizeof(cmd), "connect name=%s addr=%s", cname,
-			 addr);
-		ret = sys_write(SYSFS "/control", cmd);
-		if (ret) {
-			snprintf(cmd, sizeof(cmd), "unlisten name=%s", lname);
-			sys_write(SYSFS "/control", cmd);
-			die("'connect name=%s addr=%s': %s", cname, addr,
-			    strerror(-ret));
-		}
-		name = cname;
-		/* The passive side answers the test once it is established. */
-		snprintf(dir, sizeof(dir), SYSFS "/conns/%s.0", lname);
-		if (wait_sys(dir, "state", "connected", true, 10))
-			warnx("%s.0 is not connected", lname);
-	}
-	snprintf(dir, sizeof(dir), SYSFS "/conns/%s", name);
-	snprintf(cmd, sizeof(cmd), "test name=%s op=%s size=%llu count=%llu",
-		 name, op, (unsigned long long)size, (unsigned long long)count);
-	ret = sys_write(SYSFS "/control", cmd);
-	if (ret)
-		warnx("'%s': %s", cmd, strerror(-ret));
-	else if (wait_sys(dir, "test_status", "running", false, secs))
-		warnx("test still running after %u s", secs);
-	sys_read(dir, "test_status", st, sizeof(st));
-	rc = !ret && !strcmp(st, "passed") ? 0 : 1;
-	if (!ret) {
-		char d[PATH_MAX];
-
-		snprintf(d, sizeof(d), SYSFS "/conns");
-		if (json) {
-			stat_obj(d, name, res, false);
-			printf("\n");
-		} else {
-			printf("test %s:", name);
-			stat_obj(d, name, res, false);
-		}
-	}
-	if (addr) {
-		/* Both ends were made through sysfs: both go. */
-		snprintf(cmd, sizeof(cmd), "disconnect name=%s", cname);
-		sys_write(SYSFS "/control", cmd);
-		snprintf(cmd, sizeof(cmd), "disconnect name=%s.0", lname);
-		sys_write(SYSFS "/control", cmd);
-		snprintf(cmd, sizeof(cmd), "unlisten name=%s", lname);
-		sys_write(SYSFS "/control", cmd);
-	}
-	if (rc && !ret)
-		warnx("test %s: %s", name, st);
-	return rc;
+	if (strpbrk(op, "\t\n\r "))
+		usage_error("bad --op");
+	snprintf(args, sizeof(args), "op=%s size=%llu count=%llu", op,
+		 (unsigned long long)size, (unsigned long long)count);
+	return sysfs_run("test", name, addr, args, res, secs);
 }
 
 static int cmd_bench(int argc, char **argv)
 {
-	int i;
+	static const char *const res[] = {
+		"bench_status", "bench_ops", "bench_bytes", "bench_usecs",
+		"bench_bw_mbps", "bench_msg_rate", "bench_lat_min_ns",
+		"bench_lat_p50_ns", "bench_lat_p99_ns", "bench_lat_max_ns",
+		NULL };
+	const char *name = NULL, *addr = NULL, *op = NULL;
+	__u64 size = 4096, count = 0, depth = 0, bsecs = 0;
+	unsigned int secs = 0;
+	char args[160];
+	int i, n;
 
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--json"))
+			json = true;
+		else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
 			help();
-	warnx("not yet available");
-	return 2;
+		else if (!strcmp(a, "--addr"))
+			addr = optval(argc, argv, &i);
+		else if (!strcmp(a, "--op"))
+			op = optval(argc, argv, &i);
+		else if (!strcmp(a, "--size"))
+			size = parse_size(optval(argc, argv, &i), "size");
+		else if (!strcmp(a, "--depth"))
+			depth = parse_size(optval(argc, argv, &i), "depth");
+		else if (!strcmp(a, "--count"))
+			count = parse_size(optval(argc, argv, &i), "count");
+		else if (!strcmp(a, "--secs"))
+			bsecs = parse_u32(optval(argc, argv, &i), "secs");
+		else if (!strcmp(a, "--timeout"))
+			secs = parse_u32(optval(argc, argv, &i), "timeout");
+		else if (a[0] == '-' || name)
+			usage_error("unexpected '%s'", a);
+		else
+			name = a;
+	}
+	if (!name == !addr)
+		usage_error("give a sysfs connection NAME or --addr IP:PORT");
+	if (!op || (strcmp(op, "write") && strcmp(op, "read") &&
+		    strcmp(op, "send")))
+		usage_error("--op write, read or send");
+	if (count && bsecs)
+		usage_error("--count or --secs, not both");
+	n = snprintf(args, sizeof(args), "op=%s size=%llu", op,
+		     (unsigned long long)size);
+	if (depth)
+		n += snprintf(args + n, sizeof(args) - n, " depth=%llu",
+			      (unsigned long long)depth);
+	if (count)
+		snprintf(args + n, sizeof(args) - n, " count=%llu",
+			 (unsigned long long)count);
+	else if (bsecs)
+		snprintf(args + n, sizeof(args) - n, " secs=%llu",
+			 (unsigned long long)bsecs);
+	/* A timed run ends by itself; give a counted one two minutes. */
+	if (!secs)
+		secs = bsecs ? bsecs + 60 : 120;
+	return sysfs_run("bench", name, addr, args, res, secs);
 }
 
 static int cmd_version(int argc, char **argv)
@@ -1680,7 +1748,13 @@ static const struct cmd cmds[] = {
 	  "     [--count N] [--timeout SECONDS]\n"
 	  "  Run the in-kernel self-test on sysfs connection NAME, or on a\n"
 	  "  connection made for it to a listener made for it at IP:PORT." },
-	{ "bench", cmd_bench, "bench\n  Not yet available (exit status 2)." },
+	{ "bench", cmd_bench,
+	  "bench NAME|--addr IP:PORT --op write|read|send [--size BYTES] [--depth N]\n"
+	  "      [--count N | --secs N] [--timeout SECONDS]\n"
+	  "  Run the in-kernel benchmark on sysfs connection NAME (or on a\n"
+	  "  connection made for it, as test does): bandwidth, message rate and\n"
+	  "  latency (min, median, p99, max) of --op at --size (default 4K),\n"
+	  "  --depth operations in flight (default: the queue depth)." },
 	{ "version", cmd_version, "version\n  The module's ABI version and limits." },
 };
 

@@ -85,12 +85,12 @@ log "[$SECONDS s] the device node and the CLI's basics"
 expect_eq "$(stat -c %a /dev/krdma)" 600 "mode of /dev/krdma"
 "$ctl" version || fail "krdmactl version"
 "$ctl" --json version >"$tmp/v.json" || fail "version --json"
-for c in serve client stat test; do	# (each exec is slow under TCG)
+for c in serve client stat test bench; do	# (each exec is slow under TCG)
 	"$ctl" "$c" --help | grep -q "^usage: krdmactl .*$c" || fail "$c --help"
 done
-"$ctl" bench 2>"$tmp/err"
-expect_eq $? 2 "bench exit status"
-grep -q "not yet available" "$tmp/err" || fail "bench message"
+"$ctl" bench --addr "$MY_IP:7419" 2>"$tmp/err"
+expect_eq $? 2 "bench without --op: exit status"
+grep -q "op write, read or send" "$tmp/err" || fail "bench usage message: $(cat "$tmp/err")"
 "$ctl" frobnicate 2>/dev/null
 expect_eq $? 2 "unknown command exit status"
 "$ctl" connect 2>/dev/null
@@ -216,6 +216,13 @@ log "[$SECONDS s] the sysfs self-test through krdmactl"
 "$ctl" test --addr "$MY_IP:7418" --op send,write,read --size 8K --count 3 ||
 	fail "krdmactl test"
 no_conns_left "after krdmactl test"
+# The benchmark engine through krdmactl: counts exact, JSON for scripts.
+"$ctl" --json bench --addr "$MY_IP:7418" --op write --size 8K --count 25 >"$tmp/bench.json" ||
+	fail "krdmactl bench: $(cat "$tmp/bench.json")"
+for kv in '"bench_status":"passed"' '"bench_ops":"25"' '"bench_bytes":"204800"'; do
+	grep -qF "$kv" "$tmp/bench.json" || fail "krdmactl bench --json lacks $kv: $(cat "$tmp/bench.json")"
+done
+no_conns_left "after krdmactl bench"
 
 # ---- a bounded random pass ---------------------------------------------
 log "[$SECONDS s] a bounded random pass"
