@@ -41,6 +41,9 @@ check:
 demo:
 	tools/demo
 
+bench:
+	tools/bench
+
 shell:
 	tools/guest-run --kernel $(or $(KVER),6.12) --ip 10.10.1.1 --shell
 
