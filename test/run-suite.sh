@@ -25,6 +25,9 @@ else
 	for f in "$top"/test/guest/*.sh; do
 		grep -qE "^# topo:.*\b$topo\b" "$f" || continue
 		grep -qE "^# dev:.*\b$dev\b" "$f" || continue
+		# "# kernel: LINE ..." limits a test to those kernel lines.
+		! grep -qE "^# kernel:" "$f" ||
+			grep -qE "^# kernel:.*\b$KLINE\b" "$f" || continue
 		tests+=("$(basename "$f" .sh)")
 	done
 fi
@@ -56,8 +59,10 @@ for t in "${tests[@]}"; do
 	out=$LAB/tests/$KLINE-$dev-$topo-$t-$GUEST.log
 	before=$(dmesg | wc -l)
 	echo "=== $t ($KLINE $dev $topo $GUEST)" >/dev/console
+	t0=$SECONDS
 	timeout -k 5 "${KRDMA_TEST_TIMEOUT:-300}" bash "$top/test/guest/$t.sh" >"$out" 2>&1
 	rc=$?
+	echo "# $t took $((SECONDS - t0)) s" >>"$out"
 	# Leave no state behind for the next test.
 	if lsmod | grep -q '^krdma ' && ! rmmod krdma >>"$out" 2>&1; then
 		[ $rc = 0 ] && rc=1 && echo "FAIL: rmmod krdma after the test" >>"$out"
@@ -75,7 +80,7 @@ for t in "${tests[@]}"; do
 		why=$(grep -m1 '^FAIL:' "$out" | cut -c7-)
 		echo "FAIL $t: ${why:-exit status $rc}" >>"$results"
 	fi
-	tail -n 1 "$results" >/dev/console
+	echo "$(tail -n 1 "$results") ($((SECONDS - t0)) s)" >/dev/console
 	sync_peer end || echo "# $t: the other guest did not finish it" >>"$out"
 done
 if [ -e /sys/kernel/debug/kmemleak ]; then

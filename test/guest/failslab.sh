@@ -12,6 +12,7 @@
 # runs on different days cover different ones.
 # topo: single
 # dev: rxe siw
+# kernel: debug
 . "$(dirname "$0")/../lib.sh"
 
 fs=/sys/kernel/debug/failslab

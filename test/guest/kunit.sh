@@ -8,6 +8,7 @@
 # /sys/kernel/debug/kunit/SUITE/results and kept in this test's log.
 # topo: single
 # dev: rxe
+# kernel: debug
 . "$(dirname "$0")/../lib.sh"
 
 suites="krdma_cmd krdma_proto krdma_plan"
