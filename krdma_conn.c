@@ -482,6 +482,21 @@ static void krdma_connect_done(struct krdma_conn *conn, int status)
 	}
 }
 
+/*
+ * iWARP, active side: the passive side's ready arrived (krdma_cq.c says
+ * why we wait for it).  A connection that failed meanwhile stays failed.
+ */
+void krdma_conn_ready(struct krdma_conn *conn)
+{
+	int err = 0;
+
+	spin_lock_bh(&conn->lock);
+	if (conn->state != KRDMA_CONN_CONNECTING)
+		err = conn->error ?: -ECONNRESET;
+	spin_unlock_bh(&conn->lock);
+	krdma_connect_done(conn, err);
+}
+
 static int krdma_active_established(struct krdma_conn *conn,
 				    struct rdma_cm_event *ev)
 {
@@ -512,8 +527,17 @@ static void krdma_passive_established(struct krdma_conn *conn)
 {
 	struct krdma_listener *l = conn->listener;
 	bool queued = false;
+	int ret;
 
 	krdma_connect_done(conn, 0);
+	if (rdma_protocol_iwarp(conn->kdev->ibdev, conn->port)) {
+		ret = krdma_send_ready(conn);
+		if (ret) {
+			pr_warn("%s: cannot send the iWARP ready message: %d\n",
+				conn->name, ret);
+			krdma_conn_set_error(conn, ret);
+		}
+	}
 	spin_lock_bh(&l->lock);
 	if (!l->closed) {
 		l->accepted++;
@@ -574,6 +598,10 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (conn->active) {
 			ret = krdma_active_established(conn, ev);
+			if (!ret &&
+			    rdma_protocol_iwarp(conn->kdev->ibdev, conn->port) &&
+			    !krdma_conn_iwarp_established(conn))
+				break;	/* done when the ready comes */
 			krdma_connect_done(conn, ret);
 		} else {
 			krdma_passive_established(conn);

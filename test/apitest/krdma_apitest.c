@@ -899,7 +899,8 @@ static struct krdma_conn *at_open(struct at_test *t, int mode, u64 arg,
 		 * server gives up after 20).  Send another, which the server
 		 * ignores: if the reply comes now, the first message sat at
 		 * the server until more data arrived (a lost receive wakeup
-		 * below krdma, e.g. in siw).
+		 * below krdma: siw's passive side has one, which krdma's
+		 * iWARP ready message keeps us out of, see krdma_cq.c).
 		 */
 		at_msg_init(&nop, AT_NOP, 0, 0, 0, 0, 0);
 		ret = krdma_send(c, &nop, sizeof(nop), AT_TIMEOUT);
