@@ -59,11 +59,8 @@ perftest_args() {
 
 listening() { ss -Hltn "sport = :$1" | grep -q .; }
 
-# Sleep without a fork (a fork and exec costs the guest a lot under TCG and
-# would steal from the bench that runs meanwhile).
-mkfifo /tmp/bench-nap 2>/dev/null
-exec 7<>/tmp/bench-nap
-nap() { read -r -t "$1" -u 7 _; }
+# The waits below use lib.sh's nap: a fork and exec costs the guest a lot
+# under TCG and would steal from the bench that runs meanwhile.
 
 # Guest B of the pair: krdma's service thread answers by itself; start each
 # perftest server when A gets to it.

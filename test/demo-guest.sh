@@ -40,7 +40,7 @@ ok=1
 for t in "send 4096 100" "write 1048576 5" "read 1048576 5" "write 4194304 1" "read 4194304 1"; do
 	set -- $t
 	ctl test name=demo op=$1 size=$2 count=$3 || fail "test $t"
-	wait_for 300 sh -c "! grep -q running $c/test_status"
+	wait_for 300 not_running $c/test_status
 	st=$(cat $c/test_status)
 	[ "$st" = passed ] && chk="every byte verified on both sides" || { chk="$st"; ok=0; }
 	printf '  %-6s %10s %6s %10s %12s  %s\n' $1 $2 $3 "$(cat $c/test_usecs)" \

@@ -15,6 +15,27 @@ KRDMA_SYS=/sys/kernel/krdma
 KRDMA_CTL=$KRDMA_SYS/control
 IBDEV=${DEV:-rxe}0
 
+# nap SECONDS: sleep without a fork.  Under TCG a fork and exec of sleep(1)
+# costs the guest milliseconds of CPU, and the waiting loops below poll ten
+# times a second, often in both guests at once: a guest that only waits
+# must not take the host's CPU from the one doing the work.  A read with a
+# timeout from a FIFO that nobody writes is a sleep inside bash.
+KRDMA_NAP=/tmp/krdma-nap.$$
+if mkfifo "$KRDMA_NAP" 2>/dev/null && exec {KRDMA_NAP_FD}<>"$KRDMA_NAP"; then
+	nap() { read -r -t "$1" -u "$KRDMA_NAP_FD" _; return 0; }
+else
+	nap() { sleep "$1"; }
+fi
+rm -f "$KRDMA_NAP"
+
+# not_running FILE: a status file (test_status, bench_status) that no longer
+# says "running"; without a fork, for the same reason.
+not_running() {
+	local l=
+	read -r l 2>/dev/null <"$1"
+	[ -n "$l" ] && [[ $l != *running* ]]
+}
+
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 log() { echo "# $*"; }
@@ -109,7 +130,7 @@ wait_for() {
 	while ! "$@" 2>/dev/null; do
 		t=$((t - 1))
 		[ $t -gt 0 ] || return 1
-		sleep 0.1
+		nap 0.1
 	done
 }
 
@@ -123,7 +144,7 @@ barrier() {	# barrier NAME [TIMEOUT]
 	while [ ! -e "$LAB/sync/$TEST_ID.$name.$other" ]; do
 		t=$((t - 1))
 		[ $t -gt 0 ] || fail "barrier $name: guest $other never came"
-		sleep 0.1
+		nap 0.1
 	done
 }
 
@@ -133,7 +154,7 @@ get_val() {
 	local t=1200
 	while [ ! -e "$LAB/sync/$TEST_ID.val.$1" ]; do
 		t=$((t - 1)); [ $t -gt 0 ] || fail "value $1 never came"
-		sleep 0.1
+		nap 0.1
 	done
 	cat "$LAB/sync/$TEST_ID.val.$1"
 }

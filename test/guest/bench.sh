@@ -16,7 +16,7 @@ c=$KRDMA_SYS/conns/c1
 expect_eq "$(cat $c/bench_status)" idle "bench_status before any bench"
 
 bench_done() {	# bench_done WHAT: wait for the bench to end, check it passed
-	wait_for 240 sh -c "! grep -q running $c/bench_status" ||
+	wait_for 240 not_running $c/bench_status ||
 		fail "$1: still running after 240 s"
 	expect_eq "$(cat $c/bench_status)" passed "$1: bench_status"
 }
@@ -69,7 +69,7 @@ expect_eq "$(cat $c/bench_status)" passed "bench_status after refusals"
 
 # The bench gave the self-test's peer protocol back: the self-test runs.
 ctl test name=c1 op=write,read size=4096 count=2 || fail "self-test after bench"
-wait_for 120 sh -c "! grep -q running $c/test_status"
+wait_for 120 not_running $c/test_status
 expect_eq "$(cat $c/test_status)" passed "self-test after bench"
 expect_eq "$(cat $c/errors)" 0 "errors"
 ctl disconnect name=c1 || fail "disconnect"

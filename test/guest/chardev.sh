@@ -31,7 +31,7 @@ within() {
 	shift
 	until "$@" 2>/dev/null; do
 		[ $SECONDS -lt $end ] || return 1
-		sleep 0.2
+		nap 0.2
 	done
 }
 
@@ -62,7 +62,7 @@ no_conns_left() {	# no_conns_left WHEN
 	local end=$((SECONDS + 20))
 	while leftovers >/dev/null; do
 		[ $SECONDS -lt $end ] || fail "$1: left behind: $(leftovers | tr '\n' ' ')"
-		sleep 0.2
+		nap 0.2
 	done
 }
 

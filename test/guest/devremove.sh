@@ -30,7 +30,7 @@ for c in l1.0 l1.1 l1.2; do
 	*) fail "$c after removal: $(cat $KRDMA_SYS/conns/$c/state) $(cat $KRDMA_SYS/conns/$c/error)" ;;
 	esac
 done
-wait_for 40 sh -c "! grep -q running $KRDMA_SYS/conns/c1/test_status" ||
+wait_for 40 not_running $KRDMA_SYS/conns/c1/test_status ||
 	fail "c1 self-test still running after removal"
 grep -q '^failed' $KRDMA_SYS/conns/c1/test_status || fail "c1 test: $(cat $KRDMA_SYS/conns/c1/test_status)"
 [ ! -e $KRDMA_SYS/devices/$IBDEV ] || fail "device dir left after removal"
@@ -45,5 +45,5 @@ wait_for 5 test -d $KRDMA_SYS/devices/$IBDEV || fail "device not back"
 ctl listen name=l2 addr=$MY_IP:7011 || fail "listen after re-add"
 ctl connect name=d1 addr=$PEER_IP:7011 || fail "connect after re-add"
 ctl test name=d1 op=send,write,read size=64K count=2 || fail "test after re-add"
-wait_for 60 sh -c "! grep -q running $KRDMA_SYS/conns/d1/test_status"
+wait_for 60 not_running $KRDMA_SYS/conns/d1/test_status
 expect_eq "$(cat $KRDMA_SYS/conns/d1/test_status)" passed "self-test after re-add"

@@ -122,7 +122,7 @@ sweep connect check_connect connect name=cf addr=$PEER_IP:$port
 ctl connect name=c1 addr=$PEER_IP:$port || fail "connect c1"
 c=$KRDMA_SYS/conns/c1
 check_test() {
-	wait_for 120 sh -c "! grep -q running $c/test_status" ||
+	wait_for 120 not_running $c/test_status ||
 		fail "self-test still running 120 s after start ($n: $res)"
 	st=$(cat $c/test_status)
 	case "$res:$st" in
@@ -134,7 +134,7 @@ check_test() {
 sweep test check_test test name=c1 op=send,write,read size=8K count=2
 # A start that ran out of memory did no harm: a clean one passes.
 ctl test name=c1 op=send,write,read size=8K count=2 || fail "clean test start"
-wait_for 120 sh -c "! grep -q running $c/test_status" || fail "clean test hangs"
+wait_for 120 not_running $c/test_status || fail "clean test hangs"
 expect_eq "$(cat $c/test_status)" passed "clean test after the sweep"
 
 # --- disconnect ---

@@ -31,7 +31,7 @@ ctl connect name=c1 addr=$PEER_IP:7060 depth=4 || fail "connect"
 c=$KRDMA_SYS/conns/c1
 expect_eq "$(cat $c/queue_depth)" 4 "depth"
 ctl test name=c1 op=send size=16 count=${KRDMA_FLOOD:-5000} || fail "test"
-wait_for 600 sh -c "! grep -q running $c/test_status"
+wait_for 600 not_running $c/test_status
 expect_eq "$(cat $c/test_status)" passed "flood test"
 log "sent $(cat $c/send_ops), credit waits $(cat $c/credit_waits), credit msgs in $(cat $c/credit_msgs), $(cat $c/test_usecs) us"
 [ "$(cat $c/credit_waits)" -gt 0 ] || fail "the sender never waited for a credit: no backpressure"

@@ -63,5 +63,5 @@ ctl connect name=c4 addr=$PEER_IP:7001 || fail "good connect after rejects"
 expect_ctl_err EEXIST connect name=c4 addr=$PEER_IP:7001
 expect_ctl_err EEXIST listen name=l1 addr=$MY_IP:7003
 ctl test name=c4 op=send,write,read size=1 || fail "test c4"
-wait_for 60 sh -c "! grep -q running $KRDMA_SYS/conns/c4/test_status"
+wait_for 60 not_running $KRDMA_SYS/conns/c4/test_status
 expect_eq "$(cat $KRDMA_SYS/conns/c4/test_status)" passed "c4 self-test"

@@ -24,7 +24,7 @@ for i in $(seq $N); do
 	ctl test name=m$i op=send,write,read size=8K count=3 || fail "test m$i"
 done
 for i in $(seq $N); do
-	wait_for 300 sh -c "! grep -q running $KRDMA_SYS/conns/m$i/test_status" ||
+	wait_for 300 not_running $KRDMA_SYS/conns/m$i/test_status ||
 		fail "m$i still running"
 	st=$(cat $KRDMA_SYS/conns/m$i/test_status)
 	[ "$st" = passed ] || fail "m$i: $st"

@@ -30,7 +30,7 @@ expect_eq "$(cat $c/peer_addr)" "$PEER_IP:7030" "peer_addr"
 expect_eq "$(cat $c/local_addr | cut -d: -f1)" "$MY_IP" "local_addr"
 run_test() {	# run_test ARGS...
 	ctl test name=c1 "$@" || fail "test $*"
-	wait_for 300 sh -c "! grep -q running $c/test_status"
+	wait_for 300 not_running $c/test_status
 	st=$(cat $c/test_status)
 	[ "$st" = passed ] || fail "test $*: $st"
 	log "test $*: $(cat $c/test_ops) ops, $(cat $c/test_usecs) us"

@@ -18,7 +18,7 @@ expect_eq "$(cat $c/credit_msgs)" "$([ "$DEV" = siw ] && echo 1 || echo 0)" \
 	"credit messages on c1 before any traffic"
 cat $c/queue_depth $c/max_msg_size $c/device $c/qp_num $c/local_addr $c/peer_addr
 ctl test name=c1 op=send,write,read size=4096 count=3 || fail "test start"
-wait_for 60 sh -c "! grep -q running $c/test_status"
+wait_for 60 not_running $c/test_status
 expect_eq "$(cat $c/test_status)" passed "test_status"
 grep . $c/* 
 ctl disconnect name=c1 || fail "disconnect"
