@@ -503,8 +503,7 @@ static int krdma_active_established(struct krdma_conn *conn,
 	}
 	conn->depth = remote.queue_depth;
 	conn->max_msg = remote.max_msg_size;
-	conn->credits = conn->depth;
-	conn->ctl_token = true;
+	krdma_credit_init(&conn->cr, conn->depth);
 	return 0;
 }
 
@@ -691,8 +690,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 	conn->orphan = true;
 	conn->listener = l;
 	kobject_get(&l->kobj);
-	conn->credits = conn->depth;
-	conn->ctl_token = true;
+	krdma_credit_init(&conn->cr, conn->depth);
 	memcpy(&conn->laddr, &id->route.addr.src_addr, sizeof(conn->laddr));
 	memcpy(&conn->raddr, &id->route.addr.dst_addr, sizeof(conn->raddr));
 

@@ -20,6 +20,7 @@
 #include <krdma.h>
 #include "krdma_compat.h"
 #include "krdma_proto.h"
+#include "krdma_credit.h"
 
 #define KRDMA_VERSION	"0.1.0"
 
@@ -168,10 +169,7 @@ struct krdma_conn {
 	u32			nr_tx;
 	struct list_head	tx_free;
 	struct krdma_tx		ctl_tx;		/* credit-only messages */
-	u32			credits;	/* sends the peer can take */
-	u32			owed;		/* receives reposted, not yet told */
-	bool			ctl_token;	/* peer's credit buffer is posted */
-	bool			owe_ctl_ack;
+	struct krdma_credit	cr;		/* flow control, krdma_credit.h */
 	u32			rw_slots;	/* one-sided chunks in flight */
 	u32			rw_waiters;	/* waiting for rw_slots */
 	u32			rw_chunk_pages;	/* pages per rdma_rw context */

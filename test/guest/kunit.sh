@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# KUnit: krdma's control parser, wire formats and chunk planning
-# (test/kunit, krdma_kunit.ko) on a kernel built with KUnit, i.e. the debug
+# KUnit: krdma's control parser, wire formats, chunk planning and credit
+# accounting (test/kunit, krdma_kunit.ko) on a kernel built with KUnit, i.e. the debug
 # kernel (skipped on others).  Every KUnit case also counts as a result of
 # its own in make check: one line "PASS|FAIL|SKIP kunit.SUITE.CASE" each,
 # appended to $LAB/results-$GUEST.  The KTAP of each suite is read from
@@ -11,7 +11,7 @@
 # kernel: debug
 . "$(dirname "$0")/../lib.sh"
 
-suites="krdma_cmd krdma_proto krdma_plan"
+suites="krdma_cmd krdma_proto krdma_plan krdma_credit"
 ko=$BUILD/kunit/krdma_kunit.ko
 [ -e /sys/module/kunit ] || skip "kernel $(uname -r) has no KUnit (use --kernels debug)"
 [ -f "$ko" ] || fail "$ko not built (tools/build.sh builds it when the KDIR has CONFIG_KUNIT)"

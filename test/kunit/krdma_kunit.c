@@ -5,6 +5,8 @@
  *   krdma_proto  handshake, reject and message header codecs, test pattern
  *                (krdma_proto.c)
  *   krdma_plan   splitting a transfer into rdma_rw chunks (krdma_plan.c)
+ *   krdma_credit flow-control credit rules, and a simulation of two
+ *                endpoints exchanging messages (krdma_credit.h)
  *
  * The tested files are compiled into this module (included below), so the
  * module stands alone: krdma.ko need not be loaded.  Inputs are copied into
@@ -20,6 +22,7 @@
 #include "krdma_cmd.c"
 #include "krdma_proto.c"
 #include "krdma_plan.c"
+#include "krdma_credit.h"
 
 /* ------------------------------------------------------------------ */
 /* krdma_cmd: the control-file parser                                  */
@@ -1515,7 +1518,502 @@ static struct kunit_suite krdma_plan_suite = {
 	.test_cases = krdma_plan_cases,
 };
 
-kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite);
+/* ------------------------------------------------------------------ */
+/* krdma_credit: flow-control accounting                               */
+/* ------------------------------------------------------------------ */
+
+static void credit_init_full(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	memset(&c, 0xa5, sizeof(c));
+	krdma_credit_init(&c, 16);
+	KUNIT_EXPECT_EQ(test, c.depth, 16u);
+	KUNIT_EXPECT_EQ(test, c.credits, 16u);
+	KUNIT_EXPECT_EQ(test, c.owed, 0u);
+	KUNIT_EXPECT_TRUE(test, c.ctl_token);
+	KUNIT_EXPECT_FALSE(test, c.owe_ctl_ack);
+	KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+}
+
+static void credit_take_until_empty(struct kunit *test)
+{
+	struct krdma_credit c;
+	int i;
+
+	krdma_credit_init(&c, 3);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_TRUE(test, krdma_credit_take(&c));
+	KUNIT_EXPECT_EQ(test, c.credits, 0u);
+	/* No receive left at the peer: refused, and no wrap to U32_MAX. */
+	KUNIT_EXPECT_FALSE(test, krdma_credit_take(&c));
+	KUNIT_EXPECT_EQ(test, c.credits, 0u);
+	krdma_credit_undo(&c);
+	KUNIT_EXPECT_EQ(test, c.credits, 1u);
+	KUNIT_EXPECT_TRUE(test, krdma_credit_take(&c));
+	KUNIT_EXPECT_FALSE(test, krdma_credit_take(&c));
+}
+
+static void credit_grant_bounds(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 8);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 1, false), -EPROTO);
+	KUNIT_EXPECT_EQ(test, c.credits, 8u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 0, false), 0);
+
+	c.credits = 2;
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 7, false), -EPROTO);
+	KUNIT_EXPECT_EQ(test, c.credits, 2u);	/* nothing applied */
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, U32_MAX, false), -EPROTO);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 0xffff, false), -EPROTO);
+	KUNIT_EXPECT_EQ(test, c.credits, 2u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 4, false), 0);
+	KUNIT_EXPECT_EQ(test, c.credits, 6u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 2, false), 0);	/* full */
+	KUNIT_EXPECT_EQ(test, c.credits, 8u);
+}
+
+static void credit_grant_ctl_ack(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 4);
+	/* An ack for a CREDIT message we never sent. */
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 0, true), -EPROTO);
+
+	c.credits = 0;
+	c.owed = 2;
+	krdma_credit_sent(&c, true);
+	KUNIT_EXPECT_FALSE(test, c.ctl_token);
+	/* A bad grant applies neither the credits nor the ack. */
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 5, true), -EPROTO);
+	KUNIT_EXPECT_FALSE(test, c.ctl_token);
+	KUNIT_EXPECT_EQ(test, c.credits, 0u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 3, true), 0);
+	KUNIT_EXPECT_TRUE(test, c.ctl_token);
+	KUNIT_EXPECT_EQ(test, c.credits, 3u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 0, true), -EPROTO);
+}
+
+static void credit_reposted_kinds(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 8);
+	krdma_credit_reposted(&c, false);
+	krdma_credit_reposted(&c, false);
+	KUNIT_EXPECT_EQ(test, c.owed, 2u);
+	KUNIT_EXPECT_FALSE(test, c.owe_ctl_ack);
+	/* The credit receive is not a credit: the peer never spent one. */
+	krdma_credit_reposted(&c, true);
+	KUNIT_EXPECT_EQ(test, c.owed, 2u);
+	KUNIT_EXPECT_TRUE(test, c.owe_ctl_ack);
+	KUNIT_EXPECT_EQ(test, krdma_credit_hdr_credits(&c), 2u);
+	KUNIT_EXPECT_TRUE(test, krdma_credit_hdr_ctl_ack(&c));
+}
+
+static void credit_ctl_threshold(struct kunit *test)
+{
+	static const struct {
+		u32 depth, threshold;
+	} t[] = { { 1, 1 }, { 2, 1 }, { 3, 1 }, { 4, 2 }, { 5, 2 },
+		  { 16, 8 }, { 1024, 512 } };
+	struct krdma_credit c;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		krdma_credit_init(&c, t[i].depth);
+		c.credits = 0;
+		c.owed = t[i].threshold - 1;
+		KUNIT_EXPECT_FALSE_MSG(test, krdma_credit_should_send_ctl(&c),
+				       "depth %u owed %u", t[i].depth, c.owed);
+		c.owed = t[i].threshold;
+		KUNIT_EXPECT_TRUE_MSG(test, krdma_credit_should_send_ctl(&c),
+				      "depth %u owed %u", t[i].depth, c.owed);
+		/* Without the token the peer's credit receive may be in use. */
+		c.ctl_token = false;
+		KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+	}
+}
+
+static void credit_ctl_ack_rule(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 16);
+	krdma_credit_reposted(&c, true);
+	/* An ack alone would ping-pong empty CREDIT messages for ever. */
+	KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+	/* One credit owed with an ack owed goes at once. */
+	krdma_credit_reposted(&c, false);
+	KUNIT_EXPECT_TRUE(test, krdma_credit_should_send_ctl(&c));
+	c.ctl_token = false;
+	KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+}
+
+static void credit_sent_clears(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 8);
+	krdma_credit_reposted(&c, false);
+	krdma_credit_reposted(&c, true);
+	KUNIT_EXPECT_TRUE(test, krdma_credit_take(&c));
+	/* Piggybacked on data: told, and the token stays with us. */
+	krdma_credit_sent(&c, false);
+	KUNIT_EXPECT_EQ(test, c.owed, 0u);
+	KUNIT_EXPECT_FALSE(test, c.owe_ctl_ack);
+	KUNIT_EXPECT_TRUE(test, c.ctl_token);
+	KUNIT_EXPECT_EQ(test, c.credits, 7u);	/* a CREDIT costs none */
+
+	krdma_credit_reposted(&c, false);
+	krdma_credit_sent(&c, true);
+	KUNIT_EXPECT_EQ(test, c.owed, 0u);
+	KUNIT_EXPECT_FALSE(test, c.ctl_token);
+	KUNIT_EXPECT_EQ(test, c.credits, 7u);
+	/* No second CREDIT message while the first is unacknowledged. */
+	c.owed = 8;
+	KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+}
+
+/*
+ * Two endpoints exchanging messages through the helpers, as krdma_cq.c
+ * drives them, with the receive queues and the wire modelled: each side
+ * posts depth data receives and one credit receive; a link is a FIFO (RC
+ * delivers in order).  The actions (send, a post that fails, delivery,
+ * the application taking a message) interleave in an order drawn from a
+ * fixed-seed generator.  WRITE_WITH_IMM is left out: it spends a credit
+ * with no header, so it cannot carry a CTL_ACK, and the protocol can
+ * deadlock with it (see the report on issue 6).  It reports the first broken
+ * property: a message with no receive for it (RNR), credits above the
+ * depth, a conservation law broken, a grant refused, or no action possible
+ * with work left (deadlock).
+ */
+enum sim_result {
+	SIM_OK, SIM_RNR, SIM_OVER_DEPTH, SIM_LOST, SIM_PROTO, SIM_DEADLOCK,
+	SIM_LIMIT,
+};
+
+enum sim_fault {
+	SIM_FAULT_NONE,
+	SIM_FAULT_NO_CREDIT_CHECK,	/* sender ignores credits */
+	SIM_FAULT_NO_CTL,		/* never sends CREDIT messages */
+};
+
+enum sim_kind { SIM_DATA, SIM_CREDIT };
+
+#define SIM_WIRE	2100
+
+struct sim_msg {
+	u8	kind;
+	bool	ack;
+	u16	credits;
+};
+
+struct sim_end {
+	struct krdma_credit	cr;
+	u32	data_posted, ctl_posted;
+	u32	rx_ready;	/* delivered, not taken by the application */
+	u32	to_send, received;
+	/* The wire from this end to the other. */
+	struct sim_msg	wire[SIM_WIRE];
+	u32	head, tail;
+};
+
+struct sim {
+	struct sim_end	e[2];
+	u32		depth;
+	u64		rng;
+	enum sim_fault	fault;
+	u32		ctl_msgs;
+};
+
+static u32 sim_rand(struct sim *s, u32 n)
+{
+	s->rng = s->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (u32)(s->rng >> 33) % n;
+}
+
+static u32 sim_inflight(const struct sim_end *e)
+{
+	return e->tail - e->head;
+}
+
+static int sim_push(struct sim *s, int from, u8 kind, bool hdr)
+{
+	struct sim_end *e = &s->e[from];
+	struct sim_msg *m;
+
+	if (sim_inflight(e) >= SIM_WIRE)
+		return SIM_LIMIT;
+	m = &e->wire[e->tail++ % SIM_WIRE];
+	m->kind = kind;
+	m->ack = hdr && krdma_credit_hdr_ctl_ack(&e->cr);
+	m->credits = hdr ? krdma_credit_hdr_credits(&e->cr) : 0;
+	if (hdr)
+		krdma_credit_sent(&e->cr, kind == SIM_CREDIT);
+	if (kind == SIM_CREDIT)
+		s->ctl_msgs++;
+	return SIM_OK;
+}
+
+/* krdma_post_ctl_locked() behind krdma_credit_should_send_ctl(). */
+static int sim_maybe_ctl(struct sim *s, int side)
+{
+	if (s->fault == SIM_FAULT_NO_CTL ||
+	    !krdma_credit_should_send_ctl(&s->e[side].cr))
+		return SIM_OK;
+	return sim_push(s, side, SIM_CREDIT, true);
+}
+
+/* krdma_send_async() on @side; a failed post gives the credit back. */
+static int sim_send(struct sim *s, int side, bool post_fails)
+{
+	struct sim_end *e = &s->e[side];
+
+	/* The faulty sender goes ahead without a credit. */
+	if (!krdma_credit_take(&e->cr) &&
+	    s->fault != SIM_FAULT_NO_CREDIT_CHECK)
+		return SIM_OK;
+	if (post_fails) {
+		krdma_credit_undo(&e->cr);
+		return SIM_OK;
+	}
+	e->to_send--;
+	return sim_push(s, side, SIM_DATA, true);
+}
+
+/* krdma_recv_done() on the side the head of @from's wire reaches. */
+static int sim_deliver(struct sim *s, int from)
+{
+	struct sim_end *src = &s->e[from], *dst = &s->e[!from];
+	struct sim_msg m = src->wire[src->head++ % SIM_WIRE];
+	int ret;
+
+	if (m.kind == SIM_CREDIT) {
+		if (!dst->ctl_posted)
+			return SIM_RNR;
+		dst->ctl_posted--;
+	} else {
+		if (!dst->data_posted)
+			return SIM_RNR;
+		dst->data_posted--;
+	}
+	if (krdma_credit_grant(&dst->cr, m.credits, m.ack))
+		return SIM_PROTO;
+	if (m.kind == SIM_CREDIT) {
+		dst->ctl_posted++;
+		krdma_credit_reposted(&dst->cr, true);
+		ret = sim_maybe_ctl(s, !from);
+		if (ret)
+			return ret;
+	} else {
+		dst->rx_ready++;
+		dst->received++;
+	}
+	return sim_maybe_ctl(s, !from);
+}
+
+/* krdma_recv_ex(): the application takes a message, the buffer reposts. */
+static int sim_take(struct sim *s, int side)
+{
+	struct sim_end *e = &s->e[side];
+
+	e->rx_ready--;
+	e->data_posted++;
+	krdma_credit_reposted(&e->cr, false);
+	return sim_maybe_ctl(s, side);
+}
+
+/* Laws that hold between any two steps. */
+static int sim_check(struct sim *s)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const struct sim_end *a = &s->e[i], *b = &s->e[!i];
+		u32 sends = 0, back = 0, ctl = 0, acks = 0, k;
+
+		if (a->cr.credits > s->depth || a->data_posted > s->depth ||
+		    a->ctl_posted > 1)
+			return SIM_OVER_DEPTH;
+		for (k = a->head; k != a->tail; k++) {
+			const struct sim_msg *m = &a->wire[k % SIM_WIRE];
+
+			sends += m->kind != SIM_CREDIT;
+			ctl += m->kind == SIM_CREDIT;
+		}
+		for (k = b->head; k != b->tail; k++) {
+			back += b->wire[k % SIM_WIRE].credits;
+			acks += b->wire[k % SIM_WIRE].ack;
+		}
+		/* Each of b's data receives is in exactly one place. */
+		if (a->cr.credits + sends + b->rx_ready + b->cr.owed + back !=
+		    s->depth)
+			return SIM_LOST;
+		/* And so is its one credit receive. */
+		if (a->cr.ctl_token + ctl + b->cr.owe_ctl_ack + acks != 1)
+			return SIM_LOST;
+	}
+	return SIM_OK;
+}
+
+static bool sim_done(const struct sim *s)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (s->e[i].to_send || s->e[i].rx_ready ||
+		    sim_inflight(&s->e[i]))
+			return false;
+	return true;
+}
+
+static enum sim_result sim_run(struct sim *s, u32 depth, u64 seed,
+			       u32 n0, u32 n1, enum sim_fault fault)
+{
+	u32 steps;
+	int i, ret;
+
+	memset(s, 0, sizeof(*s));
+	s->depth = depth;
+	s->rng = seed;
+	s->fault = fault;
+	for (i = 0; i < 2; i++) {
+		krdma_credit_init(&s->e[i].cr, depth);
+		s->e[i].data_posted = depth;
+		s->e[i].ctl_posted = 1;
+	}
+	s->e[0].to_send = n0;
+	s->e[1].to_send = n1;
+
+	for (steps = 0; steps < 1000000; steps++) {
+		u32 acts[6], n = 0, a;
+
+		if (sim_done(s))
+			return SIM_OK;
+		for (i = 0; i < 2; i++) {
+			if (s->e[i].to_send &&
+			    (s->e[i].cr.credits ||
+			     fault == SIM_FAULT_NO_CREDIT_CHECK))
+				acts[n++] = 0 + i;
+			if (sim_inflight(&s->e[i]))
+				acts[n++] = 2 + i;
+			if (s->e[i].rx_ready)
+				acts[n++] = 4 + i;
+		}
+		if (!n)
+			return SIM_DEADLOCK;
+		a = acts[sim_rand(s, n)];
+		i = a & 1;
+		switch (a >> 1) {
+		case 0:
+			/* Now and then a post fails before the real one. */
+			ret = 0;
+			if (sim_rand(s, 8) == 0 && s->e[i].cr.credits)
+				ret = sim_send(s, i, true);
+			if (!ret)
+				ret = sim_send(s, i, false);
+			break;
+		case 1:
+			ret = sim_deliver(s, i);
+			break;
+		default:
+			ret = sim_take(s, i);
+			break;
+		}
+		/* A faulty sender breaks the laws; let delivery catch it. */
+		if (!ret && fault == SIM_FAULT_NONE)
+			ret = sim_check(s);
+		if (ret)
+			return ret;
+	}
+	return SIM_LIMIT;
+}
+
+static void credit_sim_seeds(struct kunit *test)
+{
+	static const u32 depths[] = { 1, 2, 3, 4, 7, 16, 64 };
+	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	u64 seed;
+	int d;
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	for (d = 0; d < ARRAY_SIZE(depths); d++) {
+		for (seed = 1; seed <= 40; seed++) {
+			u32 n0 = 50 + seed * 7, n1 = seed % 3 ? 300 - seed : 0;
+
+			KUNIT_ASSERT_EQ_MSG(test,
+					    sim_run(s, depths[d], seed, n0, n1,
+						    SIM_FAULT_NONE), SIM_OK,
+					    "depth %u seed %llu", depths[d],
+					    seed);
+			KUNIT_EXPECT_EQ(test, s->e[1].received, n0);
+			KUNIT_EXPECT_EQ(test, s->e[0].received, n1);
+		}
+	}
+}
+
+/*
+ * One-way traffic: the receiver never sends data, so every credit comes
+ * back in CREDIT messages.  Without them (or with the ack rule wrong) the
+ * sender stalls for good.
+ */
+static void credit_sim_one_way(struct kunit *test)
+{
+	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	u32 depth;
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	for (depth = 1; depth <= 9; depth++) {
+		KUNIT_ASSERT_EQ_MSG(test, sim_run(s, depth, depth, 1000, 0,
+						  SIM_FAULT_NONE), SIM_OK,
+				    "depth %u", depth);
+		KUNIT_EXPECT_EQ(test, s->e[1].received, 1000u);
+		/* Credits in batches: not one CREDIT message per message. */
+		if (depth >= 4)
+			KUNIT_EXPECT_LT(test, s->ctl_msgs, 1000u);
+		KUNIT_EXPECT_GT(test, s->ctl_msgs, 0u);
+	}
+}
+
+/* The simulation itself notices the failures it is there to find. */
+static void credit_sim_catches_faults(struct kunit *test)
+{
+	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	KUNIT_EXPECT_EQ(test, sim_run(s, 4, 7, 100, 0,
+				      SIM_FAULT_NO_CREDIT_CHECK), SIM_RNR);
+	KUNIT_EXPECT_EQ(test, sim_run(s, 4, 7, 100, 0, SIM_FAULT_NO_CTL),
+			SIM_DEADLOCK);
+	KUNIT_EXPECT_EQ(test, s->e[0].cr.credits, 0u);
+}
+
+static struct kunit_case krdma_credit_cases[] = {
+	KUNIT_CASE(credit_init_full),
+	KUNIT_CASE(credit_take_until_empty),
+	KUNIT_CASE(credit_grant_bounds),
+	KUNIT_CASE(credit_grant_ctl_ack),
+	KUNIT_CASE(credit_reposted_kinds),
+	KUNIT_CASE(credit_ctl_threshold),
+	KUNIT_CASE(credit_ctl_ack_rule),
+	KUNIT_CASE(credit_sent_clears),
+	KUNIT_CASE(credit_sim_seeds),
+	KUNIT_CASE(credit_sim_one_way),
+	KUNIT_CASE(credit_sim_catches_faults),
+	{}
+};
+
+static struct kunit_suite krdma_credit_suite = {
+	.name = "krdma_credit",
+	.test_cases = krdma_credit_cases,
+};
+
+kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite,
+		  &krdma_credit_suite);
 
 MODULE_DESCRIPTION("KUnit tests of krdma's parser, wire formats and chunk planning");
 MODULE_LICENSE("GPL");
