@@ -21,6 +21,7 @@
 #include "krdma_compat.h"
 #include "krdma_proto.h"
 #include "krdma_credit.h"
+#include "krdma_state.h"
 
 #define KRDMA_VERSION	"0.1.0"
 
@@ -53,14 +54,6 @@ struct krdma_device {
 	struct kobject		kobj;		/* devices/<name> */
 	bool			removing;
 	char			name[IB_DEVICE_NAME_MAX];
-};
-
-enum krdma_conn_state {
-	KRDMA_CONN_CONNECTING,
-	KRDMA_CONN_CONNECTED,
-	KRDMA_CONN_DISCONNECTED,	/* the peer or we disconnected */
-	KRDMA_CONN_ERROR,		/* failed; conn->error says why */
-	KRDMA_CONN_CLOSED,		/* resources released */
 };
 
 /* One receive buffer: header + max_msg_size bytes. */

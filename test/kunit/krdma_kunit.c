@@ -7,6 +7,8 @@
  *   krdma_plan   splitting a transfer into rdma_rw chunks (krdma_plan.c)
  *   krdma_credit flow-control credit rules, and a simulation of two
  *                endpoints exchanging messages (krdma_credit.h)
+ *   krdma_state  the connection state machine, every (state, event) pair
+ *                (krdma_state.h)
  *
  * The tested files are compiled into this module (included below), so the
  * module stands alone: krdma.ko need not be loaded.  Inputs are copied into
@@ -23,6 +25,7 @@
 #include "krdma_proto.c"
 #include "krdma_plan.c"
 #include "krdma_credit.h"
+#include "krdma_state.h"
 
 /* ------------------------------------------------------------------ */
 /* krdma_cmd: the control-file parser                                  */
@@ -2012,8 +2015,140 @@ static struct kunit_suite krdma_credit_suite = {
 	.test_cases = krdma_credit_cases,
 };
 
+/* ------------------------------------------------------------------ */
+/* krdma_state: the connection state machine                           */
+/* ------------------------------------------------------------------ */
+
+#define ST_REFUSED	-1
+#define NR_STATES	(KRDMA_CONN_CLOSED + 1)
+#define NEXT(st, ev)	krdma_conn_next_state(st, KRDMA_CONN_EV_##ev)
+
+/*
+ * The table written out, one row per state, one column per event in
+ * enum order: ESTABLISHED, FAILED, PEER_DISCONNECTED, TEARDOWN_OK,
+ * TEARDOWN_ERR.
+ */
+static const int state_table[NR_STATES][KRDMA_CONN_EV_MAX] = {
+	[KRDMA_CONN_CONNECTING] = {
+		KRDMA_CONN_CONNECTED, KRDMA_CONN_ERROR, ST_REFUSED,
+		KRDMA_CONN_DISCONNECTED, KRDMA_CONN_ERROR,
+	},
+	[KRDMA_CONN_CONNECTED] = {
+		ST_REFUSED, KRDMA_CONN_ERROR, KRDMA_CONN_DISCONNECTED,
+		KRDMA_CONN_DISCONNECTED, KRDMA_CONN_ERROR,
+	},
+	[KRDMA_CONN_DISCONNECTED] = {
+		ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED,
+	},
+	[KRDMA_CONN_ERROR] = {
+		ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED,
+	},
+	[KRDMA_CONN_CLOSED] = {
+		ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED,
+	},
+};
+
+static void state_every_pair(struct kunit *test)
+{
+	int st, ev, next;
+
+	for (st = 0; st < NR_STATES; st++) {
+		for (ev = 0; ev < KRDMA_CONN_EV_MAX; ev++) {
+			next = krdma_conn_next_state(st, ev);
+			if (state_table[st][ev] == ST_REFUSED)
+				KUNIT_EXPECT_LT_MSG(test, next, 0,
+						    "state %d event %d", st, ev);
+			else
+				KUNIT_EXPECT_EQ_MSG(test, next,
+						    state_table[st][ev],
+						    "state %d event %d", st, ev);
+		}
+	}
+}
+
+/* The bug the table fixed: a handshake ending after a failure. */
+static void state_established_only_from_connecting(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, NEXT(KRDMA_CONN_CONNECTING, ESTABLISHED),
+			KRDMA_CONN_CONNECTED);
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_ERROR, ESTABLISHED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_DISCONNECTED, ESTABLISHED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_CONNECTED, ESTABLISHED), 0);
+}
+
+/*
+ * What an owner sees is what ended the connection first: device removal
+ * (devremove.sh wants "error", -ENODEV) stays an error when the peer's
+ * DISCONNECTED or the final teardown follow; a peer's disconnect stays a
+ * disconnect when flushes fail the operations in flight.
+ */
+static void state_first_end_wins(struct kunit *test)
+{
+	int st;
+
+	st = NEXT(KRDMA_CONN_CONNECTED, FAILED);
+	KUNIT_ASSERT_EQ(test, st, KRDMA_CONN_ERROR);
+	KUNIT_EXPECT_LT(test, NEXT(st, PEER_DISCONNECTED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(st, TEARDOWN_OK), 0);
+
+	st = NEXT(KRDMA_CONN_CONNECTED, PEER_DISCONNECTED);
+	KUNIT_ASSERT_EQ(test, st, KRDMA_CONN_DISCONNECTED);
+	KUNIT_EXPECT_LT(test, NEXT(st, FAILED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(st, TEARDOWN_ERR), 0);
+}
+
+/* krdma_close() ends "disconnected", a teardown for an error "error". */
+static void state_teardown_kinds(struct kunit *test)
+{
+	int st;
+
+	for (st = KRDMA_CONN_CONNECTING; st <= KRDMA_CONN_CONNECTED; st++) {
+		KUNIT_EXPECT_EQ(test, NEXT(st, TEARDOWN_OK),
+				KRDMA_CONN_DISCONNECTED);
+		KUNIT_EXPECT_EQ(test, NEXT(st, TEARDOWN_ERR), KRDMA_CONN_ERROR);
+	}
+	/* A peer's DISCONNECTED before ESTABLISHED is left to the CM. */
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_CONNECTING, PEER_DISCONNECTED),
+			0);
+}
+
+/* CLOSED is in the uAPI but no event leads there. */
+static void state_closed_unreachable(struct kunit *test)
+{
+	int st, ev;
+
+	for (st = 0; st < NR_STATES; st++)
+		for (ev = 0; ev < KRDMA_CONN_EV_MAX; ev++)
+			KUNIT_EXPECT_NE(test, krdma_conn_next_state(st, ev),
+					KRDMA_CONN_CLOSED);
+}
+
+/* Values outside the enums (a corrupted conn->state) change nothing. */
+static void state_out_of_range(struct kunit *test)
+{
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_CONNECTED, MAX), 0);
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_CONNECTING, MAX), 0);
+	KUNIT_EXPECT_LT(test, NEXT(NR_STATES, FAILED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(NR_STATES, TEARDOWN_OK), 0);
+}
+
+static struct kunit_case krdma_state_cases[] = {
+	KUNIT_CASE(state_every_pair),
+	KUNIT_CASE(state_established_only_from_connecting),
+	KUNIT_CASE(state_first_end_wins),
+	KUNIT_CASE(state_teardown_kinds),
+	KUNIT_CASE(state_closed_unreachable),
+	KUNIT_CASE(state_out_of_range),
+	{}
+};
+
+static struct kunit_suite krdma_state_suite = {
+	.name = "krdma_state",
+	.test_cases = krdma_state_cases,
+};
+
 kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite,
-		  &krdma_credit_suite);
+		  &krdma_credit_suite, &krdma_state_suite);
 
 MODULE_DESCRIPTION("KUnit tests of krdma's parser, wire formats and chunk planning");
 MODULE_LICENSE("GPL");
