@@ -33,6 +33,7 @@
 
 #include "krdma_core.h"
 #include "krdma_plan.h"
+#include "krdma_token.h"
 
 /*
  * SEND, RECV, WRITE and READ copy through a kernel bounce buffer, at most
@@ -822,7 +823,7 @@ static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
 		return ret;
 	if (!krdma_cd_user_ok(r->buf, r->len, cmd))
 		return -EFAULT;
-	if (r->offset > tok.length || r->len > tok.length - r->offset) {
+	if (krdma_token_range(tok.length, r->offset, r->len)) {
 		krdma_cd_warn("%s: %llu bytes at offset %llu do not fit the token's %u\n",
 			      cmd, r->len, r->offset, tok.length);
 		return -ERANGE;

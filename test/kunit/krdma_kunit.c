@@ -9,6 +9,8 @@
  *                endpoints exchanging messages (krdma_credit.h)
  *   krdma_state  the connection state machine, every (state, event) pair
  *                (krdma_state.h)
+ *   krdma_token  one-sided access ranges, atomic targets, registration
+ *                rights and their verbs access flags (krdma_token.h)
  *
  * The tested files are compiled into this module (included below), so the
  * module stands alone: krdma.ko need not be loaded.  Inputs are copied into
@@ -26,6 +28,7 @@
 #include "krdma_plan.c"
 #include "krdma_credit.h"
 #include "krdma_state.h"
+#include "krdma_token.h"
 
 /* ------------------------------------------------------------------ */
 /* krdma_cmd: the control-file parser                                  */
@@ -2147,8 +2150,147 @@ static struct kunit_suite krdma_state_suite = {
 	.test_cases = krdma_state_cases,
 };
 
+/* ------------------------------------------------------------------ */
+/* krdma_token: ranges, atomic targets, rights                         */
+/* ------------------------------------------------------------------ */
+
+static void token_range_inside(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 0, 4096), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 0, 1), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4095, 1), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 100, 3996), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(U32_MAX, 0, U32_MAX), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(U32_MAX, U32_MAX - 1, 1), 0);
+	/* Empty at the very end is inside: callers refuse empty transfers. */
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4096, 0), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(0, 0, 0), 0);
+}
+
+static void token_range_outside(struct kunit *test)
+{
+	/* One byte past the end, at either edge. */
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 0, 4097), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4096, 1), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4095, 2), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4097, 0), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(0, 0, 1), -ERANGE);
+	/* Sums that wrap 64 bits must not come out small. */
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, U64_MAX, 1), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, U64_MAX - 7, 16),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 8, U64_MAX), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 1, U64_MAX - 1),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(U32_MAX, (u64)U32_MAX + 1, 0),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(U32_MAX, 1ULL << 32,
+						1ULL << 63), -ERANGE);
+}
+
+static void token_atomic_target(struct kunit *test)
+{
+	struct krdma_token t = { .addr = 0x10000, .rkey = 1, .length = 64 };
+
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 0), 0);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 56), 0);	/* last 8 */
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 57), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 64), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, U64_MAX - 3), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 4), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 1), -EINVAL);
+	/* Alignment is of the peer's address, not of the offset. */
+	t.addr = 0x10004;
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 4), 0);
+	/* A token shorter than 8 bytes has no target at all. */
+	t.addr = 0x10000;
+	t.length = 7;
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 0), -ERANGE);
+}
+
+static void token_access_valid(struct kunit *test)
+{
+	int a;
+
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(0), -EINVAL);
+	for (a = 1; a <= KRDMA_ACCESS_ALL; a++)
+		KUNIT_EXPECT_EQ_MSG(test, krdma_access_valid(a), 0,
+				    "rights 0x%x", a);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(0x8), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(KRDMA_ACCESS_REMOTE_READ | 0x8),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(1 << 30), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(-1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(INT_MIN |
+						 KRDMA_ACCESS_REMOTE_WRITE),
+			-EINVAL);
+}
+
+static void token_access_atomics(struct kunit *test)
+{
+	int a;
+
+	for (a = 1; a <= KRDMA_ACCESS_ALL; a++) {
+		bool atomic = a & KRDMA_ACCESS_REMOTE_ATOMIC;
+
+		KUNIT_EXPECT_EQ(test, krdma_access_supported(a, true), 0);
+		KUNIT_EXPECT_EQ_MSG(test, krdma_access_supported(a, false),
+				    atomic ? -EOPNOTSUPP : 0, "rights 0x%x", a);
+	}
+}
+
+static void token_ib_access(struct kunit *test)
+{
+	const int remote = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE |
+			   IB_ACCESS_REMOTE_ATOMIC;
+	int a, ib;
+
+	KUNIT_EXPECT_EQ(test, krdma_ib_access(KRDMA_ACCESS_REMOTE_READ),
+			IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ);
+	KUNIT_EXPECT_EQ(test, krdma_ib_access(KRDMA_ACCESS_REMOTE_WRITE),
+			IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE);
+	KUNIT_EXPECT_EQ(test, krdma_ib_access(KRDMA_ACCESS_REMOTE_ATOMIC),
+			IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_ATOMIC);
+	for (a = 1; a <= KRDMA_ACCESS_ALL; a++) {
+		ib = krdma_ib_access(a);
+		/* Exactly the rights asked for reach the peer. */
+		KUNIT_EXPECT_EQ_MSG(test,
+				    !!(ib & IB_ACCESS_REMOTE_READ),
+				    !!(a & KRDMA_ACCESS_REMOTE_READ),
+				    "rights 0x%x", a);
+		KUNIT_EXPECT_EQ_MSG(test,
+				    !!(ib & IB_ACCESS_REMOTE_WRITE),
+				    !!(a & KRDMA_ACCESS_REMOTE_WRITE),
+				    "rights 0x%x", a);
+		KUNIT_EXPECT_EQ_MSG(test,
+				    !!(ib & IB_ACCESS_REMOTE_ATOMIC),
+				    !!(a & KRDMA_ACCESS_REMOTE_ATOMIC),
+				    "rights 0x%x", a);
+		/* The verbs refuse remote write or atomic without it. */
+		KUNIT_EXPECT_TRUE(test, ib & IB_ACCESS_LOCAL_WRITE);
+		KUNIT_EXPECT_EQ(test, ib & ~(remote | IB_ACCESS_LOCAL_WRITE),
+				0);
+	}
+}
+
+static struct kunit_case krdma_token_cases[] = {
+	KUNIT_CASE(token_range_inside),
+	KUNIT_CASE(token_range_outside),
+	KUNIT_CASE(token_atomic_target),
+	KUNIT_CASE(token_access_valid),
+	KUNIT_CASE(token_access_atomics),
+	KUNIT_CASE(token_ib_access),
+	{}
+};
+
+static struct kunit_suite krdma_token_suite = {
+	.name = "krdma_token",
+	.test_cases = krdma_token_cases,
+};
+
 kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite,
-		  &krdma_credit_suite, &krdma_state_suite);
+		  &krdma_credit_suite, &krdma_state_suite, &krdma_token_suite);
 
 MODULE_DESCRIPTION("KUnit tests of krdma's parser, wire formats and chunk planning");
 MODULE_LICENSE("GPL");
