@@ -11,7 +11,7 @@
 # kernel: debug
 . "$(dirname "$0")/../lib.sh"
 
-suites="krdma_cmd krdma_proto krdma_plan krdma_credit krdma_state krdma_token"
+suites="krdma_cmd krdma_proto krdma_plan krdma_credit krdma_state krdma_token krdma_abi"
 ko=$BUILD/kunit/krdma_kunit.ko
 [ -e /sys/module/kunit ] || skip "kernel $(uname -r) has no KUnit (use --kernels debug)"
 [ -f "$ko" ] || fail "$ko not built (tools/build.sh builds it when the KDIR has CONFIG_KUNIT)"

@@ -11,6 +11,9 @@
  *                (krdma_state.h)
  *   krdma_token  one-sided access ranges, atomic targets, registration
  *                rights and their verbs access flags (krdma_token.h)
+ *   krdma_abi    /dev/krdma ioctl argument checks: reserved fields, flags,
+ *                lengths, addresses, and which errno comes first
+ *                (krdma_abi.c)
  *
  * The tested files are compiled into this module (included below), so the
  * module stands alone: krdma.ko need not be loaded.  Inputs are copied into
@@ -29,6 +32,7 @@
 #include "krdma_credit.h"
 #include "krdma_state.h"
 #include "krdma_token.h"
+#include "krdma_abi.c"
 
 /* ------------------------------------------------------------------ */
 /* krdma_cmd: the control-file parser                                  */
@@ -2289,8 +2293,303 @@ static struct kunit_suite krdma_token_suite = {
 	.test_cases = krdma_token_cases,
 };
 
-kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite,
-		  &krdma_credit_suite, &krdma_state_suite, &krdma_token_suite);
+/* ------------------------------------------------------------------ */
+/* krdma_abi: /dev/krdma ioctl argument checks                         */
+/* ------------------------------------------------------------------ */
 
-MODULE_DESCRIPTION("KUnit tests of krdma's parser, wire formats and chunk planning");
+#define UBUF		0x10000ULL		/* a user address */
+#define KBUF		0xffff888000000000ULL	/* a kernel one */
+
+static void abi_v4(struct krdma_ioc_addr *a, u16 port)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET;
+	a->port = port;
+	a->addr[0] = 10;
+	a->addr[3] = 1;
+}
+
+static void abi_listen_good(struct kunit *test)
+{
+	struct krdma_ioc_listen la = { .queue_depth = 16,
+				       .max_msg_size = 4096 };
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+	abi_v4(&la.addr, 7000);
+	KUNIT_ASSERT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	KUNIT_EXPECT_EQ(test, ss.ss_family, AF_INET);
+	KUNIT_EXPECT_EQ(test, ntohs(sin->sin_port), 7000);
+	KUNIT_EXPECT_EQ(test, ntohl(sin->sin_addr.s_addr), 0x0a000001);
+	/* Depth and size 0 mean the defaults; the limits themselves pass. */
+	la.queue_depth = 0;
+	la.max_msg_size = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	la.queue_depth = KRDMA_MAX_DEPTH;
+	la.max_msg_size = KRDMA_MAX_MSG_SIZE;
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	la.max_msg_size = sizeof(struct krdma_token_wire);
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+
+	memset(&la.addr, 0, sizeof(la.addr));
+	la.addr.family = AF_INET6;
+	la.addr.port = 1;
+	la.addr.scope_id = 3;
+	la.addr.addr[15] = 1;
+	KUNIT_ASSERT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	KUNIT_EXPECT_EQ(test, ss.ss_family, AF_INET6);
+	KUNIT_EXPECT_EQ(test, sin6->sin6_scope_id, 3u);
+	KUNIT_EXPECT_TRUE(test, ipv6_addr_loopback(&sin6->sin6_addr));
+}
+
+static void abi_listen_bad(struct kunit *test)
+{
+	struct krdma_ioc_listen good = {}, la;
+	struct sockaddr_storage ss;
+
+	abi_v4(&good.addr, 7000);
+#define LISTEN_EXPECT(field, val, err) do {				\
+		la = good;						\
+		la.field = (val);					\
+		KUNIT_EXPECT_EQ_MSG(test, krdma_abi_listen(&la, &ss), err, \
+				    #field " = " #val);			\
+	} while (0)
+	LISTEN_EXPECT(flags, 1, -EINVAL);
+	LISTEN_EXPECT(reserved[0], 1, -EINVAL);
+	LISTEN_EXPECT(reserved[1], 1ULL << 63, -EINVAL);
+	LISTEN_EXPECT(queue_depth, KRDMA_MAX_DEPTH + 1, -EINVAL);
+	LISTEN_EXPECT(queue_depth, U32_MAX, -EINVAL);
+	LISTEN_EXPECT(max_msg_size, sizeof(struct krdma_token_wire) - 1,
+		      -EINVAL);
+	LISTEN_EXPECT(max_msg_size, KRDMA_MAX_MSG_SIZE + 1, -EINVAL);
+	LISTEN_EXPECT(addr.family, 0, -EAFNOSUPPORT);
+	LISTEN_EXPECT(addr.family, AF_UNIX, -EAFNOSUPPORT);
+	LISTEN_EXPECT(addr.family, 0xffff, -EAFNOSUPPORT);
+	LISTEN_EXPECT(addr.port, 0, -EINVAL);
+	LISTEN_EXPECT(addr.scope_id, 1, -EINVAL);	/* IPv4 */
+	LISTEN_EXPECT(addr.addr[4], 1, -EINVAL);	/* IPv6 bytes */
+	LISTEN_EXPECT(addr.addr[15], 1, -EINVAL);
+	/* The first bad field decides: flags before the family. */
+	la = good;
+	la.flags = 2;
+	la.addr.family = 99;
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), -EINVAL);
+#undef LISTEN_EXPECT
+}
+
+static void abi_connect_src(struct kunit *test)
+{
+	struct krdma_ioc_connect ca = {};
+	struct sockaddr_storage dst, src;
+	bool has_src = true;
+
+	abi_v4(&ca.dst, 7000);
+	/* An all-zero source is "none". */
+	KUNIT_ASSERT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			0);
+	KUNIT_EXPECT_FALSE(test, has_src);
+	/* A source may have port 0 (any). */
+	abi_v4(&ca.src, 0);
+	KUNIT_ASSERT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			0);
+	KUNIT_EXPECT_TRUE(test, has_src);
+	KUNIT_EXPECT_EQ(test, src.ss_family, AF_INET);
+	/* "None" must be all zero, not a family 0 with bytes behind it. */
+	memset(&ca.src, 0, sizeof(ca.src));
+	ca.src.port = 5;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+	memset(&ca.src, 0, sizeof(ca.src));
+	ca.src.family = AF_INET6;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);	/* families differ */
+	ca.src.family = 77;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EAFNOSUPPORT);
+	memset(&ca.src, 0, sizeof(ca.src));
+	ca.dst.port = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+	abi_v4(&ca.dst, 7000);
+	ca.reserved32 = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+	ca.reserved32 = 0;
+	ca.reserved[1] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+	ca.reserved[1] = 0;
+	ca.queue_depth = KRDMA_MAX_DEPTH + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+}
+
+static void abi_handle_reserved(struct kunit *test)
+{
+	static const char * const cmds[] = { "CLOSE", "UNREG", "REVOKE" };
+	struct krdma_ioc_handle h = { .handle = 7 };
+	struct krdma_ioc_accept aa = { .handle = 1, .timeout_ms = 5 };
+	struct krdma_ioc_query q = { .handle = 1 };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
+		h.flags = 0;
+		h.reserved = 0;
+		KUNIT_EXPECT_EQ(test, krdma_abi_handle(&h, cmds[i]), 0);
+		h.flags = 1U << 31;
+		KUNIT_EXPECT_EQ(test, krdma_abi_handle(&h, cmds[i]), -EINVAL);
+		h.flags = 0;
+		h.reserved = 1;
+		KUNIT_EXPECT_EQ(test, krdma_abi_handle(&h, cmds[i]), -EINVAL);
+	}
+	KUNIT_EXPECT_EQ(test, krdma_abi_accept(&aa), 0);
+	aa.reserved[1] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_accept(&aa), -EINVAL);
+	aa.reserved[1] = 0;
+	aa.flags = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_accept(&aa), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), 0);
+	q.reserved[3] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), -EINVAL);
+	q.reserved[3] = 0;
+	q.flags = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), -EINVAL);
+	/* QUERY fills in the rest: what the caller left there is ignored. */
+	q.flags = 0;
+	q.credits = 99;
+	q.error = -1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), 0);
+}
+
+static void abi_msg(struct kunit *test)
+{
+	struct krdma_ioc_msg m = { .handle = 1, .buf = UBUF, .len = 100 };
+
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
+	m.len = 0;		/* empty messages are messages */
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
+	m.len = KRDMA_IOC_MAX_MSG;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
+	m.len = KRDMA_IOC_MAX_MSG + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -E2BIG);
+	/* RECV may offer a larger buffer than any message. */
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
+	m.len = KRDMA_IOC_MAX_XFER + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -E2BIG);
+	m.len = U64_MAX;
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -E2BIG);
+
+	/* RECV checks its buffer first; SEND's copy does it later. */
+	m.len = 100;
+	m.buf = KBUF;
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EFAULT);
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
+	m.buf = UBUF;
+	m.flags = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EINVAL);
+	m.flags = 0;
+	m.reserved = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EINVAL);
+}
+
+static void abi_reg(struct kunit *test)
+{
+	struct krdma_ioc_reg good = {
+		.handle = 1, .access = KRDMA_IOC_ACCESS_REMOTE_WRITE,
+		.buf = UBUF, .len = 4096,
+	}, r;
+
+	r = good;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), 0);
+	r.access = KRDMA_IOC_ACCESS_REMOTE_READ | KRDMA_IOC_ACCESS_REMOTE_WRITE |
+		   KRDMA_IOC_ACCESS_REMOTE_ATOMIC;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), 0);
+	r.access = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EINVAL);
+	r.access = 0x8;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EINVAL);
+	r = good;
+	r.len = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EINVAL);
+	r.len = KRDMA_IOC_MAX_XFER + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -E2BIG);
+	r.buf = KBUF;		/* too long is reported before not user */
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -E2BIG);
+	r.len = 4096;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EFAULT);
+	r = good;
+	r.reserved[0] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EINVAL);
+	/* The output fields may hold anything on the way in. */
+	r = good;
+	r.mr = 5;
+	r.token.rkey = 0x1234;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), 0);
+}
+
+static void abi_rdma(struct kunit *test)
+{
+	struct krdma_ioc_rdma good = {
+		.handle = 1, .buf = UBUF, .len = 4096,
+		.token = { .addr = 0x1000, .rkey = 9, .length = 8192 },
+		.offset = 4096,
+	}, r;
+
+	r = good;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), 0);
+	r.offset = 4097;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -ERANGE);
+	r.offset = U64_MAX - 100;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -ERANGE);
+	r.offset = 0;
+	r.len = 8193;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -ERANGE);
+	r.len = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -EINVAL);
+	r.len = KRDMA_IOC_MAX_XFER + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -E2BIG);
+	/* Not user memory is found before the token's range. */
+	r = good;
+	r.buf = KBUF;
+	r.offset = 1ULL << 40;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EFAULT);
+	r = good;
+	r.reserved32 = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EINVAL);
+	r = good;
+	r.reserved[1] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EINVAL);
+	r = good;
+	r.flags = 1;
+	r.len = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EINVAL);
+}
+
+static struct kunit_case krdma_abi_cases[] = {
+	KUNIT_CASE(abi_listen_good),
+	KUNIT_CASE(abi_listen_bad),
+	KUNIT_CASE(abi_connect_src),
+	KUNIT_CASE(abi_handle_reserved),
+	KUNIT_CASE(abi_msg),
+	KUNIT_CASE(abi_reg),
+	KUNIT_CASE(abi_rdma),
+	{}
+};
+
+static struct kunit_suite krdma_abi_suite = {
+	.name = "krdma_abi",
+	.test_cases = krdma_abi_cases,
+};
+
+kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite,
+		  &krdma_credit_suite, &krdma_state_suite, &krdma_token_suite,
+		  &krdma_abi_suite);
+
+MODULE_DESCRIPTION("KUnit tests of krdma's pure logic");
 MODULE_LICENSE("GPL");
