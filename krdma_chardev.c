@@ -32,6 +32,7 @@
 #include <uapi/linux/krdma.h>
 
 #include "krdma_core.h"
+#include "krdma_abi.h"
 #include "krdma_plan.h"
 
 /*
@@ -41,10 +42,6 @@
  */
 #define KRDMA_CD_BOUNCE		(1024 * 1024)
 #define KRDMA_CD_RW_TIMEOUT_MS	30000
-
-#define krdma_cd_warn(fmt, ...)						\
-	pr_warn_ratelimited("/dev/krdma: %s[%d]: " fmt, current->comm,	\
-			    task_pid_nr(current), ##__VA_ARGS__)
 
 struct krdma_cd_session {
 	struct xarray		handles;
@@ -275,68 +272,7 @@ static int krdma_cd_close_handle(struct krdma_cd_session *s, u32 h, u32 type,
 	return 0;
 }
 
-/* ---- argument checks ------------------------------------------------ */
-
-static bool krdma_cd_zero(const void *p, size_t len, const char *cmd,
-			  const char *what)
-{
-	if (!memchr_inv(p, 0, len))
-		return true;
-	krdma_cd_warn("%s: %s must be zero\n", cmd, what);
-	return false;
-}
-
-#define KRDMA_CD_ZERO(cmd, field) \
-	krdma_cd_zero(&(field), sizeof(field), cmd, #field)
-
-/*
- * A user address to a sockaddr.  Returns 1 for an all-zero address where
- * @optional allows one ("none"), 0 for an address, else a negative errno.
- */
-static int krdma_cd_addr_in(const struct krdma_ioc_addr *a,
-			    struct sockaddr_storage *ss, bool optional,
-			    const char *cmd)
-{
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	switch (a->family) {
-	case 0:
-		if (!optional) {
-			krdma_cd_warn("%s: address family missing\n", cmd);
-			return -EAFNOSUPPORT;
-		}
-		if (!krdma_cd_zero(a, sizeof(*a), cmd, "unused source address"))
-			return -EINVAL;
-		return 1;
-	case AF_INET:
-		if (a->scope_id || memchr_inv(a->addr + 4, 0, 12)) {
-			krdma_cd_warn("%s: IPv4 address with IPv6 bytes or a scope id set\n",
-				      cmd);
-			return -EINVAL;
-		}
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(a->port);
-		memcpy(&sin->sin_addr, a->addr, 4);
-		break;
-	case AF_INET6:
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(a->port);
-		sin6->sin6_scope_id = a->scope_id;
-		memcpy(&sin6->sin6_addr, a->addr, 16);
-		break;
-	default:
-		krdma_cd_warn("%s: address family %u is neither AF_INET nor AF_INET6\n",
-			      cmd, a->family);
-		return -EAFNOSUPPORT;
-	}
-	if (!optional && !a->port) {
-		krdma_cd_warn("%s: port 0\n", cmd);
-		return -EINVAL;
-	}
-	return 0;
-}
+/* ---- argument conversion (the checks are in krdma_abi.c) ---------- */
 
 static void krdma_cd_addr_out(const struct sockaddr_storage *ss,
 			      struct krdma_ioc_addr *a)
@@ -355,50 +291,6 @@ static void krdma_cd_addr_out(const struct sockaddr_storage *ss,
 		a->scope_id = sin6->sin6_scope_id;
 		memcpy(a->addr, &sin6->sin6_addr, 16);
 	}
-}
-
-/* A queue depth / message size within what krdma negotiates (0: default). */
-static bool krdma_cd_opts_ok(u32 depth, u32 msg, const char *cmd)
-{
-	if (depth > KRDMA_MAX_DEPTH) {
-		krdma_cd_warn("%s: queue depth %u above %u\n", cmd, depth,
-			      KRDMA_MAX_DEPTH);
-		return false;
-	}
-	if (msg && (msg < sizeof(struct krdma_token_wire) ||
-		    msg > KRDMA_MAX_MSG_SIZE)) {
-		krdma_cd_warn("%s: message size %u out of range %zu..%u\n",
-			      cmd, msg, sizeof(struct krdma_token_wire),
-			      KRDMA_MAX_MSG_SIZE);
-		return false;
-	}
-	return true;
-}
-
-static bool krdma_cd_len_ok(u64 len, u64 max, bool zero_ok, const char *cmd,
-			    int *err)
-{
-	if (len > max) {
-		krdma_cd_warn("%s: length %llu above the limit %llu\n", cmd,
-			      len, max);
-		*err = -E2BIG;
-		return false;
-	}
-	if (!len && !zero_ok) {
-		krdma_cd_warn("%s: length 0\n", cmd);
-		*err = -EINVAL;
-		return false;
-	}
-	return true;
-}
-
-static bool krdma_cd_user_ok(u64 buf, u64 len, const char *cmd)
-{
-	if (access_ok(u64_to_user_ptr(buf), len))
-		return true;
-	krdma_cd_warn("%s: buffer 0x%llx+%llu is not user memory\n", cmd, buf,
-		      len);
-	return false;
 }
 
 /* timeout_ms to jiffies: 0 stays 0, KRDMA_IOC_TIMEOUT_INF is forever. */
@@ -438,11 +330,7 @@ static long krdma_cd_listen(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	struct krdma_cd_obj *obj;
 	int ret;
 
-	if (!KRDMA_CD_ZERO("LISTEN", la->flags) ||
-	    !KRDMA_CD_ZERO("LISTEN", la->reserved) ||
-	    !krdma_cd_opts_ok(la->queue_depth, la->max_msg_size, "LISTEN"))
-		return -EINVAL;
-	ret = krdma_cd_addr_in(&la->addr, &ss, false, "LISTEN");
+	ret = krdma_abi_listen(la, &ss);
 	if (ret)
 		return ret;
 
@@ -501,9 +389,9 @@ static long krdma_cd_accept(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	struct krdma_conn *conn;
 	int ret;
 
-	if (!KRDMA_CD_ZERO("ACCEPT", aa->flags) ||
-	    !KRDMA_CD_ZERO("ACCEPT", aa->reserved))
-		return -EINVAL;
+	ret = krdma_abi_accept(aa);
+	if (ret)
+		return ret;
 	lobj = krdma_cd_get(s, aa->handle, KRDMA_IOC_TYPE_LISTENER, "ACCEPT");
 	if (!lobj)
 		return -EBADF;
@@ -530,26 +418,15 @@ static long krdma_cd_connect(struct krdma_cd_session *s,
 	};
 	struct sockaddr_storage dst, src;
 	struct krdma_conn *conn;
-	int ret, nosrc;
+	bool has_src;
+	int ret;
 
-	if (!KRDMA_CD_ZERO("CONNECT", ca->flags) ||
-	    !KRDMA_CD_ZERO("CONNECT", ca->reserved32) ||
-	    !KRDMA_CD_ZERO("CONNECT", ca->reserved) ||
-	    !krdma_cd_opts_ok(ca->queue_depth, ca->max_msg_size, "CONNECT"))
-		return -EINVAL;
-	ret = krdma_cd_addr_in(&ca->dst, &dst, false, "CONNECT");
+	ret = krdma_abi_connect(ca, &dst, &src, &has_src);
 	if (ret)
 		return ret;
-	nosrc = krdma_cd_addr_in(&ca->src, &src, true, "CONNECT");
-	if (nosrc < 0)
-		return nosrc;
-	if (!nosrc && src.ss_family != dst.ss_family) {
-		krdma_cd_warn("CONNECT: source and destination families differ\n");
-		return -EINVAL;
-	}
 
 	conn = krdma_connect((struct sockaddr *)&dst,
-			     nosrc ? NULL : (struct sockaddr *)&src, &opts);
+			     has_src ? (struct sockaddr *)&src : NULL, &opts);
 	if (IS_ERR(conn))
 		return PTR_ERR(conn);
 	ret = krdma_cd_add_conn(s, conn, &ca->handle, "CONNECT");
@@ -561,18 +438,20 @@ static long krdma_cd_connect(struct krdma_cd_session *s,
 static long krdma_cd_close(struct krdma_cd_session *s, union krdma_cd_arg *a,
 			   u32 *created)
 {
-	if (!KRDMA_CD_ZERO("CLOSE", a->handle.flags) ||
-	    !KRDMA_CD_ZERO("CLOSE", a->handle.reserved))
-		return -EINVAL;
+	int ret = krdma_abi_handle(&a->handle, "CLOSE");
+
+	if (ret)
+		return ret;
 	return krdma_cd_close_handle(s, a->handle.handle, 0, "CLOSE");
 }
 
 static long krdma_cd_unreg(struct krdma_cd_session *s, union krdma_cd_arg *a,
 			   u32 *created)
 {
-	if (!KRDMA_CD_ZERO("UNREG", a->handle.flags) ||
-	    !KRDMA_CD_ZERO("UNREG", a->handle.reserved))
-		return -EINVAL;
+	int ret = krdma_abi_handle(&a->handle, "UNREG");
+
+	if (ret)
+		return ret;
 	return krdma_cd_close_handle(s, a->handle.handle, KRDMA_IOC_TYPE_MR,
 				     "UNREG");
 }
@@ -583,9 +462,9 @@ static long krdma_cd_revoke(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	struct krdma_cd_obj *obj;
 	int ret;
 
-	if (!KRDMA_CD_ZERO("REVOKE", a->handle.flags) ||
-	    !KRDMA_CD_ZERO("REVOKE", a->handle.reserved))
-		return -EINVAL;
+	ret = krdma_abi_handle(&a->handle, "REVOKE");
+	if (ret)
+		return ret;
 	obj = krdma_cd_get(s, a->handle.handle, KRDMA_IOC_TYPE_MR, "REVOKE");
 	if (!obj)
 		return -EBADF;
@@ -604,10 +483,8 @@ static long krdma_cd_send(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	void *kbuf;
 	int ret;
 
-	if (!KRDMA_CD_ZERO("SEND", m->flags) ||
-	    !KRDMA_CD_ZERO("SEND", m->reserved))
-		return -EINVAL;
-	if (!krdma_cd_len_ok(m->len, KRDMA_IOC_MAX_MSG, true, "SEND", &ret))
+	ret = krdma_abi_send(m);
+	if (ret)
 		return ret;
 	obj = krdma_cd_get(s, m->handle, KRDMA_IOC_TYPE_CONN, "SEND");
 	if (!obj)
@@ -641,13 +518,9 @@ static long krdma_cd_recv(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	void *kbuf;
 	int ret;
 
-	if (!KRDMA_CD_ZERO("RECV", m->flags) ||
-	    !KRDMA_CD_ZERO("RECV", m->reserved))
-		return -EINVAL;
-	if (!krdma_cd_len_ok(m->len, KRDMA_IOC_MAX_XFER, true, "RECV", &ret))
+	ret = krdma_abi_recv(m);
+	if (ret)
 		return ret;
-	if (!krdma_cd_user_ok(m->buf, m->len, "RECV"))
-		return -EFAULT;
 	obj = krdma_cd_get(s, m->handle, KRDMA_IOC_TYPE_CONN, "RECV");
 	if (!obj)
 		return -EBADF;
@@ -724,27 +597,15 @@ unpin:
 static long krdma_cd_reg(struct krdma_cd_session *s, union krdma_cd_arg *a,
 			 u32 *created)
 {
-	const int all = KRDMA_IOC_ACCESS_REMOTE_READ |
-			KRDMA_IOC_ACCESS_REMOTE_WRITE |
-			KRDMA_IOC_ACCESS_REMOTE_ATOMIC;
 	struct krdma_ioc_reg *r = &a->reg;
 	struct krdma_cd_obj *cobj, *obj;
 	struct krdma_token tok;
 	struct krdma_mr *kmr;
 	int ret;
 
-	if (!KRDMA_CD_ZERO("REG", r->flags) ||
-	    !KRDMA_CD_ZERO("REG", r->reserved))
-		return -EINVAL;
-	if (!r->access || (r->access & ~all)) {
-		krdma_cd_warn("REG: access 0x%x is not a set of KRDMA_IOC_ACCESS_* rights\n",
-			      r->access);
-		return -EINVAL;
-	}
-	if (!krdma_cd_len_ok(r->len, KRDMA_IOC_MAX_XFER, false, "REG", &ret))
+	ret = krdma_abi_reg(r);
+	if (ret)
 		return ret;
-	if (!krdma_cd_user_ok(r->buf, r->len, "REG"))
-		return -EFAULT;
 	cobj = krdma_cd_get(s, r->handle, KRDMA_IOC_TYPE_CONN, "REG");
 	if (!cobj)
 		return -EBADF;
@@ -814,19 +675,9 @@ static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	void *kbuf;
 	int ret;
 
-	if (!KRDMA_CD_ZERO(cmd, r->flags) ||
-	    !KRDMA_CD_ZERO(cmd, r->reserved32) ||
-	    !KRDMA_CD_ZERO(cmd, r->reserved))
-		return -EINVAL;
-	if (!krdma_cd_len_ok(r->len, KRDMA_IOC_MAX_XFER, false, cmd, &ret))
+	ret = krdma_abi_rdma(r, cmd);
+	if (ret)
 		return ret;
-	if (!krdma_cd_user_ok(r->buf, r->len, cmd))
-		return -EFAULT;
-	if (r->offset > tok.length || r->len > tok.length - r->offset) {
-		krdma_cd_warn("%s: %llu bytes at offset %llu do not fit the token's %u\n",
-			      cmd, r->len, r->offset, tok.length);
-		return -ERANGE;
-	}
 	obj = krdma_cd_get(s, r->handle, KRDMA_IOC_TYPE_CONN, cmd);
 	if (!obj)
 		return -EBADF;
@@ -909,7 +760,7 @@ static void krdma_cd_query_conn(struct krdma_conn *conn,
 	spin_lock_bh(&conn->lock);
 	q->state = krdma_cd_state(conn->state);
 	q->error = conn->error;
-	q->credits = conn->credits;
+	q->credits = conn->cr.credits;
 	spin_unlock_bh(&conn->lock);
 	q->queue_depth = conn->depth;
 	q->max_msg_size = conn->max_msg;
@@ -948,10 +799,11 @@ static long krdma_cd_query(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	struct krdma_ioc_query *q = &a->query;
 	struct krdma_cd_obj *obj;
 	u32 h = q->handle;
+	int ret;
 
-	if (!KRDMA_CD_ZERO("QUERY", q->flags) ||
-	    !KRDMA_CD_ZERO("QUERY", q->reserved))
-		return -EINVAL;
+	ret = krdma_abi_query(q);
+	if (ret)
+		return ret;
 	obj = krdma_cd_get(s, h, 0, "QUERY");
 	if (!obj)
 		return -EBADF;

@@ -188,15 +188,28 @@ struct krdma_listener *krdma_listener_find(const char *name)
 	return found;
 }
 
+/*
+ * Every change of conn->state: the move krdma_conn_next_state() allows,
+ * or none (false).  Called with conn->lock held.
+ */
+static bool krdma_conn_event_locked(struct krdma_conn *conn,
+				    enum krdma_conn_event ev)
+{
+	int next = krdma_conn_next_state(conn->state, ev);
+
+	if (next < 0)
+		return false;
+	conn->state = next;
+	return true;
+}
+
 /* Record the first error and move to the error state; wakes every waiter. */
 void krdma_conn_set_error(struct krdma_conn *conn, int err)
 {
 	spin_lock_bh(&conn->lock);
 	if (!conn->error)
 		conn->error = err;
-	if (conn->state == KRDMA_CONN_CONNECTING ||
-	    conn->state == KRDMA_CONN_CONNECTED)
-		conn->state = KRDMA_CONN_ERROR;
+	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
 }
@@ -257,9 +270,8 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	spin_lock_bh(&conn->lock);
 	if (!conn->error)
 		conn->error = err ?: -ECONNRESET;
-	if (conn->state == KRDMA_CONN_CONNECTING ||
-	    conn->state == KRDMA_CONN_CONNECTED)
-		conn->state = err ? KRDMA_CONN_ERROR : KRDMA_CONN_DISCONNECTED;
+	krdma_conn_event_locked(conn, err ? KRDMA_CONN_EV_TEARDOWN_ERR :
+					    KRDMA_CONN_EV_TEARDOWN_OK);
 	conn->qp_ok = false;
 	conn->rx_closed = true;
 	spin_unlock_bh(&conn->lock);
@@ -464,15 +476,24 @@ static int krdma_conn_do_connect(struct krdma_conn *conn)
 	return rdma_connect_locked(conn->cm_id, &param);
 }
 
-static void krdma_connect_done(struct krdma_conn *conn, int status)
+/*
+ * The handshake ended: @status 0 if the CM established the connection.
+ * Returns what the connect ends with, which is the connection's error if
+ * it failed meanwhile (a receive flushed by device removal, ...): it must
+ * not become usable then.
+ */
+static int krdma_connect_done(struct krdma_conn *conn, int status)
 {
 	if (status) {
 		krdma_conn_set_error(conn, status);
 	} else {
 		spin_lock_bh(&conn->lock);
-		conn->state = KRDMA_CONN_CONNECTED;
+		/* The CM connection exists either way: teardown ends it. */
 		conn->established = true;
-		conn->qp_ok = true;
+		if (krdma_conn_event_locked(conn, KRDMA_CONN_EV_ESTABLISHED))
+			conn->qp_ok = true;
+		else
+			status = conn->error ?: -ECONNRESET;
 		spin_unlock_bh(&conn->lock);
 		wake_up_all(&conn->wq);
 	}
@@ -480,21 +501,17 @@ static void krdma_connect_done(struct krdma_conn *conn, int status)
 		conn->cm_status = status;
 		complete_all(&conn->cm_done);
 	}
+	return status;
 }
 
 /*
  * iWARP, active side: the passive side's ready arrived (krdma_cq.c says
- * why we wait for it).  A connection that failed meanwhile stays failed.
+ * why we wait for it).  Like any ESTABLISHED, refused if the connection
+ * failed meanwhile.
  */
 void krdma_conn_ready(struct krdma_conn *conn)
 {
-	int err = 0;
-
-	spin_lock_bh(&conn->lock);
-	if (conn->state != KRDMA_CONN_CONNECTING)
-		err = conn->error ?: -ECONNRESET;
-	spin_unlock_bh(&conn->lock);
-	krdma_connect_done(conn, err);
+	krdma_connect_done(conn, 0);
 }
 
 static int krdma_active_established(struct krdma_conn *conn,
@@ -518,8 +535,7 @@ static int krdma_active_established(struct krdma_conn *conn,
 	}
 	conn->depth = remote.queue_depth;
 	conn->max_msg = remote.max_msg_size;
-	conn->credits = conn->depth;
-	conn->ctl_token = true;
+	krdma_credit_init(&conn->cr, conn->depth);
 	return 0;
 }
 
@@ -529,14 +545,22 @@ static void krdma_passive_established(struct krdma_conn *conn)
 	bool queued = false;
 	int ret;
 
-	krdma_connect_done(conn, 0);
-	if (rdma_protocol_iwarp(conn->kdev->ibdev, conn->port)) {
+	ret = krdma_connect_done(conn, 0);
+	if (ret)
+		pr_warn("%s: failed before it was established: %d\n",
+			conn->name, ret);
+	if (!ret && rdma_protocol_iwarp(conn->kdev->ibdev, conn->port)) {
 		ret = krdma_send_ready(conn);
 		if (ret) {
 			pr_warn("%s: cannot send the iWARP ready message: %d\n",
 				conn->name, ret);
 			krdma_conn_set_error(conn, ret);
 		}
+	}
+	if (ret) {
+		/* Still an orphan: the teardown work frees it. */
+		krdma_conn_schedule_teardown(conn, ret);
+		return;
 	}
 	spin_lock_bh(&l->lock);
 	if (!l->closed) {
@@ -649,8 +673,7 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		spin_lock_bh(&conn->lock);
 		if (!conn->error)
 			conn->error = -ECONNRESET;
-		if (conn->state == KRDMA_CONN_CONNECTED)
-			conn->state = KRDMA_CONN_DISCONNECTED;
+		krdma_conn_event_locked(conn, KRDMA_CONN_EV_PEER_DISCONNECTED);
 		spin_unlock_bh(&conn->lock);
 		wake_up_all(&conn->wq);
 		pr_info("%s: disconnected by %pISpc\n", conn->name,
@@ -719,8 +742,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 	conn->orphan = true;
 	conn->listener = l;
 	kobject_get(&l->kobj);
-	conn->credits = conn->depth;
-	conn->ctl_token = true;
+	krdma_credit_init(&conn->cr, conn->depth);
 	memcpy(&conn->laddr, &id->route.addr.src_addr, sizeof(conn->laddr));
 	memcpy(&conn->raddr, &id->route.addr.dst_addr, sizeof(conn->raddr));
 

@@ -20,6 +20,8 @@
 #include <krdma.h>
 #include "krdma_compat.h"
 #include "krdma_proto.h"
+#include "krdma_credit.h"
+#include "krdma_state.h"
 
 #define KRDMA_VERSION	"0.1.0"
 
@@ -52,14 +54,6 @@ struct krdma_device {
 	struct kobject		kobj;		/* devices/<name> */
 	bool			removing;
 	char			name[IB_DEVICE_NAME_MAX];
-};
-
-enum krdma_conn_state {
-	KRDMA_CONN_CONNECTING,
-	KRDMA_CONN_CONNECTED,
-	KRDMA_CONN_DISCONNECTED,	/* the peer or we disconnected */
-	KRDMA_CONN_ERROR,		/* failed; conn->error says why */
-	KRDMA_CONN_CLOSED,		/* resources released */
 };
 
 /* One receive buffer: header + max_msg_size bytes. */
@@ -168,10 +162,7 @@ struct krdma_conn {
 	u32			nr_tx;
 	struct list_head	tx_free;
 	struct krdma_tx		ctl_tx;		/* credit-only messages */
-	u32			credits;	/* sends the peer can take */
-	u32			owed;		/* receives reposted, not yet told */
-	bool			ctl_token;	/* peer's credit buffer is posted */
-	bool			owe_ctl_ack;
+	struct krdma_credit	cr;		/* flow control, krdma_credit.h */
 	/*
 	 * iWARP, active side: connected only once the passive side's first
 	 * message (its "ready") arrived; see krdma_conn_iwarp_established().

@@ -344,14 +344,8 @@ static void krdma_repost_locked(struct krdma_conn *conn, struct krdma_rx *rx,
 		conn->qp_ok = false;
 		return;
 	}
-	if (is_credit_msg)
-		conn->owe_ctl_ack = true;
-	else
-		conn->owed++;
-	/* Give credits back early enough that the peer never stalls long. */
-	if (conn->ctl_token &&
-	    (conn->owed >= max_t(u32, conn->depth / 2, 1) ||
-	     (conn->owe_ctl_ack && conn->owed)))
+	krdma_credit_reposted(&conn->cr, is_credit_msg);
+	if (krdma_credit_should_send_ctl(&conn->cr))
 		krdma_post_ctl_locked(conn);
 }
 
@@ -361,6 +355,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_conn *conn = rx->conn;
 	struct krdma_msg_info info;
 	bool wake = false, ready = false;
+	int ret;
 
 	if (wc->status != IB_WC_SUCCESS) {
 		krdma_wc_error(conn, wc, "receive");
@@ -389,14 +384,22 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 
 	spin_lock(&conn->lock);
-	if (info.credits) {
-		conn->credits += info.credits;
-		wake = true;
+	ret = krdma_credit_grant(&conn->cr, info.credits,
+				 info.flags & KRDMA_MSG_F_CTL_ACK);
+	if (ret) {
+		u32 have = conn->cr.credits;
+
+		spin_unlock(&conn->lock);
+		pr_warn("%s: flow control violated by the peer: %u credits%s returned with %u of %u in hand\n",
+			conn->name, info.credits,
+			info.flags & KRDMA_MSG_F_CTL_ACK ? " and a credit ack" : "",
+			have, conn->depth);
+		atomic64_inc(&conn->stats.errors);
+		krdma_conn_set_error(conn, ret);
+		return;
 	}
-	if (info.flags & KRDMA_MSG_F_CTL_ACK) {
-		conn->ctl_token = true;
+	if (info.credits || (info.flags & KRDMA_MSG_F_CTL_ACK))
 		wake = true;
-	}
 	if (info.type == KRDMA_MSG_CREDIT) {
 		atomic64_inc(&conn->stats.credit_msgs);
 		if (conn->active && !conn->established && !conn->rx_closed) {
@@ -419,8 +422,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		wake = true;
 	}
 	/* Credits owed may now go out with the token we got back. */
-	if (conn->ctl_token && conn->owed &&
-	    (conn->owed >= max_t(u32, conn->depth / 2, 1) || conn->owe_ctl_ack))
+	if (krdma_credit_should_send_ctl(&conn->cr))
 		krdma_post_ctl_locked(conn);
 	spin_unlock(&conn->lock);
 	if (wake)
@@ -569,12 +571,13 @@ static int krdma_post_ctl_locked(struct krdma_conn *conn)
 		.opcode		= IB_WR_SEND,
 		.send_flags	= IB_SEND_SIGNALED,
 	};
-	u32 flags = conn->owe_ctl_ack ? KRDMA_MSG_F_CTL_ACK : 0;
+	u32 flags = krdma_credit_hdr_ctl_ack(&conn->cr) ? KRDMA_MSG_F_CTL_ACK : 0;
 	int ret;
 
 	if (!conn->qp_ok)
 		return -ENOTCONN;
-	krdma_msg_encode(tx->buf, KRDMA_MSG_CREDIT, flags, conn->owed, 0);
+	krdma_msg_encode(tx->buf, KRDMA_MSG_CREDIT, flags,
+			 krdma_credit_hdr_credits(&conn->cr), 0);
 	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
 				      KRDMA_HDR_LEN, DMA_TO_DEVICE);
 	ret = ib_post_send(conn->qp, &wr, NULL);
@@ -584,9 +587,7 @@ static int krdma_post_ctl_locked(struct krdma_conn *conn)
 		conn->qp_ok = false;
 		return ret;
 	}
-	conn->ctl_token = false;
-	conn->owe_ctl_ack = false;
-	conn->owed = 0;
+	krdma_credit_sent(&conn->cr, true);
 	return 0;
 }
 
@@ -672,7 +673,7 @@ bool krdma_can_send(struct krdma_conn *conn)
 
 	spin_lock_bh(&conn->lock);
 	ok = !krdma_conn_usable(conn) ||
-	     (conn->credits && !list_empty(&conn->tx_free));
+	     (conn->cr.credits && !list_empty(&conn->tx_free));
 	spin_unlock_bh(&conn->lock);
 	return ok;
 }
@@ -706,13 +707,13 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 			spin_unlock_bh(&conn->lock);
 			return ret;
 		}
-		if (conn->credits && !list_empty(&conn->tx_free))
+		if (!list_empty(&conn->tx_free) && krdma_credit_take(&conn->cr))
 			break;
 		/*
 		 * Counted whether the caller sleeps or takes -EAGAIN: it is
 		 * the receiver's backpressure either way.
 		 */
-		if (!conn->credits)
+		if (!conn->cr.credits)
 			atomic64_inc(&conn->stats.credit_waits);
 		spin_unlock_bh(&conn->lock);
 		if (nowait)
@@ -723,9 +724,9 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 	}
 	tx = list_first_entry(&conn->tx_free, struct krdma_tx, list);
 	list_del_init(&tx->list);
-	conn->credits--;
-	flags = conn->owe_ctl_ack ? KRDMA_MSG_F_CTL_ACK : 0;
-	krdma_msg_encode(tx->buf, KRDMA_MSG_DATA, flags, conn->owed, len);
+	flags = krdma_credit_hdr_ctl_ack(&conn->cr) ? KRDMA_MSG_F_CTL_ACK : 0;
+	krdma_msg_encode(tx->buf, KRDMA_MSG_DATA, flags,
+			 krdma_credit_hdr_credits(&conn->cr), len);
 	memcpy(tx->buf + KRDMA_HDR_LEN, buf, len);
 	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
 				      KRDMA_HDR_LEN + len, DMA_TO_DEVICE);
@@ -743,14 +744,13 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 	if (ret) {
 		tx->req = NULL;
 		list_add(&tx->list, &conn->tx_free);
-		conn->credits++;
+		krdma_credit_undo(&conn->cr);
 		spin_unlock_bh(&conn->lock);
 		pr_warn("%s: ib_post_send failed: %d\n", conn->name, ret);
 		krdma_conn_set_error(conn, ret);
 		return ret;
 	}
-	conn->owed = 0;
-	conn->owe_ctl_ack = false;
+	krdma_credit_sent(&conn->cr, false);
 	spin_unlock_bh(&conn->lock);
 	atomic64_inc(&conn->stats.send_ops);
 	atomic64_add(len, &conn->stats.send_bytes);
@@ -862,7 +862,7 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 			spin_unlock_bh(&conn->lock);
 			return ret;
 		}
-		if (conn->credits)
+		if (krdma_credit_take(&conn->cr))
 			break;
 		spin_unlock_bh(&conn->lock);
 		left = wait_event_interruptible_timeout(conn->wq,
@@ -874,8 +874,8 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 			return -ETIMEDOUT;
 	}
 	ret = ib_post_send(conn->qp, &wr.wr, NULL);
-	if (!ret)
-		conn->credits--;
+	if (ret)
+		krdma_credit_undo(&conn->cr);
 	spin_unlock_bh(&conn->lock);
 	if (ret) {
 		krdma_conn_set_error(conn, ret);

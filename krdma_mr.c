@@ -13,6 +13,7 @@
 
 #include "krdma_core.h"
 #include "krdma_plan.h"
+#include "krdma_token.h"
 
 struct krdma_mr {
 	struct krdma_conn	*conn;
@@ -61,19 +62,6 @@ static int krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	/* Always completes: successfully, or flushed by teardown's drain. */
 	wait_for_completion(&kmr->done);
 	return kmr->status;
-}
-
-static int krdma_ib_access(int access)
-{
-	int a = IB_ACCESS_LOCAL_WRITE;
-
-	if (access & KRDMA_ACCESS_REMOTE_READ)
-		a |= IB_ACCESS_REMOTE_READ;
-	if (access & KRDMA_ACCESS_REMOTE_WRITE)
-		a |= IB_ACCESS_REMOTE_WRITE;
-	if (access & KRDMA_ACCESS_REMOTE_ATOMIC)
-		a |= IB_ACCESS_REMOTE_ATOMIC;
-	return a;
 }
 
 static void krdma_mr_release(struct krdma_mr *kmr)
@@ -138,11 +126,10 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 	u32 npages;
 	int ret, n;
 
-	if (!access || (access & ~(KRDMA_ACCESS_REMOTE_READ |
-				   KRDMA_ACCESS_REMOTE_WRITE |
-				   KRDMA_ACCESS_REMOTE_ATOMIC))) {
+	ret = krdma_access_valid(access);
+	if (ret) {
 		pr_warn("%s: bad access rights 0x%x\n", conn->name, access);
-		return ERR_PTR(-EINVAL);
+		return ERR_PTR(ret);
 	}
 	ret = krdma_sg_len(sg, nents, &len);
 	if (ret || !len || len > U32_MAX)
@@ -152,11 +139,10 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 	if (ret)
 		return ERR_PTR(ret);
 	ibdev = conn->kdev->ibdev;
-	if ((access & KRDMA_ACCESS_REMOTE_ATOMIC) &&
-	    ibdev->attrs.atomic_cap == IB_ATOMIC_NONE) {
-		ret = -EOPNOTSUPP;
+	ret = krdma_access_supported(access,
+				     ibdev->attrs.atomic_cap != IB_ATOMIC_NONE);
+	if (ret)
 		goto out_put;
-	}
 	npages = (offset_in_page(sg->offset) + len + PAGE_SIZE - 1) >>
 		 PAGE_SHIFT;
 	if (npages > ibdev->attrs.max_fast_reg_page_list_len) {

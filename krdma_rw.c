@@ -12,6 +12,7 @@
 
 #include "krdma_core.h"
 #include "krdma_plan.h"
+#include "krdma_token.h"
 
 struct krdma_rw_op;
 
@@ -126,7 +127,7 @@ static int krdma_token_check(struct krdma_conn *conn,
 			     const struct krdma_token *token, u64 offset,
 			     u64 len)
 {
-	if (offset > token->length || len > token->length - offset) {
+	if (krdma_token_range(token->length, offset, len)) {
 		pr_warn("%s: access %llu+%llu outside the token's %u bytes\n",
 			conn->name, offset, len, token->length);
 		return -ERANGE;
@@ -533,9 +534,10 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 	ret = krdma_token_check(conn, token, offset, sizeof(u64));
 	if (ret)
 		return ret;
-	if ((token->addr + offset) & 7) {
+	ret = krdma_atomic_target(token, offset);
+	if (ret) {
 		pr_warn("%s: atomic target not 8-byte aligned\n", conn->name);
-		return -EINVAL;
+		return ret;
 	}
 	ret = krdma_conn_qp_get(conn);
 	if (ret)

@@ -244,7 +244,7 @@ static ssize_t conn_credits_show(struct kobject *kobj,
 	u32 c;
 
 	spin_lock_bh(&conn->lock);
-	c = conn->credits;
+	c = conn->cr.credits;
 	spin_unlock_bh(&conn->lock);
 	return sysfs_emit(buf, "%u\n", c);
 }

@@ -1,17 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# KUnit: krdma's control parser, wire formats and chunk planning
-# (test/kunit, krdma_kunit.ko) on a kernel built with KUnit, i.e. the debug
-# kernel (skipped on others).  Every KUnit case also counts as a result of
-# its own in make check: one line "PASS|FAIL|SKIP kunit.SUITE.CASE" each,
-# appended to $LAB/results-$GUEST.  The KTAP of each suite is read from
+# KUnit: krdma's control parser, wire formats, chunk planning, credit
+# accounting, connection state machine, token checks and ioctl argument
+# checks (test/kunit, krdma_kunit.ko) on a kernel built with KUnit, i.e. the
+# debug kernel (skipped on others).  Every KUnit case also counts as a
+# result of its own in make check: one line "PASS|FAIL|SKIP
+# kunit.SUITE.CASE" each, appended to $LAB/results-$GUEST.  The KTAP of each suite is read from
 # /sys/kernel/debug/kunit/SUITE/results and kept in this test's log.
 # topo: single
 # dev: rxe
 # kernel: debug
 . "$(dirname "$0")/../lib.sh"
 
-suites="krdma_cmd krdma_proto krdma_plan"
+suites="krdma_cmd krdma_proto krdma_plan krdma_credit krdma_state krdma_token
+	krdma_abi"
 ko=$BUILD/kunit/krdma_kunit.ko
 [ -e /sys/module/kunit ] || skip "kernel $(uname -r) has no KUnit (use --kernels debug)"
 [ -f "$ko" ] || fail "$ko not built (tools/build.sh builds it when the KDIR has CONFIG_KUNIT)"

@@ -5,6 +5,15 @@
  *   krdma_proto  handshake, reject and message header codecs, test pattern
  *                (krdma_proto.c)
  *   krdma_plan   splitting a transfer into rdma_rw chunks (krdma_plan.c)
+ *   krdma_credit flow-control credit rules, and a simulation of two
+ *                endpoints exchanging messages (krdma_credit.h)
+ *   krdma_state  the connection state machine, every (state, event) pair
+ *                (krdma_state.h)
+ *   krdma_token  one-sided access ranges, atomic targets, registration
+ *                rights and their verbs access flags (krdma_token.h)
+ *   krdma_abi    /dev/krdma ioctl argument checks: reserved fields, flags,
+ *                lengths, addresses, and which errno comes first
+ *                (krdma_abi.c)
  *
  * The tested files are compiled into this module (included below), so the
  * module stands alone: krdma.ko need not be loaded.  Inputs are copied into
@@ -20,6 +29,10 @@
 #include "krdma_cmd.c"
 #include "krdma_proto.c"
 #include "krdma_plan.c"
+#include "krdma_credit.h"
+#include "krdma_state.h"
+#include "krdma_token.h"
+#include "krdma_abi.c"
 
 /* ------------------------------------------------------------------ */
 /* krdma_cmd: the control-file parser                                  */
@@ -1515,7 +1528,1068 @@ static struct kunit_suite krdma_plan_suite = {
 	.test_cases = krdma_plan_cases,
 };
 
-kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite);
+/* ------------------------------------------------------------------ */
+/* krdma_credit: flow-control accounting                               */
+/* ------------------------------------------------------------------ */
 
-MODULE_DESCRIPTION("KUnit tests of krdma's parser, wire formats and chunk planning");
+static void credit_init_full(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	memset(&c, 0xa5, sizeof(c));
+	krdma_credit_init(&c, 16);
+	KUNIT_EXPECT_EQ(test, c.depth, 16u);
+	KUNIT_EXPECT_EQ(test, c.credits, 16u);
+	KUNIT_EXPECT_EQ(test, c.owed, 0u);
+	KUNIT_EXPECT_TRUE(test, c.ctl_token);
+	KUNIT_EXPECT_FALSE(test, c.owe_ctl_ack);
+	KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+}
+
+static void credit_take_until_empty(struct kunit *test)
+{
+	struct krdma_credit c;
+	int i;
+
+	krdma_credit_init(&c, 3);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_TRUE(test, krdma_credit_take(&c));
+	KUNIT_EXPECT_EQ(test, c.credits, 0u);
+	/* No receive left at the peer: refused, and no wrap to U32_MAX. */
+	KUNIT_EXPECT_FALSE(test, krdma_credit_take(&c));
+	KUNIT_EXPECT_EQ(test, c.credits, 0u);
+	krdma_credit_undo(&c);
+	KUNIT_EXPECT_EQ(test, c.credits, 1u);
+	KUNIT_EXPECT_TRUE(test, krdma_credit_take(&c));
+	KUNIT_EXPECT_FALSE(test, krdma_credit_take(&c));
+}
+
+static void credit_grant_bounds(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 8);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 1, false), -EPROTO);
+	KUNIT_EXPECT_EQ(test, c.credits, 8u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 0, false), 0);
+
+	c.credits = 2;
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 7, false), -EPROTO);
+	KUNIT_EXPECT_EQ(test, c.credits, 2u);	/* nothing applied */
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, U32_MAX, false), -EPROTO);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 0xffff, false), -EPROTO);
+	KUNIT_EXPECT_EQ(test, c.credits, 2u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 4, false), 0);
+	KUNIT_EXPECT_EQ(test, c.credits, 6u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 2, false), 0);	/* full */
+	KUNIT_EXPECT_EQ(test, c.credits, 8u);
+}
+
+static void credit_grant_ctl_ack(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 4);
+	/* An ack for a CREDIT message we never sent. */
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 0, true), -EPROTO);
+
+	c.credits = 0;
+	c.owed = 2;
+	krdma_credit_sent(&c, true);
+	KUNIT_EXPECT_FALSE(test, c.ctl_token);
+	/* A bad grant applies neither the credits nor the ack. */
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 5, true), -EPROTO);
+	KUNIT_EXPECT_FALSE(test, c.ctl_token);
+	KUNIT_EXPECT_EQ(test, c.credits, 0u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 3, true), 0);
+	KUNIT_EXPECT_TRUE(test, c.ctl_token);
+	KUNIT_EXPECT_EQ(test, c.credits, 3u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_grant(&c, 0, true), -EPROTO);
+}
+
+static void credit_reposted_kinds(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 8);
+	krdma_credit_reposted(&c, false);
+	krdma_credit_reposted(&c, false);
+	KUNIT_EXPECT_EQ(test, c.owed, 2u);
+	KUNIT_EXPECT_FALSE(test, c.owe_ctl_ack);
+	/* The credit receive is not a credit: the peer never spent one. */
+	krdma_credit_reposted(&c, true);
+	KUNIT_EXPECT_EQ(test, c.owed, 2u);
+	KUNIT_EXPECT_TRUE(test, c.owe_ctl_ack);
+	KUNIT_EXPECT_EQ(test, krdma_credit_hdr_credits(&c), 2u);
+	KUNIT_EXPECT_TRUE(test, krdma_credit_hdr_ctl_ack(&c));
+}
+
+static void credit_ctl_threshold(struct kunit *test)
+{
+	static const struct {
+		u32 depth, threshold;
+	} t[] = { { 1, 1 }, { 2, 1 }, { 3, 1 }, { 4, 2 }, { 5, 2 },
+		  { 16, 8 }, { 1024, 512 } };
+	struct krdma_credit c;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(t); i++) {
+		krdma_credit_init(&c, t[i].depth);
+		c.credits = 0;
+		c.owed = t[i].threshold - 1;
+		KUNIT_EXPECT_FALSE_MSG(test, krdma_credit_should_send_ctl(&c),
+				       "depth %u owed %u", t[i].depth, c.owed);
+		c.owed = t[i].threshold;
+		KUNIT_EXPECT_TRUE_MSG(test, krdma_credit_should_send_ctl(&c),
+				      "depth %u owed %u", t[i].depth, c.owed);
+		/* Without the token the peer's credit receive may be in use. */
+		c.ctl_token = false;
+		KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+	}
+}
+
+static void credit_ctl_ack_rule(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 16);
+	krdma_credit_reposted(&c, true);
+	/* An ack alone would ping-pong empty CREDIT messages for ever. */
+	KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+	/* One credit owed with an ack owed goes at once. */
+	krdma_credit_reposted(&c, false);
+	KUNIT_EXPECT_TRUE(test, krdma_credit_should_send_ctl(&c));
+	c.ctl_token = false;
+	KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+}
+
+static void credit_sent_clears(struct kunit *test)
+{
+	struct krdma_credit c;
+
+	krdma_credit_init(&c, 8);
+	krdma_credit_reposted(&c, false);
+	krdma_credit_reposted(&c, true);
+	KUNIT_EXPECT_TRUE(test, krdma_credit_take(&c));
+	/* Piggybacked on data: told, and the token stays with us. */
+	krdma_credit_sent(&c, false);
+	KUNIT_EXPECT_EQ(test, c.owed, 0u);
+	KUNIT_EXPECT_FALSE(test, c.owe_ctl_ack);
+	KUNIT_EXPECT_TRUE(test, c.ctl_token);
+	KUNIT_EXPECT_EQ(test, c.credits, 7u);	/* a CREDIT costs none */
+
+	krdma_credit_reposted(&c, false);
+	krdma_credit_sent(&c, true);
+	KUNIT_EXPECT_EQ(test, c.owed, 0u);
+	KUNIT_EXPECT_FALSE(test, c.ctl_token);
+	KUNIT_EXPECT_EQ(test, c.credits, 7u);
+	/* No second CREDIT message while the first is unacknowledged. */
+	c.owed = 8;
+	KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
+}
+
+/*
+ * Two endpoints exchanging messages through the helpers, as krdma_cq.c
+ * drives them, with the receive queues and the wire modelled: each side
+ * posts depth data receives and one credit receive; a link is a FIFO (RC
+ * delivers in order).  The actions (send, a post that fails, delivery,
+ * the application taking a message) interleave in an order drawn from a
+ * fixed-seed generator.  WRITE_WITH_IMM is left out: it spends a credit
+ * with no header, so it cannot carry a CTL_ACK, and the protocol can
+ * deadlock with it (see the report on issue 6).  It reports the first broken
+ * property: a message with no receive for it (RNR), credits above the
+ * depth, a conservation law broken, a grant refused, or no action possible
+ * with work left (deadlock).
+ */
+enum sim_result {
+	SIM_OK, SIM_RNR, SIM_OVER_DEPTH, SIM_LOST, SIM_PROTO, SIM_DEADLOCK,
+	SIM_LIMIT,
+};
+
+enum sim_fault {
+	SIM_FAULT_NONE,
+	SIM_FAULT_NO_CREDIT_CHECK,	/* sender ignores credits */
+	SIM_FAULT_NO_CTL,		/* never sends CREDIT messages */
+};
+
+enum sim_kind { SIM_DATA, SIM_CREDIT };
+
+#define SIM_WIRE	2100
+
+struct sim_msg {
+	u8	kind;
+	bool	ack;
+	u16	credits;
+};
+
+struct sim_end {
+	struct krdma_credit	cr;
+	u32	data_posted, ctl_posted;
+	u32	rx_ready;	/* delivered, not taken by the application */
+	u32	to_send, received;
+	/* The wire from this end to the other. */
+	struct sim_msg	wire[SIM_WIRE];
+	u32	head, tail;
+};
+
+struct sim {
+	struct sim_end	e[2];
+	u32		depth;
+	u64		rng;
+	enum sim_fault	fault;
+	u32		ctl_msgs;
+};
+
+static u32 sim_rand(struct sim *s, u32 n)
+{
+	s->rng = s->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (u32)(s->rng >> 33) % n;
+}
+
+static u32 sim_inflight(const struct sim_end *e)
+{
+	return e->tail - e->head;
+}
+
+static int sim_push(struct sim *s, int from, u8 kind, bool hdr)
+{
+	struct sim_end *e = &s->e[from];
+	struct sim_msg *m;
+
+	if (sim_inflight(e) >= SIM_WIRE)
+		return SIM_LIMIT;
+	m = &e->wire[e->tail++ % SIM_WIRE];
+	m->kind = kind;
+	m->ack = hdr && krdma_credit_hdr_ctl_ack(&e->cr);
+	m->credits = hdr ? krdma_credit_hdr_credits(&e->cr) : 0;
+	if (hdr)
+		krdma_credit_sent(&e->cr, kind == SIM_CREDIT);
+	if (kind == SIM_CREDIT)
+		s->ctl_msgs++;
+	return SIM_OK;
+}
+
+/* krdma_post_ctl_locked() behind krdma_credit_should_send_ctl(). */
+static int sim_maybe_ctl(struct sim *s, int side)
+{
+	if (s->fault == SIM_FAULT_NO_CTL ||
+	    !krdma_credit_should_send_ctl(&s->e[side].cr))
+		return SIM_OK;
+	return sim_push(s, side, SIM_CREDIT, true);
+}
+
+/* krdma_send_async() on @side; a failed post gives the credit back. */
+static int sim_send(struct sim *s, int side, bool post_fails)
+{
+	struct sim_end *e = &s->e[side];
+
+	/* The faulty sender goes ahead without a credit. */
+	if (!krdma_credit_take(&e->cr) &&
+	    s->fault != SIM_FAULT_NO_CREDIT_CHECK)
+		return SIM_OK;
+	if (post_fails) {
+		krdma_credit_undo(&e->cr);
+		return SIM_OK;
+	}
+	e->to_send--;
+	return sim_push(s, side, SIM_DATA, true);
+}
+
+/* krdma_recv_done() on the side the head of @from's wire reaches. */
+static int sim_deliver(struct sim *s, int from)
+{
+	struct sim_end *src = &s->e[from], *dst = &s->e[!from];
+	struct sim_msg m = src->wire[src->head++ % SIM_WIRE];
+	int ret;
+
+	if (m.kind == SIM_CREDIT) {
+		if (!dst->ctl_posted)
+			return SIM_RNR;
+		dst->ctl_posted--;
+	} else {
+		if (!dst->data_posted)
+			return SIM_RNR;
+		dst->data_posted--;
+	}
+	if (krdma_credit_grant(&dst->cr, m.credits, m.ack))
+		return SIM_PROTO;
+	if (m.kind == SIM_CREDIT) {
+		dst->ctl_posted++;
+		krdma_credit_reposted(&dst->cr, true);
+		ret = sim_maybe_ctl(s, !from);
+		if (ret)
+			return ret;
+	} else {
+		dst->rx_ready++;
+		dst->received++;
+	}
+	return sim_maybe_ctl(s, !from);
+}
+
+/* krdma_recv_ex(): the application takes a message, the buffer reposts. */
+static int sim_take(struct sim *s, int side)
+{
+	struct sim_end *e = &s->e[side];
+
+	e->rx_ready--;
+	e->data_posted++;
+	krdma_credit_reposted(&e->cr, false);
+	return sim_maybe_ctl(s, side);
+}
+
+/* Laws that hold between any two steps. */
+static int sim_check(struct sim *s)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const struct sim_end *a = &s->e[i], *b = &s->e[!i];
+		u32 sends = 0, back = 0, ctl = 0, acks = 0, k;
+
+		if (a->cr.credits > s->depth || a->data_posted > s->depth ||
+		    a->ctl_posted > 1)
+			return SIM_OVER_DEPTH;
+		for (k = a->head; k != a->tail; k++) {
+			const struct sim_msg *m = &a->wire[k % SIM_WIRE];
+
+			sends += m->kind != SIM_CREDIT;
+			ctl += m->kind == SIM_CREDIT;
+		}
+		for (k = b->head; k != b->tail; k++) {
+			back += b->wire[k % SIM_WIRE].credits;
+			acks += b->wire[k % SIM_WIRE].ack;
+		}
+		/* Each of b's data receives is in exactly one place. */
+		if (a->cr.credits + sends + b->rx_ready + b->cr.owed + back !=
+		    s->depth)
+			return SIM_LOST;
+		/* And so is its one credit receive. */
+		if (a->cr.ctl_token + ctl + b->cr.owe_ctl_ack + acks != 1)
+			return SIM_LOST;
+	}
+	return SIM_OK;
+}
+
+static bool sim_done(const struct sim *s)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (s->e[i].to_send || s->e[i].rx_ready ||
+		    sim_inflight(&s->e[i]))
+			return false;
+	return true;
+}
+
+static enum sim_result sim_run(struct sim *s, u32 depth, u64 seed,
+			       u32 n0, u32 n1, enum sim_fault fault)
+{
+	u32 steps;
+	int i, ret;
+
+	memset(s, 0, sizeof(*s));
+	s->depth = depth;
+	s->rng = seed;
+	s->fault = fault;
+	for (i = 0; i < 2; i++) {
+		krdma_credit_init(&s->e[i].cr, depth);
+		s->e[i].data_posted = depth;
+		s->e[i].ctl_posted = 1;
+	}
+	s->e[0].to_send = n0;
+	s->e[1].to_send = n1;
+
+	for (steps = 0; steps < 1000000; steps++) {
+		u32 acts[6], n = 0, a;
+
+		if (sim_done(s))
+			return SIM_OK;
+		for (i = 0; i < 2; i++) {
+			if (s->e[i].to_send &&
+			    (s->e[i].cr.credits ||
+			     fault == SIM_FAULT_NO_CREDIT_CHECK))
+				acts[n++] = 0 + i;
+			if (sim_inflight(&s->e[i]))
+				acts[n++] = 2 + i;
+			if (s->e[i].rx_ready)
+				acts[n++] = 4 + i;
+		}
+		if (!n)
+			return SIM_DEADLOCK;
+		a = acts[sim_rand(s, n)];
+		i = a & 1;
+		switch (a >> 1) {
+		case 0:
+			/* Now and then a post fails before the real one. */
+			ret = 0;
+			if (sim_rand(s, 8) == 0 && s->e[i].cr.credits)
+				ret = sim_send(s, i, true);
+			if (!ret)
+				ret = sim_send(s, i, false);
+			break;
+		case 1:
+			ret = sim_deliver(s, i);
+			break;
+		default:
+			ret = sim_take(s, i);
+			break;
+		}
+		/* A faulty sender breaks the laws; let delivery catch it. */
+		if (!ret && fault == SIM_FAULT_NONE)
+			ret = sim_check(s);
+		if (ret)
+			return ret;
+	}
+	return SIM_LIMIT;
+}
+
+static void credit_sim_seeds(struct kunit *test)
+{
+	static const u32 depths[] = { 1, 2, 3, 4, 7, 16, 64 };
+	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	u64 seed;
+	int d;
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	for (d = 0; d < ARRAY_SIZE(depths); d++) {
+		for (seed = 1; seed <= 40; seed++) {
+			u32 n0 = 50 + seed * 7, n1 = seed % 3 ? 300 - seed : 0;
+
+			KUNIT_ASSERT_EQ_MSG(test,
+					    sim_run(s, depths[d], seed, n0, n1,
+						    SIM_FAULT_NONE), SIM_OK,
+					    "depth %u seed %llu", depths[d],
+					    seed);
+			KUNIT_EXPECT_EQ(test, s->e[1].received, n0);
+			KUNIT_EXPECT_EQ(test, s->e[0].received, n1);
+		}
+	}
+}
+
+/*
+ * One-way traffic: the receiver never sends data, so every credit comes
+ * back in CREDIT messages.  Without them (or with the ack rule wrong) the
+ * sender stalls for good.
+ */
+static void credit_sim_one_way(struct kunit *test)
+{
+	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	u32 depth;
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	for (depth = 1; depth <= 9; depth++) {
+		KUNIT_ASSERT_EQ_MSG(test, sim_run(s, depth, depth, 1000, 0,
+						  SIM_FAULT_NONE), SIM_OK,
+				    "depth %u", depth);
+		KUNIT_EXPECT_EQ(test, s->e[1].received, 1000u);
+		/* Credits in batches: not one CREDIT message per message. */
+		if (depth >= 4)
+			KUNIT_EXPECT_LT(test, s->ctl_msgs, 1000u);
+		KUNIT_EXPECT_GT(test, s->ctl_msgs, 0u);
+	}
+}
+
+/* The simulation itself notices the failures it is there to find. */
+static void credit_sim_catches_faults(struct kunit *test)
+{
+	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	KUNIT_EXPECT_EQ(test, sim_run(s, 4, 7, 100, 0,
+				      SIM_FAULT_NO_CREDIT_CHECK), SIM_RNR);
+	KUNIT_EXPECT_EQ(test, sim_run(s, 4, 7, 100, 0, SIM_FAULT_NO_CTL),
+			SIM_DEADLOCK);
+	KUNIT_EXPECT_EQ(test, s->e[0].cr.credits, 0u);
+}
+
+static struct kunit_case krdma_credit_cases[] = {
+	KUNIT_CASE(credit_init_full),
+	KUNIT_CASE(credit_take_until_empty),
+	KUNIT_CASE(credit_grant_bounds),
+	KUNIT_CASE(credit_grant_ctl_ack),
+	KUNIT_CASE(credit_reposted_kinds),
+	KUNIT_CASE(credit_ctl_threshold),
+	KUNIT_CASE(credit_ctl_ack_rule),
+	KUNIT_CASE(credit_sent_clears),
+	KUNIT_CASE(credit_sim_seeds),
+	KUNIT_CASE(credit_sim_one_way),
+	KUNIT_CASE(credit_sim_catches_faults),
+	{}
+};
+
+static struct kunit_suite krdma_credit_suite = {
+	.name = "krdma_credit",
+	.test_cases = krdma_credit_cases,
+};
+
+/* ------------------------------------------------------------------ */
+/* krdma_state: the connection state machine                           */
+/* ------------------------------------------------------------------ */
+
+#define ST_REFUSED	-1
+#define NR_STATES	(KRDMA_CONN_CLOSED + 1)
+#define NEXT(st, ev)	krdma_conn_next_state(st, KRDMA_CONN_EV_##ev)
+
+/*
+ * The table written out, one row per state, one column per event in
+ * enum order: ESTABLISHED, FAILED, PEER_DISCONNECTED, TEARDOWN_OK,
+ * TEARDOWN_ERR.
+ */
+static const int state_table[NR_STATES][KRDMA_CONN_EV_MAX] = {
+	[KRDMA_CONN_CONNECTING] = {
+		KRDMA_CONN_CONNECTED, KRDMA_CONN_ERROR, ST_REFUSED,
+		KRDMA_CONN_DISCONNECTED, KRDMA_CONN_ERROR,
+	},
+	[KRDMA_CONN_CONNECTED] = {
+		ST_REFUSED, KRDMA_CONN_ERROR, KRDMA_CONN_DISCONNECTED,
+		KRDMA_CONN_DISCONNECTED, KRDMA_CONN_ERROR,
+	},
+	[KRDMA_CONN_DISCONNECTED] = {
+		ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED,
+	},
+	[KRDMA_CONN_ERROR] = {
+		ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED,
+	},
+	[KRDMA_CONN_CLOSED] = {
+		ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED, ST_REFUSED,
+	},
+};
+
+static void state_every_pair(struct kunit *test)
+{
+	int st, ev, next;
+
+	for (st = 0; st < NR_STATES; st++) {
+		for (ev = 0; ev < KRDMA_CONN_EV_MAX; ev++) {
+			next = krdma_conn_next_state(st, ev);
+			if (state_table[st][ev] == ST_REFUSED)
+				KUNIT_EXPECT_LT_MSG(test, next, 0,
+						    "state %d event %d", st, ev);
+			else
+				KUNIT_EXPECT_EQ_MSG(test, next,
+						    state_table[st][ev],
+						    "state %d event %d", st, ev);
+		}
+	}
+}
+
+/* The bug the table fixed: a handshake ending after a failure. */
+static void state_established_only_from_connecting(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, NEXT(KRDMA_CONN_CONNECTING, ESTABLISHED),
+			KRDMA_CONN_CONNECTED);
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_ERROR, ESTABLISHED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_DISCONNECTED, ESTABLISHED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_CONNECTED, ESTABLISHED), 0);
+}
+
+/*
+ * What an owner sees is what ended the connection first: device removal
+ * (devremove.sh wants "error", -ENODEV) stays an error when the peer's
+ * DISCONNECTED or the final teardown follow; a peer's disconnect stays a
+ * disconnect when flushes fail the operations in flight.
+ */
+static void state_first_end_wins(struct kunit *test)
+{
+	int st;
+
+	st = NEXT(KRDMA_CONN_CONNECTED, FAILED);
+	KUNIT_ASSERT_EQ(test, st, KRDMA_CONN_ERROR);
+	KUNIT_EXPECT_LT(test, NEXT(st, PEER_DISCONNECTED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(st, TEARDOWN_OK), 0);
+
+	st = NEXT(KRDMA_CONN_CONNECTED, PEER_DISCONNECTED);
+	KUNIT_ASSERT_EQ(test, st, KRDMA_CONN_DISCONNECTED);
+	KUNIT_EXPECT_LT(test, NEXT(st, FAILED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(st, TEARDOWN_ERR), 0);
+}
+
+/* krdma_close() ends "disconnected", a teardown for an error "error". */
+static void state_teardown_kinds(struct kunit *test)
+{
+	int st;
+
+	for (st = KRDMA_CONN_CONNECTING; st <= KRDMA_CONN_CONNECTED; st++) {
+		KUNIT_EXPECT_EQ(test, NEXT(st, TEARDOWN_OK),
+				KRDMA_CONN_DISCONNECTED);
+		KUNIT_EXPECT_EQ(test, NEXT(st, TEARDOWN_ERR), KRDMA_CONN_ERROR);
+	}
+	/* A peer's DISCONNECTED before ESTABLISHED is left to the CM. */
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_CONNECTING, PEER_DISCONNECTED),
+			0);
+}
+
+/* CLOSED is in the uAPI but no event leads there. */
+static void state_closed_unreachable(struct kunit *test)
+{
+	int st, ev;
+
+	for (st = 0; st < NR_STATES; st++)
+		for (ev = 0; ev < KRDMA_CONN_EV_MAX; ev++)
+			KUNIT_EXPECT_NE(test, krdma_conn_next_state(st, ev),
+					KRDMA_CONN_CLOSED);
+}
+
+/* Values outside the enums (a corrupted conn->state) change nothing. */
+static void state_out_of_range(struct kunit *test)
+{
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_CONNECTED, MAX), 0);
+	KUNIT_EXPECT_LT(test, NEXT(KRDMA_CONN_CONNECTING, MAX), 0);
+	KUNIT_EXPECT_LT(test, NEXT(NR_STATES, FAILED), 0);
+	KUNIT_EXPECT_LT(test, NEXT(NR_STATES, TEARDOWN_OK), 0);
+}
+
+static struct kunit_case krdma_state_cases[] = {
+	KUNIT_CASE(state_every_pair),
+	KUNIT_CASE(state_established_only_from_connecting),
+	KUNIT_CASE(state_first_end_wins),
+	KUNIT_CASE(state_teardown_kinds),
+	KUNIT_CASE(state_closed_unreachable),
+	KUNIT_CASE(state_out_of_range),
+	{}
+};
+
+static struct kunit_suite krdma_state_suite = {
+	.name = "krdma_state",
+	.test_cases = krdma_state_cases,
+};
+
+/* ------------------------------------------------------------------ */
+/* krdma_token: ranges, atomic targets, rights                         */
+/* ------------------------------------------------------------------ */
+
+static void token_range_inside(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 0, 4096), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 0, 1), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4095, 1), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 100, 3996), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(U32_MAX, 0, U32_MAX), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(U32_MAX, U32_MAX - 1, 1), 0);
+	/* Empty at the very end is inside: callers refuse empty transfers. */
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4096, 0), 0);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(0, 0, 0), 0);
+}
+
+static void token_range_outside(struct kunit *test)
+{
+	/* One byte past the end, at either edge. */
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 0, 4097), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4096, 1), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4095, 2), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 4097, 0), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(0, 0, 1), -ERANGE);
+	/* Sums that wrap 64 bits must not come out small. */
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, U64_MAX, 1), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, U64_MAX - 7, 16),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 8, U64_MAX), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(4096, 1, U64_MAX - 1),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(U32_MAX, (u64)U32_MAX + 1, 0),
+			-ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_token_range(U32_MAX, 1ULL << 32,
+						1ULL << 63), -ERANGE);
+}
+
+static void token_atomic_target(struct kunit *test)
+{
+	struct krdma_token t = { .addr = 0x10000, .rkey = 1, .length = 64 };
+
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 0), 0);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 56), 0);	/* last 8 */
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 57), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 64), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, U64_MAX - 3), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 4), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 1), -EINVAL);
+	/* Alignment is of the peer's address, not of the offset. */
+	t.addr = 0x10004;
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 4), 0);
+	/* A token shorter than 8 bytes has no target at all. */
+	t.addr = 0x10000;
+	t.length = 7;
+	KUNIT_EXPECT_EQ(test, krdma_atomic_target(&t, 0), -ERANGE);
+}
+
+static void token_access_valid(struct kunit *test)
+{
+	int a;
+
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(0), -EINVAL);
+	for (a = 1; a <= KRDMA_ACCESS_ALL; a++)
+		KUNIT_EXPECT_EQ_MSG(test, krdma_access_valid(a), 0,
+				    "rights 0x%x", a);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(0x8), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(KRDMA_ACCESS_REMOTE_READ | 0x8),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(1 << 30), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(-1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_access_valid(INT_MIN |
+						 KRDMA_ACCESS_REMOTE_WRITE),
+			-EINVAL);
+}
+
+static void token_access_atomics(struct kunit *test)
+{
+	int a;
+
+	for (a = 1; a <= KRDMA_ACCESS_ALL; a++) {
+		bool atomic = a & KRDMA_ACCESS_REMOTE_ATOMIC;
+
+		KUNIT_EXPECT_EQ(test, krdma_access_supported(a, true), 0);
+		KUNIT_EXPECT_EQ_MSG(test, krdma_access_supported(a, false),
+				    atomic ? -EOPNOTSUPP : 0, "rights 0x%x", a);
+	}
+}
+
+static void token_ib_access(struct kunit *test)
+{
+	const int remote = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE |
+			   IB_ACCESS_REMOTE_ATOMIC;
+	int a, ib;
+
+	KUNIT_EXPECT_EQ(test, krdma_ib_access(KRDMA_ACCESS_REMOTE_READ),
+			IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ);
+	KUNIT_EXPECT_EQ(test, krdma_ib_access(KRDMA_ACCESS_REMOTE_WRITE),
+			IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE);
+	KUNIT_EXPECT_EQ(test, krdma_ib_access(KRDMA_ACCESS_REMOTE_ATOMIC),
+			IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_ATOMIC);
+	for (a = 1; a <= KRDMA_ACCESS_ALL; a++) {
+		ib = krdma_ib_access(a);
+		/* Exactly the rights asked for reach the peer. */
+		KUNIT_EXPECT_EQ_MSG(test,
+				    !!(ib & IB_ACCESS_REMOTE_READ),
+				    !!(a & KRDMA_ACCESS_REMOTE_READ),
+				    "rights 0x%x", a);
+		KUNIT_EXPECT_EQ_MSG(test,
+				    !!(ib & IB_ACCESS_REMOTE_WRITE),
+				    !!(a & KRDMA_ACCESS_REMOTE_WRITE),
+				    "rights 0x%x", a);
+		KUNIT_EXPECT_EQ_MSG(test,
+				    !!(ib & IB_ACCESS_REMOTE_ATOMIC),
+				    !!(a & KRDMA_ACCESS_REMOTE_ATOMIC),
+				    "rights 0x%x", a);
+		/* The verbs refuse remote write or atomic without it. */
+		KUNIT_EXPECT_TRUE(test, ib & IB_ACCESS_LOCAL_WRITE);
+		KUNIT_EXPECT_EQ(test, ib & ~(remote | IB_ACCESS_LOCAL_WRITE),
+				0);
+	}
+}
+
+static struct kunit_case krdma_token_cases[] = {
+	KUNIT_CASE(token_range_inside),
+	KUNIT_CASE(token_range_outside),
+	KUNIT_CASE(token_atomic_target),
+	KUNIT_CASE(token_access_valid),
+	KUNIT_CASE(token_access_atomics),
+	KUNIT_CASE(token_ib_access),
+	{}
+};
+
+static struct kunit_suite krdma_token_suite = {
+	.name = "krdma_token",
+	.test_cases = krdma_token_cases,
+};
+
+/* ------------------------------------------------------------------ */
+/* krdma_abi: /dev/krdma ioctl argument checks                         */
+/* ------------------------------------------------------------------ */
+
+#define UBUF		0x10000ULL		/* a user address */
+#define KBUF		0xffff888000000000ULL	/* a kernel one */
+
+static void abi_v4(struct krdma_ioc_addr *a, u16 port)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET;
+	a->port = port;
+	a->addr[0] = 10;
+	a->addr[3] = 1;
+}
+
+static void abi_listen_good(struct kunit *test)
+{
+	struct krdma_ioc_listen la = { .queue_depth = 16,
+				       .max_msg_size = 4096 };
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+	abi_v4(&la.addr, 7000);
+	KUNIT_ASSERT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	KUNIT_EXPECT_EQ(test, ss.ss_family, AF_INET);
+	KUNIT_EXPECT_EQ(test, ntohs(sin->sin_port), 7000);
+	KUNIT_EXPECT_EQ(test, ntohl(sin->sin_addr.s_addr), 0x0a000001);
+	/* Depth and size 0 mean the defaults; the limits themselves pass. */
+	la.queue_depth = 0;
+	la.max_msg_size = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	la.queue_depth = KRDMA_MAX_DEPTH;
+	la.max_msg_size = KRDMA_MAX_MSG_SIZE;
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	la.max_msg_size = sizeof(struct krdma_token_wire);
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+
+	memset(&la.addr, 0, sizeof(la.addr));
+	la.addr.family = AF_INET6;
+	la.addr.port = 1;
+	la.addr.scope_id = 3;
+	la.addr.addr[15] = 1;
+	KUNIT_ASSERT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	KUNIT_EXPECT_EQ(test, ss.ss_family, AF_INET6);
+	KUNIT_EXPECT_EQ(test, sin6->sin6_scope_id, 3u);
+	KUNIT_EXPECT_TRUE(test, ipv6_addr_loopback(&sin6->sin6_addr));
+}
+
+static void abi_listen_bad(struct kunit *test)
+{
+	struct krdma_ioc_listen good = {}, la;
+	struct sockaddr_storage ss;
+
+	abi_v4(&good.addr, 7000);
+#define LISTEN_EXPECT(field, val, err) do {				\
+		la = good;						\
+		la.field = (val);					\
+		KUNIT_EXPECT_EQ_MSG(test, krdma_abi_listen(&la, &ss), err, \
+				    #field " = " #val);			\
+	} while (0)
+	LISTEN_EXPECT(flags, 1, -EINVAL);
+	LISTEN_EXPECT(reserved[0], 1, -EINVAL);
+	LISTEN_EXPECT(reserved[1], 1ULL << 63, -EINVAL);
+	LISTEN_EXPECT(queue_depth, KRDMA_MAX_DEPTH + 1, -EINVAL);
+	LISTEN_EXPECT(queue_depth, U32_MAX, -EINVAL);
+	LISTEN_EXPECT(max_msg_size, sizeof(struct krdma_token_wire) - 1,
+		      -EINVAL);
+	LISTEN_EXPECT(max_msg_size, KRDMA_MAX_MSG_SIZE + 1, -EINVAL);
+	LISTEN_EXPECT(addr.family, 0, -EAFNOSUPPORT);
+	LISTEN_EXPECT(addr.family, AF_UNIX, -EAFNOSUPPORT);
+	LISTEN_EXPECT(addr.family, 0xffff, -EAFNOSUPPORT);
+	LISTEN_EXPECT(addr.port, 0, -EINVAL);
+	LISTEN_EXPECT(addr.scope_id, 1, -EINVAL);	/* IPv4 */
+	LISTEN_EXPECT(addr.addr[4], 1, -EINVAL);	/* IPv6 bytes */
+	LISTEN_EXPECT(addr.addr[15], 1, -EINVAL);
+	/* The first bad field decides: flags before the family. */
+	la = good;
+	la.flags = 2;
+	la.addr.family = 99;
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), -EINVAL);
+#undef LISTEN_EXPECT
+}
+
+static void abi_connect_src(struct kunit *test)
+{
+	struct krdma_ioc_connect ca = {};
+	struct sockaddr_storage dst, src;
+	bool has_src = true;
+
+	abi_v4(&ca.dst, 7000);
+	/* An all-zero source is "none". */
+	KUNIT_ASSERT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			0);
+	KUNIT_EXPECT_FALSE(test, has_src);
+	/* A source may have port 0 (any). */
+	abi_v4(&ca.src, 0);
+	KUNIT_ASSERT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			0);
+	KUNIT_EXPECT_TRUE(test, has_src);
+	KUNIT_EXPECT_EQ(test, src.ss_family, AF_INET);
+	/* "None" must be all zero, not a family 0 with bytes behind it. */
+	memset(&ca.src, 0, sizeof(ca.src));
+	ca.src.port = 5;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+	memset(&ca.src, 0, sizeof(ca.src));
+	ca.src.family = AF_INET6;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);	/* families differ */
+	ca.src.family = 77;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EAFNOSUPPORT);
+	memset(&ca.src, 0, sizeof(ca.src));
+	ca.dst.port = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+	abi_v4(&ca.dst, 7000);
+	ca.reserved32 = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+	ca.reserved32 = 0;
+	ca.reserved[1] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+	ca.reserved[1] = 0;
+	ca.queue_depth = KRDMA_MAX_DEPTH + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_connect(&ca, &dst, &src, &has_src),
+			-EINVAL);
+}
+
+static void abi_handle_reserved(struct kunit *test)
+{
+	static const char * const cmds[] = { "CLOSE", "UNREG", "REVOKE" };
+	struct krdma_ioc_handle h = { .handle = 7 };
+	struct krdma_ioc_accept aa = { .handle = 1, .timeout_ms = 5 };
+	struct krdma_ioc_query q = { .handle = 1 };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
+		h.flags = 0;
+		h.reserved = 0;
+		KUNIT_EXPECT_EQ(test, krdma_abi_handle(&h, cmds[i]), 0);
+		h.flags = 1U << 31;
+		KUNIT_EXPECT_EQ(test, krdma_abi_handle(&h, cmds[i]), -EINVAL);
+		h.flags = 0;
+		h.reserved = 1;
+		KUNIT_EXPECT_EQ(test, krdma_abi_handle(&h, cmds[i]), -EINVAL);
+	}
+	KUNIT_EXPECT_EQ(test, krdma_abi_accept(&aa), 0);
+	aa.reserved[1] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_accept(&aa), -EINVAL);
+	aa.reserved[1] = 0;
+	aa.flags = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_accept(&aa), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), 0);
+	q.reserved[3] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), -EINVAL);
+	q.reserved[3] = 0;
+	q.flags = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), -EINVAL);
+	/* QUERY fills in the rest: what the caller left there is ignored. */
+	q.flags = 0;
+	q.credits = 99;
+	q.error = -1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), 0);
+}
+
+static void abi_msg(struct kunit *test)
+{
+	struct krdma_ioc_msg m = { .handle = 1, .buf = UBUF, .len = 100 };
+
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
+	m.len = 0;		/* empty messages are messages */
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
+	m.len = KRDMA_IOC_MAX_MSG;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
+	m.len = KRDMA_IOC_MAX_MSG + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -E2BIG);
+	/* RECV may offer a larger buffer than any message. */
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
+	m.len = KRDMA_IOC_MAX_XFER + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -E2BIG);
+	m.len = U64_MAX;
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -E2BIG);
+
+	/* RECV checks its buffer first; SEND's copy does it later. */
+	m.len = 100;
+	m.buf = KBUF;
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EFAULT);
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
+	m.buf = UBUF;
+	m.flags = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EINVAL);
+	m.flags = 0;
+	m.reserved = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EINVAL);
+}
+
+static void abi_reg(struct kunit *test)
+{
+	struct krdma_ioc_reg good = {
+		.handle = 1, .access = KRDMA_IOC_ACCESS_REMOTE_WRITE,
+		.buf = UBUF, .len = 4096,
+	}, r;
+
+	r = good;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), 0);
+	r.access = KRDMA_IOC_ACCESS_REMOTE_READ | KRDMA_IOC_ACCESS_REMOTE_WRITE |
+		   KRDMA_IOC_ACCESS_REMOTE_ATOMIC;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), 0);
+	r.access = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EINVAL);
+	r.access = 0x8;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EINVAL);
+	r = good;
+	r.len = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EINVAL);
+	r.len = KRDMA_IOC_MAX_XFER + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -E2BIG);
+	r.buf = KBUF;		/* too long is reported before not user */
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -E2BIG);
+	r.len = 4096;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EFAULT);
+	r = good;
+	r.reserved[0] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), -EINVAL);
+	/* The output fields may hold anything on the way in. */
+	r = good;
+	r.mr = 5;
+	r.token.rkey = 0x1234;
+	KUNIT_EXPECT_EQ(test, krdma_abi_reg(&r), 0);
+}
+
+static void abi_rdma(struct kunit *test)
+{
+	struct krdma_ioc_rdma good = {
+		.handle = 1, .buf = UBUF, .len = 4096,
+		.token = { .addr = 0x1000, .rkey = 9, .length = 8192 },
+		.offset = 4096,
+	}, r;
+
+	r = good;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), 0);
+	r.offset = 4097;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -ERANGE);
+	r.offset = U64_MAX - 100;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -ERANGE);
+	r.offset = 0;
+	r.len = 8193;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -ERANGE);
+	r.len = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -EINVAL);
+	r.len = KRDMA_IOC_MAX_XFER + 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -E2BIG);
+	/* Not user memory is found before the token's range. */
+	r = good;
+	r.buf = KBUF;
+	r.offset = 1ULL << 40;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EFAULT);
+	r = good;
+	r.reserved32 = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EINVAL);
+	r = good;
+	r.reserved[1] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EINVAL);
+	r = good;
+	r.flags = 1;
+	r.len = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EINVAL);
+}
+
+static struct kunit_case krdma_abi_cases[] = {
+	KUNIT_CASE(abi_listen_good),
+	KUNIT_CASE(abi_listen_bad),
+	KUNIT_CASE(abi_connect_src),
+	KUNIT_CASE(abi_handle_reserved),
+	KUNIT_CASE(abi_msg),
+	KUNIT_CASE(abi_reg),
+	KUNIT_CASE(abi_rdma),
+	{}
+};
+
+static struct kunit_suite krdma_abi_suite = {
+	.name = "krdma_abi",
+	.test_cases = krdma_abi_cases,
+};
+
+kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite,
+		  &krdma_credit_suite, &krdma_state_suite, &krdma_token_suite,
+		  &krdma_abi_suite);
+
+MODULE_DESCRIPTION("KUnit tests of krdma's pure logic");
 MODULE_LICENSE("GPL");

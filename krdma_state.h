@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The connection state machine: which events move a connection from which
+ * state, as a pure function, so that every change of conn->state goes
+ * through one table that KUnit checks pair by pair.  The callers hold
+ * conn->lock and do the work the new state calls for.
+ */
+#ifndef KRDMA_STATE_H
+#define KRDMA_STATE_H
+
+#include <linux/errno.h>
+
+enum krdma_conn_state {
+	KRDMA_CONN_CONNECTING,
+	KRDMA_CONN_CONNECTED,
+	KRDMA_CONN_DISCONNECTED,	/* the peer or we disconnected */
+	KRDMA_CONN_ERROR,		/* failed; conn->error says why */
+	KRDMA_CONN_CLOSED,		/* resources released (never set yet) */
+};
+
+enum krdma_conn_event {
+	KRDMA_CONN_EV_ESTABLISHED,	/* the CM finished the handshake */
+	KRDMA_CONN_EV_FAILED,		/* an operation or the CM failed */
+	KRDMA_CONN_EV_PEER_DISCONNECTED, /* the CM's DISCONNECTED */
+	KRDMA_CONN_EV_TEARDOWN_OK,	/* closed by its owner */
+	KRDMA_CONN_EV_TEARDOWN_ERR,	/* torn down for an error */
+	KRDMA_CONN_EV_MAX,
+};
+
+/*
+ * The state @ev moves a connection in @cur to, or -EINVAL when the event
+ * has no effect there and the connection stays in @cur.  DISCONNECTED and
+ * ERROR are final: what ended the connection first is what its owner
+ * sees, so a flush or a peer's disconnect after device removal does not
+ * turn "error" into "disconnected", and a handshake that completes after
+ * the connection failed (a receive flushed, an allocation that failed)
+ * does not bring it back to CONNECTED.
+ */
+static inline int krdma_conn_next_state(enum krdma_conn_state cur,
+					enum krdma_conn_event ev)
+{
+	if (cur != KRDMA_CONN_CONNECTING && cur != KRDMA_CONN_CONNECTED)
+		return -EINVAL;
+	switch (ev) {
+	case KRDMA_CONN_EV_ESTABLISHED:
+		return cur == KRDMA_CONN_CONNECTING ? KRDMA_CONN_CONNECTED :
+		       -EINVAL;
+	case KRDMA_CONN_EV_FAILED:
+	case KRDMA_CONN_EV_TEARDOWN_ERR:
+		return KRDMA_CONN_ERROR;
+	case KRDMA_CONN_EV_PEER_DISCONNECTED:
+		/* Before ESTABLISHED the connect fails by its own event. */
+		return cur == KRDMA_CONN_CONNECTED ? KRDMA_CONN_DISCONNECTED :
+		       -EINVAL;
+	case KRDMA_CONN_EV_TEARDOWN_OK:
+		return KRDMA_CONN_DISCONNECTED;
+	default:
+		return -EINVAL;
+	}
+}
+
+#endif /* KRDMA_STATE_H */
