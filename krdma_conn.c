@@ -504,16 +504,6 @@ static int krdma_connect_done(struct krdma_conn *conn, int status)
 	return status;
 }
 
-/*
- * iWARP, active side: the passive side's ready arrived (krdma_cq.c says
- * why we wait for it).  Like any ESTABLISHED, refused if the connection
- * failed meanwhile.
- */
-void krdma_conn_ready(struct krdma_conn *conn)
-{
-	krdma_connect_done(conn, 0);
-}
-
 static int krdma_active_established(struct krdma_conn *conn,
 				    struct rdma_cm_event *ev)
 {
@@ -546,19 +536,10 @@ static void krdma_passive_established(struct krdma_conn *conn)
 	int ret;
 
 	ret = krdma_connect_done(conn, 0);
-	if (ret)
-		pr_warn("%s: failed before it was established: %d\n",
-			conn->name, ret);
-	if (!ret && rdma_protocol_iwarp(conn->kdev->ibdev, conn->port)) {
-		ret = krdma_send_ready(conn);
-		if (ret) {
-			pr_warn("%s: cannot send the iWARP ready message: %d\n",
-				conn->name, ret);
-			krdma_conn_set_error(conn, ret);
-		}
-	}
 	if (ret) {
 		/* Still an orphan: the teardown work frees it. */
+		pr_warn("%s: failed before it was established: %d\n",
+			conn->name, ret);
 		krdma_conn_schedule_teardown(conn, ret);
 		return;
 	}
@@ -622,10 +603,6 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (conn->active) {
 			ret = krdma_active_established(conn, ev);
-			if (!ret &&
-			    rdma_protocol_iwarp(conn->kdev->ibdev, conn->port) &&
-			    !krdma_conn_iwarp_established(conn))
-				break;	/* done when the ready comes */
 			krdma_connect_done(conn, ret);
 		} else {
 			krdma_passive_established(conn);

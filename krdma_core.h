@@ -163,12 +163,6 @@ struct krdma_conn {
 	struct list_head	tx_free;
 	struct krdma_tx		ctl_tx;		/* credit-only messages */
 	struct krdma_credit	cr;		/* flow control, krdma_credit.h */
-	/*
-	 * iWARP, active side: connected only once the passive side's first
-	 * message (its "ready") arrived; see krdma_conn_iwarp_established().
-	 */
-	bool			await_ready;
-	struct krdma_rx		*early_ready;	/* it came before ESTABLISHED */
 	u32			rw_slots;	/* one-sided chunks in flight */
 	u32			rw_waiters;	/* waiting for rw_slots */
 	u32			rw_chunk_pages;	/* pages per rdma_rw context */
@@ -240,7 +234,6 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 				      const char *name);
 void krdma_remove_device_users(struct krdma_device *kdev);
 void krdma_close_all(void);
-void krdma_conn_ready(struct krdma_conn *conn);
 int krdma_conn_qp_get(struct krdma_conn *conn);
 void krdma_conn_qp_put(struct krdma_conn *conn);
 bool krdma_accept_ready(struct krdma_listener *l);
@@ -250,8 +243,6 @@ int krdma_conn_create_qp(struct krdma_conn *conn);
 void krdma_conn_destroy_qp(struct krdma_conn *conn);
 int krdma_conn_post_recvs(struct krdma_conn *conn);
 bool krdma_can_send(struct krdma_conn *conn);
-int krdma_send_ready(struct krdma_conn *conn);
-bool krdma_conn_iwarp_established(struct krdma_conn *conn);
 u32 krdma_rx_queued(struct krdma_conn *conn);
 int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		   long timeout);

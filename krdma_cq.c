@@ -10,15 +10,6 @@
  * may be in flight each way (the "ctl token"); the receiver reposts its
  * buffer and acknowledges that in the next header it sends (CTL_ACK).  So a
  * sender never posts a SEND the peer has no receive for: no RNR, ever.
- *
- * iWARP: the passive side speaks first.  siw marks its endpoint as in RDMA
- * mode before it sends the MPA reply, but gives the socket to the QP only
- * after: an FPDU that arrives in between is left in the socket, and nothing
- * reads it until more data comes (the active side has no such window: siw
- * re-runs the QP's data_ready there).  So the passive side sends a CREDIT
- * message carrying no credits ("ready") as soon as it is established, and
- * the active side reports the connection up only once that arrived: by
- * then the passive QP owns its socket.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -354,7 +345,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_rx *rx = container_of(wc->wr_cqe, struct krdma_rx, cqe);
 	struct krdma_conn *conn = rx->conn;
 	struct krdma_msg_info info;
-	bool wake = false, ready = false;
+	bool wake = false;
 	int ret;
 
 	if (wc->status != IB_WC_SUCCESS) {
@@ -402,17 +393,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		wake = true;
 	if (info.type == KRDMA_MSG_CREDIT) {
 		atomic64_inc(&conn->stats.credit_msgs);
-		if (conn->active && !conn->established && !conn->rx_closed) {
-			/*
-			 * The iWARP passive side's ready overtook our own
-			 * ESTABLISHED event: that reposts it and finishes.
-			 */
-			conn->early_ready = rx;
-		} else {
-			krdma_repost_locked(conn, rx, true);
-		}
-		ready = conn->await_ready;
-		conn->await_ready = false;
+		krdma_repost_locked(conn, rx, true);
 	} else {
 		rx->byte_len = info.len;
 		rx->has_imm = false;
@@ -427,8 +408,6 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_unlock(&conn->lock);
 	if (wake)
 		wake_up_all(&conn->wq);
-	if (ready)
-		krdma_conn_ready(conn);
 }
 
 static bool krdma_rx_ready(struct krdma_conn *conn)
@@ -589,40 +568,6 @@ static int krdma_post_ctl_locked(struct krdma_conn *conn)
 	}
 	krdma_credit_sent(&conn->cr, true);
 	return 0;
-}
-
-/* iWARP, passive side: the first message, see the comment on top. */
-int krdma_send_ready(struct krdma_conn *conn)
-{
-	int ret;
-
-	spin_lock_bh(&conn->lock);
-	ret = krdma_post_ctl_locked(conn);
-	spin_unlock_bh(&conn->lock);
-	return ret;
-}
-
-/*
- * iWARP, active side, ESTABLISHED: receives may be reposted from now on;
- * the connection is up once the passive side's ready is in.  Returns true
- * if it already is (it overtook the event), and krdma_conn_ready() is the
- * caller's to run; otherwise the receive of the ready runs it.
- */
-bool krdma_conn_iwarp_established(struct krdma_conn *conn)
-{
-	struct krdma_rx *rx;
-
-	spin_lock_bh(&conn->lock);
-	conn->established = true;
-	conn->qp_ok = true;
-	rx = conn->early_ready;
-	conn->early_ready = NULL;
-	if (rx)
-		krdma_repost_locked(conn, rx, true);
-	else
-		conn->await_ready = true;
-	spin_unlock_bh(&conn->lock);
-	return !!rx;
 }
 
 static void krdma_ctl_done(struct ib_cq *cq, struct ib_wc *wc)
