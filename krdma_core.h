@@ -87,6 +87,7 @@ struct krdma_stats {
 	atomic64_t	credit_msgs;
 	atomic64_t	errors;
 	atomic64_t	credit_waits;
+	atomic64_t	imm_msgs;	/* notices sent as KRDMA_MSG_IMM */
 };
 
 struct krdma_listener;

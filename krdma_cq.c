@@ -10,6 +10,9 @@
  * may be in flight each way (the "ctl token"); the receiver reposts its
  * buffer and acknowledges that in the next header it sends (CTL_ACK).  So a
  * sender never posts a SEND the peer has no receive for: no RNR, ever.
+ * A WRITE_WITH_IMM takes a credit too but has no header; while an ack is
+ * owed its notice goes as a KRDMA_MSG_IMM message, or a one-way stream of
+ * them would keep the peer's token for ever and stall.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -394,6 +397,17 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (info.type == KRDMA_MSG_CREDIT) {
 		atomic64_inc(&conn->stats.credit_msgs);
 		krdma_repost_locked(conn, rx, true);
+	} else if (info.type == KRDMA_MSG_IMM) {
+		__be32 imm;
+
+		/* As if it came as IB_WC_RECV_RDMA_WITH_IMM (above). */
+		memcpy(&imm, rx->buf + KRDMA_HDR_LEN, sizeof(imm));
+		rx->byte_len = 0;
+		rx->has_imm = true;
+		rx->imm = be32_to_cpu(imm);
+		list_add_tail(&rx->list, &conn->rx_ready);
+		atomic64_inc(&conn->stats.recv_ops);
+		wake = true;
 	} else {
 		rx->byte_len = info.len;
 		rx->has_imm = false;
@@ -623,6 +637,50 @@ bool krdma_can_send(struct krdma_conn *conn)
 	return ok;
 }
 
+/*
+ * Post a message in a free tx buffer, with the credit already taken; the
+ * header tells the peer what credits and ack we owe.  Called with
+ * conn->lock held; on failure the buffer and the credit are given back.
+ */
+static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
+				 const void *buf, size_t len,
+				 struct krdma_req *req)
+{
+	struct ib_send_wr wr = {};
+	struct krdma_tx *tx;
+	struct ib_sge sge;
+	u32 flags;
+	int ret;
+
+	tx = list_first_entry(&conn->tx_free, struct krdma_tx, list);
+	list_del_init(&tx->list);
+	flags = krdma_credit_hdr_ctl_ack(&conn->cr) ? KRDMA_MSG_F_CTL_ACK : 0;
+	krdma_msg_encode(tx->buf, type, flags,
+			 krdma_credit_hdr_credits(&conn->cr), len);
+	memcpy(tx->buf + KRDMA_HDR_LEN, buf, len);
+	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
+				      KRDMA_HDR_LEN + len, DMA_TO_DEVICE);
+	req->len = len;
+	tx->req = req;
+	sge.addr = tx->dma;
+	sge.length = KRDMA_HDR_LEN + len;
+	sge.lkey = conn->kdev->pd->local_dma_lkey;
+	wr.wr_cqe = &tx->cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	ret = ib_post_send(conn->qp, &wr, NULL);
+	if (ret) {
+		tx->req = NULL;
+		list_add(&tx->list, &conn->tx_free);
+		krdma_credit_undo(&conn->cr);
+		return ret;
+	}
+	krdma_credit_sent(&conn->cr, false);
+	return 0;
+}
+
 /**
  * krdma_send_async - send a message, completing through a callback
  * @conn: the connection
@@ -637,10 +695,6 @@ bool krdma_can_send(struct krdma_conn *conn)
 int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		     struct krdma_req *req, bool nowait)
 {
-	struct ib_sge sge;
-	struct ib_send_wr wr = {};
-	struct krdma_tx *tx;
-	u32 flags;
 	int ret;
 
 	if (len > conn->max_msg)
@@ -667,36 +721,13 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		if (ret)
 			return ret;
 	}
-	tx = list_first_entry(&conn->tx_free, struct krdma_tx, list);
-	list_del_init(&tx->list);
-	flags = krdma_credit_hdr_ctl_ack(&conn->cr) ? KRDMA_MSG_F_CTL_ACK : 0;
-	krdma_msg_encode(tx->buf, KRDMA_MSG_DATA, flags,
-			 krdma_credit_hdr_credits(&conn->cr), len);
-	memcpy(tx->buf + KRDMA_HDR_LEN, buf, len);
-	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
-				      KRDMA_HDR_LEN + len, DMA_TO_DEVICE);
-	req->len = len;
-	tx->req = req;
-	sge.addr = tx->dma;
-	sge.length = KRDMA_HDR_LEN + len;
-	sge.lkey = conn->kdev->pd->local_dma_lkey;
-	wr.wr_cqe = &tx->cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IB_WR_SEND;
-	wr.send_flags = IB_SEND_SIGNALED;
-	ret = ib_post_send(conn->qp, &wr, NULL);
+	ret = krdma_post_msg_locked(conn, KRDMA_MSG_DATA, buf, len, req);
+	spin_unlock_bh(&conn->lock);
 	if (ret) {
-		tx->req = NULL;
-		list_add(&tx->list, &conn->tx_free);
-		krdma_credit_undo(&conn->cr);
-		spin_unlock_bh(&conn->lock);
 		pr_warn("%s: ib_post_send failed: %d\n", conn->name, ret);
 		krdma_conn_set_error(conn, ret);
 		return ret;
 	}
-	krdma_credit_sent(&conn->cr, false);
-	spin_unlock_bh(&conn->lock);
 	atomic64_inc(&conn->stats.send_ops);
 	atomic64_add(len, &conn->stats.send_bytes);
 	return 0;
@@ -779,15 +810,31 @@ static void krdma_imm_done(struct ib_cq *cq, struct ib_wc *wc)
 	complete(&c->done);
 }
 
+/* Wait for a posted operation; one not done in @timeout fails the conn. */
+static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
+			     long timeout)
+{
+	if (wait_for_completion_timeout(done, timeout))
+		return 0;
+	krdma_conn_teardown(conn, -ETIMEDOUT);
+	wait_for_completion(done);
+	return -ETIMEDOUT;
+}
+
 /*
  * A zero-length RDMA WRITE with immediate: it consumes one of the peer's
- * receives, so it takes a credit like a message does.
+ * receives, so it takes a credit like a message does.  While we owe the
+ * peer a credit ack (krdma_credit_imm_needs_hdr) the notice goes as a
+ * KRDMA_MSG_IMM message instead, which the peer delivers the same way.
  */
 int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		   long timeout)
 {
 	struct krdma_imm_ctx c = { .conn = conn };
+	__be32 wire = cpu_to_be32(imm);
 	struct ib_rdma_wr wr = {};
+	struct krdma_sync_req s;
+	bool as_msg;
 	long left;
 	int ret;
 
@@ -796,7 +843,7 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 	wr.wr.wr_cqe = &c.cqe;
 	wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
 	wr.wr.send_flags = IB_SEND_SIGNALED;
-	wr.wr.ex.imm_data = cpu_to_be32(imm);
+	wr.wr.ex.imm_data = wire;
 	wr.remote_addr = raddr;
 	wr.rkey = rkey;
 
@@ -807,8 +854,12 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 			spin_unlock_bh(&conn->lock);
 			return ret;
 		}
-		if (krdma_credit_take(&conn->cr))
-			break;
+		if (krdma_credit_take(&conn->cr)) {
+			as_msg = krdma_credit_imm_needs_hdr(&conn->cr);
+			if (!as_msg || !list_empty(&conn->tx_free))
+				break;
+			krdma_credit_undo(&conn->cr);
+		}
 		spin_unlock_bh(&conn->lock);
 		left = wait_event_interruptible_timeout(conn->wq,
 							krdma_can_send(conn),
@@ -818,20 +869,30 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		if (!left)
 			return -ETIMEDOUT;
 	}
-	ret = ib_post_send(conn->qp, &wr.wr, NULL);
-	if (ret)
-		krdma_credit_undo(&conn->cr);
+	if (as_msg) {
+		init_completion(&s.done);
+		s.req.done = krdma_sync_done;
+		ret = krdma_post_msg_locked(conn, KRDMA_MSG_IMM, &wire,
+					    sizeof(wire), &s.req);
+	} else {
+		ret = ib_post_send(conn->qp, &wr.wr, NULL);
+		if (ret)
+			krdma_credit_undo(&conn->cr);
+	}
 	spin_unlock_bh(&conn->lock);
 	if (ret) {
+		pr_warn("%s: posting a write-with-immediate notice failed: %d\n",
+			conn->name, ret);
 		krdma_conn_set_error(conn, ret);
 		return ret;
 	}
-	if (!wait_for_completion_timeout(&c.done, timeout)) {
-		krdma_conn_teardown(conn, -ETIMEDOUT);
-		wait_for_completion(&c.done);
-		return -ETIMEDOUT;
+	if (as_msg) {
+		atomic64_inc(&conn->stats.imm_msgs);
+		ret = krdma_wait_posted(conn, &s.done, timeout);
+		return ret ?: s.req.status;
 	}
-	return c.status;
+	ret = krdma_wait_posted(conn, &c.done, timeout);
+	return ret ?: c.status;
 }
 
 /* Teardown: whoever still waits learns the connection is gone. */

@@ -90,6 +90,21 @@ static inline bool krdma_credit_should_send_ctl(const struct krdma_credit *c)
 	       (c->owed >= max_t(u32, c->depth / 2, 1) || c->owe_ctl_ack);
 }
 
+/*
+ * May a WRITE_WITH_IMM notice go as such?  It spends a credit but has no
+ * header, so it cannot carry an ack.  While one is owed, the notice goes as
+ * a KRDMA_MSG_IMM message instead (same credit, with a header): otherwise a
+ * one-way stream of notices never gives the peer its token back, the peer
+ * can never return the credits the stream spends, and the stream stalls.
+ * A CREDIT message returns at least one credit, and while its ack is owed
+ * only messages with a header (which carry the ack) spend credits: an ack
+ * owed always has a credit to go with.
+ */
+static inline bool krdma_credit_imm_needs_hdr(const struct krdma_credit *c)
+{
+	return c->owe_ctl_ack;
+}
+
 /* What the next header carries (credits returned); see krdma_credit_sent. */
 static inline u32 krdma_credit_hdr_credits(const struct krdma_credit *c)
 {

@@ -142,13 +142,16 @@ int krdma_msg_decode(const void *buf, u32 byte_len, u32 max_msg,
 	info->flags = h->flags;
 	info->credits = be16_to_cpu(h->credits);
 	info->len = be32_to_cpu(h->len);
-	if (info->type != KRDMA_MSG_DATA && info->type != KRDMA_MSG_CREDIT)
+	if (info->type != KRDMA_MSG_DATA && info->type != KRDMA_MSG_CREDIT &&
+	    info->type != KRDMA_MSG_IMM)
 		return -EPROTO;
 	if (info->flags & ~KRDMA_MSG_F_CTL_ACK)
 		return -EPROTO;
 	if (info->len > max_msg || info->len != byte_len - sizeof(*h))
 		return -EPROTO;
 	if (info->type == KRDMA_MSG_CREDIT && info->len)
+		return -EPROTO;
+	if (info->type == KRDMA_MSG_IMM && info->len != KRDMA_MSG_IMM_LEN)
 		return -EPROTO;
 	return 0;
 }

@@ -10,7 +10,11 @@
 #include <linux/types.h>
 
 #define KRDMA_PROTO_MAGIC	0x4b52444d	/* "KRDM" */
-#define KRDMA_PROTO_VERSION	1
+/*
+ * 2: KRDMA_MSG_IMM, so that a write-with-immediate notice can carry the
+ * credit acknowledgment that a WRITE_WITH_IMM work request cannot.
+ */
+#define KRDMA_PROTO_VERSION	2
 
 /*
  * Connect request and accept reply.  IB pads CM private data with zeros,
@@ -54,7 +58,10 @@ struct krdma_params {
 enum krdma_msg_type {
 	KRDMA_MSG_DATA = 1,	/* carries a user message */
 	KRDMA_MSG_CREDIT = 2,	/* only returns credits */
+	KRDMA_MSG_IMM = 3,	/* a write-with-immediate notice: be32 imm */
 };
+
+#define KRDMA_MSG_IMM_LEN	4	/* the payload of a KRDMA_MSG_IMM */
 
 #define KRDMA_MSG_F_CTL_ACK	0x1	/* the peer's credit message was reposted */
 

@@ -278,6 +278,7 @@ KRDMA_CONN_STAT(read_bytes, KRDMA_STAT_OFF(read_bytes));
 KRDMA_CONN_STAT(atomic_ops, KRDMA_STAT_OFF(atomic_ops));
 KRDMA_CONN_STAT(credit_msgs, KRDMA_STAT_OFF(credit_msgs));
 KRDMA_CONN_STAT(credit_waits, KRDMA_STAT_OFF(credit_waits));
+KRDMA_CONN_STAT(imm_msgs, KRDMA_STAT_OFF(imm_msgs));
 KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
 
 #define KRDMA_CONN_TEST(_name, _what)					\
@@ -353,6 +354,7 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_read_bytes.attr,
 	&conn_attr_atomic_ops.attr,
 	&conn_attr_credit_msgs.attr,
+	&conn_attr_imm_msgs.attr,
 	&conn_attr_credit_waits.attr,
 	&conn_attr_errors.attr,
 	&conn_attr_test_status.attr,

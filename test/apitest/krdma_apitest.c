@@ -109,6 +109,13 @@ enum at_op {
 	AT_CLOSE,	/* reply, wait arg ms, close the connection */
 	AT_NOP,		/* ignored */
 	AT_REPLY,
+	/*
+	 * AT_IMM_SINK: reply, then take arg write-with-immediate notices and
+	 * send nothing meanwhile; notice i must carry imm i and find bytes
+	 * [i * len, (i + 1) * len) of the region holding pattern(seed + i).
+	 * The verdict goes to AT_RESULT.
+	 */
+	AT_IMM_SINK,
 };
 
 enum at_mode {
@@ -208,7 +215,7 @@ static const char *at_op_str(u8 op)
 		[AT_FILL] = "FILL", [AT_SET64] = "SET64", [AT_GET64] = "GET64",
 		[AT_REVOKE] = "REVOKE", [AT_FREE] = "FREE",
 		[AT_RESULT] = "RESULT", [AT_CLOSE] = "CLOSE", [AT_NOP] = "NOP",
-		[AT_REPLY] = "REPLY",
+		[AT_REPLY] = "REPLY", [AT_IMM_SINK] = "IMM_SINK",
 	};
 
 	return op < ARRAY_SIZE(names) && names[op] ? names[op] : "?";
@@ -546,6 +553,54 @@ static void at_srv_flood(struct at_handler *h, u32 n)
 	h->res_arg = i;
 }
 
+/* AT_IMM_SINK, after its reply: the client streams, we only receive. */
+static void at_srv_imm_sink(struct at_handler *h, const struct at_msg *m)
+{
+	u64 len = be64_to_cpu(m->len), seed = be64_to_cpu(m->seed);
+	u32 n = be64_to_cpu(m->arg), id = be32_to_cpu(m->region), i;
+	unsigned long end = jiffies + AT_TIMEOUT;
+	struct krdma_recv_info info;
+	struct at_region *r;
+	int ret;
+	s64 bad;
+
+	h->res_status = 0;
+	h->res_why[0] = 0;
+	for (i = 0; i < n; i++) {
+		do {
+			ret = krdma_recv_ex(h->conn, h->buf,
+					    krdma_max_msg_size(h->conn), &info,
+					    AT_SLICE);
+		} while (ret == -ETIMEDOUT && !kthread_should_stop() &&
+			 time_before(jiffies, end));
+		if (ret < 0) {
+			at_srv_fail(h, -EIO, "notice %u: receive: %d", i, ret);
+			break;
+		}
+		end = jiffies + AT_TIMEOUT;
+		if (ret || !info.imm_valid || info.imm != i) {
+			at_srv_fail(h, -EBADMSG,
+				    "notice %u: %d bytes, imm_valid %d, imm %u",
+				    i, ret, info.imm_valid, info.imm);
+			break;
+		}
+		mutex_lock(&at_regions_lock);
+		r = at_region_find(id);
+		if (!r || (i + 1) * len > r->len)
+			bad = -2;
+		else
+			bad = at_check(r->buf + i * len, len, seed + i, 0);
+		mutex_unlock(&at_regions_lock);
+		if (bad != -1) {
+			at_srv_fail(h, -EBADMSG,
+				    "notice %u: data announced differs at byte %lld",
+				    i, bad);
+			break;
+		}
+	}
+	h->res_arg = i;
+}
+
 static int at_handler_fn(void *data)
 {
 	struct at_handler *h = data;
@@ -594,6 +649,14 @@ static int at_handler_fn(void *data)
 			if (!at_srv_reply(h, 0, &rep))
 				msleep(min_t(u64, be64_to_cpu(m->arg), 5000));
 			break;
+		}
+		if (m->op == AT_IMM_SINK) {
+			struct at_msg req = *m;
+
+			if (at_srv_reply(h, 0, &rep))
+				break;
+			at_srv_imm_sink(h, &req);
+			continue;
 		}
 		ret = at_srv_op(h, m, &rep);
 		if (at_srv_reply(h, ret, &rep))
@@ -1626,6 +1689,76 @@ static void sc_forged_rkey(struct at_test *t)
 }
 
 /*
+ * imm_stream: krdma_write_imm() one way, the server only receiving, many
+ * times the queue depth.  Every credit comes back in CREDIT messages and
+ * only a notice can acknowledge them (KRDMA_MSG_IMM): without that the
+ * stream stalls after depth + depth / 2 notices.  Each notice must arrive
+ * in order, with its value, after the data it announces.  siw: -EOPNOTSUPP
+ * and the region untouched.
+ */
+#define AT_IMM_DEPTH	4
+#define AT_IMM_COUNT	(24 * AT_IMM_DEPTH)
+#define AT_IMM_CHUNK	256
+#define AT_IMM_SEED	0x494d4d00ULL
+
+static void sc_imm_stream(struct at_test *t)
+{
+	const u64 len = AT_IMM_COUNT * AT_IMM_CHUNK;
+	unsigned long start = jiffies;
+	struct krdma_conn *c;
+	struct at_msg m, rep;
+	struct scatterlist sg;
+	struct at_reg reg;
+	u8 *buf = NULL;
+	u32 i;
+	int ret;
+
+	c = at_open(t, AT_MODE_GENERIC, 0, AT_IMM_DEPTH, 0);
+	if (!c)
+		return;
+	if (!at_expect(t, krdma_queue_depth(c), AT_IMM_DEPTH,
+		       "negotiated queue depth") ||
+	    !at_reg(t, c, len, AT_RW, 0x1111, 0, &reg))
+		goto out;
+	buf = kmalloc(AT_IMM_CHUNK, GFP_KERNEL);
+	if (!buf) {
+		at_fail(t, "out of memory");
+		goto out;
+	}
+	sg_init_one(&sg, buf, AT_IMM_CHUNK);
+	if (at_iwarp) {
+		at_fill(buf, AT_IMM_CHUNK, AT_IMM_SEED, 0);
+		ret = krdma_write_imm(c, &sg, 1, &reg.tok[0], 0, 0, AT_TIMEOUT);
+		if (at_expect(t, ret, -EOPNOTSUPP, "krdma_write_imm") &&
+		    at_expect(t, krdma_conn_error(c), 0, "krdma_conn_error"))
+			at_verify(t, c, reg.id, 0, len, 0x1111, 0);
+		goto out;
+	}
+	at_msg_init(&m, AT_IMM_SINK, reg.id, 0, AT_IMM_CHUNK, AT_IMM_SEED,
+		    AT_IMM_COUNT);
+	if (!at_do(t, c, &m, &rep))
+		goto out;
+	for (i = 0; i < AT_IMM_COUNT; i++) {
+		at_fill(buf, AT_IMM_CHUNK, AT_IMM_SEED + i, 0);
+		ret = krdma_write_imm(c, &sg, 1, &reg.tok[0],
+				      (u64)i * AT_IMM_CHUNK, i, AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "notice %u of %u: krdma_write_imm",
+			       i, AT_IMM_COUNT))
+			goto out;
+	}
+	if (!at_req(t, c, AT_RESULT, 0, 0, 0, 0, 0, &rep) ||
+	    !at_expect(t, be64_to_cpu(rep.arg), AT_IMM_COUNT,
+		       "notices the server checked"))
+		goto out;
+	pr_info("%s: %u notices at depth %u in %u ms\n", t->name,
+		AT_IMM_COUNT, AT_IMM_DEPTH, jiffies_to_msecs(jiffies - start));
+	at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL);
+out:
+	kfree(buf);
+	krdma_close(c);
+}
+
+/*
  * rxe: fetch-and-add and compare-and-swap on a u64 of the server's region,
  * checked against the server's own loads and stores; misaligned and
  * out-of-range targets refused.  siw: -EOPNOTSUPP, for the registration
@@ -2074,6 +2207,7 @@ static const struct at_scenario {
 	{ "no_write_right", sc_no_write_right },
 	{ "revoked", sc_revoked },
 	{ "forged_rkey", sc_forged_rkey },
+	{ "imm_stream", sc_imm_stream },
 	{ "atomics", sc_atomics },
 	{ "async_window", sc_async_window },
 	{ "close_midflight", sc_close_midflight },

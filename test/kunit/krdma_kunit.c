@@ -739,6 +739,9 @@ static void proto_hello_wrong_version(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
 	h.version = KRDMA_PROTO_VERSION + 1;
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
+	/* Version 1 had no KRDMA_MSG_IMM: its peers would stall on notices. */
+	h.version = 1;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
 	h.version = 0xff;
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
 }
@@ -913,7 +916,7 @@ static void proto_msg_truncated(struct kunit *test)
 static void proto_msg_bad_type_flags(struct kunit *test)
 {
 	struct krdma_msg_info info;
-	static const u32 types[] = { 0, 3, 0x80, 0xff };
+	static const u32 types[] = { 0, 4, 0x80, 0xff };
 	static const u32 flags[] = { 0x2, 0x4, 0x80, 0xff };
 	int i;
 
@@ -933,6 +936,27 @@ static void proto_msg_credit_payload(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_CREDIT, 0, 3, MAXMSG, 8 + MAXMSG, &info),
 			-EPROTO);
 	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_CREDIT, 0, 3, 0, 8, &info), 0);
+}
+
+/* A notice carries exactly its 32-bit immediate, nothing more or less. */
+static void proto_msg_imm_payload(struct kunit *test)
+{
+	struct krdma_msg_info info;
+	static const u32 bad[] = { 0, 3, 5, 8, MAXMSG };
+	int i;
+
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_IMM, KRDMA_MSG_F_CTL_ACK, 5,
+				      KRDMA_MSG_IMM_LEN, 8 + KRDMA_MSG_IMM_LEN, &info), 0);
+	KUNIT_EXPECT_EQ(test, info.type, (u32)KRDMA_MSG_IMM);
+	KUNIT_EXPECT_EQ(test, info.flags, (u32)KRDMA_MSG_F_CTL_ACK);
+	KUNIT_EXPECT_EQ(test, info.credits, 5u);
+	KUNIT_EXPECT_EQ(test, info.len, (u32)KRDMA_MSG_IMM_LEN);
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		KUNIT_EXPECT_EQ_MSG(test, msg_dec(test, KRDMA_MSG_IMM, 0, 1, bad[i], 8 + bad[i],
+						  &info), -EPROTO, "len %u", bad[i]);
+	/* The header says 4, fewer arrived. */
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_IMM, 0, 1, KRDMA_MSG_IMM_LEN, 10, &info),
+			-EPROTO);
 }
 
 static void proto_msg_over_max(struct kunit *test)
@@ -1053,6 +1077,7 @@ static struct kunit_case krdma_proto_cases[] = {
 	KUNIT_CASE(proto_msg_truncated),
 	KUNIT_CASE(proto_msg_bad_type_flags),
 	KUNIT_CASE(proto_msg_credit_payload),
+	KUNIT_CASE(proto_msg_imm_payload),
 	KUNIT_CASE(proto_msg_over_max),
 	KUNIT_CASE(proto_pattern_roundtrip),
 	KUNIT_CASE(proto_pattern_stream),
@@ -1694,22 +1719,30 @@ static void credit_sent_clears(struct kunit *test)
  * posts depth data receives and one credit receive; a link is a FIFO (RC
  * delivers in order).  The actions (send, a post that fails, delivery,
  * the application taking a message) interleave in an order drawn from a
- * fixed-seed generator.  WRITE_WITH_IMM is left out: it spends a credit
- * with no header, so it cannot carry a CTL_ACK, and the protocol can
- * deadlock with it (see the report on issue 6).  It reports the first broken
+ * fixed-seed generator.  A send may be a write-with-immediate notice: it
+ * spends a credit like a message, with no header, unless an ack is owed
+ * (krdma_credit_imm_needs_hdr), when krdma_post_imm() sends it as a
+ * KRDMA_MSG_IMM message with a header.  It reports the first broken
  * property: a message with no receive for it (RNR), credits above the
- * depth, a conservation law broken, a grant refused, or no action possible
- * with work left (deadlock).
+ * depth, a conservation law broken, an ack owed with no credit to carry
+ * it, a grant refused, or no action possible with work left (deadlock).
  */
 enum sim_result {
 	SIM_OK, SIM_RNR, SIM_OVER_DEPTH, SIM_LOST, SIM_PROTO, SIM_DEADLOCK,
-	SIM_LIMIT,
+	SIM_LIMIT, SIM_ACK_STRANDED,
 };
 
 enum sim_fault {
 	SIM_FAULT_NONE,
 	SIM_FAULT_NO_CREDIT_CHECK,	/* sender ignores credits */
 	SIM_FAULT_NO_CTL,		/* never sends CREDIT messages */
+	SIM_FAULT_IMM_NO_HDR,		/* notices never carry a header */
+};
+
+enum sim_imm {
+	SIM_IMM_NONE,			/* every send is a message */
+	SIM_IMM_MIXED,			/* half are notices, at random */
+	SIM_IMM_ALL,			/* every send is a notice */
 };
 
 enum sim_kind { SIM_DATA, SIM_CREDIT };
@@ -1737,7 +1770,10 @@ struct sim {
 	u32		depth;
 	u64		rng;
 	enum sim_fault	fault;
+	enum sim_imm	imm;
 	u32		ctl_msgs;
+	u32		imm_msgs;	/* notices that went with a header */
+	u32		imm_bare;	/* notices that went without */
 };
 
 static u32 sim_rand(struct sim *s, u32 n)
@@ -1778,10 +1814,14 @@ static int sim_maybe_ctl(struct sim *s, int side)
 	return sim_push(s, side, SIM_CREDIT, true);
 }
 
-/* krdma_send_async() on @side; a failed post gives the credit back. */
-static int sim_send(struct sim *s, int side, bool post_fails)
+/*
+ * krdma_send_async(), or krdma_post_imm() for a notice, on @side; a failed
+ * post gives the credit back.
+ */
+static int sim_send(struct sim *s, int side, bool post_fails, bool imm)
 {
 	struct sim_end *e = &s->e[side];
+	bool hdr = true;
 
 	/* The faulty sender goes ahead without a credit. */
 	if (!krdma_credit_take(&e->cr) &&
@@ -1791,8 +1831,16 @@ static int sim_send(struct sim *s, int side, bool post_fails)
 		krdma_credit_undo(&e->cr);
 		return SIM_OK;
 	}
+	if (imm) {
+		hdr = krdma_credit_imm_needs_hdr(&e->cr) &&
+		      s->fault != SIM_FAULT_IMM_NO_HDR;
+		if (hdr)
+			s->imm_msgs++;
+		else
+			s->imm_bare++;
+	}
 	e->to_send--;
-	return sim_push(s, side, SIM_DATA, true);
+	return sim_push(s, side, SIM_DATA, hdr);
 }
 
 /* krdma_recv_done() on the side the head of @from's wire reaches. */
@@ -1849,6 +1897,9 @@ static int sim_check(struct sim *s)
 		if (a->cr.credits > s->depth || a->data_posted > s->depth ||
 		    a->ctl_posted > 1)
 			return SIM_OVER_DEPTH;
+		/* An ack owed can always go (krdma_credit_imm_needs_hdr). */
+		if (a->cr.owe_ctl_ack && !a->cr.credits)
+			return SIM_ACK_STRANDED;
 		for (k = a->head; k != a->tail; k++) {
 			const struct sim_msg *m = &a->wire[k % SIM_WIRE];
 
@@ -1881,8 +1932,9 @@ static bool sim_done(const struct sim *s)
 	return true;
 }
 
-static enum sim_result sim_run(struct sim *s, u32 depth, u64 seed,
-			       u32 n0, u32 n1, enum sim_fault fault)
+static enum sim_result sim_run_imm(struct sim *s, u32 depth, u64 seed,
+				   u32 n0, u32 n1, enum sim_fault fault,
+				   enum sim_imm imm)
 {
 	u32 steps;
 	int i, ret;
@@ -1891,6 +1943,7 @@ static enum sim_result sim_run(struct sim *s, u32 depth, u64 seed,
 	s->depth = depth;
 	s->rng = seed;
 	s->fault = fault;
+	s->imm = imm;
 	for (i = 0; i < 2; i++) {
 		krdma_credit_init(&s->e[i].cr, depth);
 		s->e[i].data_posted = depth;
@@ -1919,14 +1972,18 @@ static enum sim_result sim_run(struct sim *s, u32 depth, u64 seed,
 		a = acts[sim_rand(s, n)];
 		i = a & 1;
 		switch (a >> 1) {
-		case 0:
+		case 0: {
+			bool notice = imm == SIM_IMM_ALL ||
+				      (imm == SIM_IMM_MIXED && sim_rand(s, 2));
+
 			/* Now and then a post fails before the real one. */
 			ret = 0;
 			if (sim_rand(s, 8) == 0 && s->e[i].cr.credits)
-				ret = sim_send(s, i, true);
+				ret = sim_send(s, i, true, notice);
 			if (!ret)
-				ret = sim_send(s, i, false);
+				ret = sim_send(s, i, false, notice);
 			break;
+		}
 		case 1:
 			ret = sim_deliver(s, i);
 			break;
@@ -1941,6 +1998,12 @@ static enum sim_result sim_run(struct sim *s, u32 depth, u64 seed,
 			return ret;
 	}
 	return SIM_LIMIT;
+}
+
+static enum sim_result sim_run(struct sim *s, u32 depth, u64 seed,
+			       u32 n0, u32 n1, enum sim_fault fault)
+{
+	return sim_run_imm(s, depth, seed, n0, n1, fault, SIM_IMM_NONE);
 }
 
 static void credit_sim_seeds(struct kunit *test)
@@ -1989,6 +2052,64 @@ static void credit_sim_one_way(struct kunit *test)
 	}
 }
 
+/* Messages and write-with-immediate notices mixed, both ways. */
+static void credit_sim_seeds_imm(struct kunit *test)
+{
+	static const u32 depths[] = { 1, 2, 3, 4, 7, 16, 64 };
+	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	u32 bare = 0, msgs = 0;
+	u64 seed;
+	int d;
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	for (d = 0; d < ARRAY_SIZE(depths); d++) {
+		for (seed = 1; seed <= 20; seed++) {
+			u32 n0 = 100 + seed * 11, n1 = seed % 4 ? 250 - seed : 0;
+
+			KUNIT_ASSERT_EQ_MSG(test,
+					    sim_run_imm(s, depths[d], seed, n0, n1,
+							SIM_FAULT_NONE,
+							SIM_IMM_MIXED), SIM_OK,
+					    "depth %u seed %llu", depths[d],
+					    seed);
+			KUNIT_EXPECT_EQ(test, s->e[1].received, n0);
+			KUNIT_EXPECT_EQ(test, s->e[0].received, n1);
+			bare += s->imm_bare;
+			msgs += s->imm_msgs;
+		}
+	}
+	/* Both forms of notice were exercised. */
+	KUNIT_EXPECT_GT(test, bare, 0u);
+	KUNIT_EXPECT_GT(test, msgs, 0u);
+}
+
+/*
+ * A one-way stream of notices: the receiver returns every credit in CREDIT
+ * messages, and only a notice can give it its token back.  Before
+ * KRDMA_MSG_IMM this stalled after depth + depth / 2 notices.
+ */
+static void credit_sim_one_way_imm(struct kunit *test)
+{
+	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	u32 depth;
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	for (depth = 1; depth <= 9; depth++) {
+		KUNIT_ASSERT_EQ_MSG(test, sim_run_imm(s, depth, depth, 1000, 0,
+						      SIM_FAULT_NONE,
+						      SIM_IMM_ALL), SIM_OK,
+				    "depth %u", depth);
+		KUNIT_EXPECT_EQ(test, s->e[1].received, 1000u);
+		KUNIT_EXPECT_EQ(test, s->imm_msgs + s->imm_bare, 1000u);
+		/* One header per CREDIT message, no more. */
+		KUNIT_EXPECT_LE(test, s->imm_msgs, s->ctl_msgs);
+		KUNIT_EXPECT_GT(test, s->imm_msgs, 0u);
+		/* The rest go as real WRITE_WITH_IMMs. */
+		if (depth >= 8)
+			KUNIT_EXPECT_GT(test, s->imm_bare, 500u);
+	}
+}
+
 /* The simulation itself notices the failures it is there to find. */
 static void credit_sim_catches_faults(struct kunit *test)
 {
@@ -2000,6 +2121,10 @@ static void credit_sim_catches_faults(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sim_run(s, 4, 7, 100, 0, SIM_FAULT_NO_CTL),
 			SIM_DEADLOCK);
 	KUNIT_EXPECT_EQ(test, s->e[0].cr.credits, 0u);
+	/* Notices that never carry the ack: the old stall. */
+	KUNIT_EXPECT_EQ(test, sim_run_imm(s, 4, 7, 100, 0, SIM_FAULT_IMM_NO_HDR,
+					  SIM_IMM_ALL), SIM_DEADLOCK);
+	KUNIT_EXPECT_LT(test, s->e[1].received, 100u);
 }
 
 static struct kunit_case krdma_credit_cases[] = {
@@ -2013,6 +2138,8 @@ static struct kunit_case krdma_credit_cases[] = {
 	KUNIT_CASE(credit_sent_clears),
 	KUNIT_CASE(credit_sim_seeds),
 	KUNIT_CASE(credit_sim_one_way),
+	KUNIT_CASE(credit_sim_seeds_imm),
+	KUNIT_CASE(credit_sim_one_way_imm),
 	KUNIT_CASE(credit_sim_catches_faults),
 	{}
 };
