@@ -2006,7 +2006,12 @@ static enum sim_result sim_run(struct sim *s, u32 depth, u64 seed,
 	return sim_run_imm(s, depth, seed, n0, n1, fault, SIM_IMM_NONE);
 }
 
-static void credit_sim_seeds(struct kunit *test)
+/*
+ * Seeds 1..@seeds at several depths, traffic both ways (one way for every
+ * third seed); @bare and @msgs add up the two forms of notice.
+ */
+static void sim_sweep(struct kunit *test, enum sim_imm imm, u64 seeds,
+		      u32 *bare, u32 *msgs)
 {
 	static const u32 depths[] = { 1, 2, 3, 4, 7, 16, 64 };
 	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
@@ -2015,80 +2020,49 @@ static void credit_sim_seeds(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, s);
 	for (d = 0; d < ARRAY_SIZE(depths); d++) {
-		for (seed = 1; seed <= 40; seed++) {
+		for (seed = 1; seed <= seeds; seed++) {
 			u32 n0 = 50 + seed * 7, n1 = seed % 3 ? 300 - seed : 0;
 
 			KUNIT_ASSERT_EQ_MSG(test,
-					    sim_run(s, depths[d], seed, n0, n1,
-						    SIM_FAULT_NONE), SIM_OK,
-					    "depth %u seed %llu", depths[d],
-					    seed);
+					    sim_run_imm(s, depths[d], seed, n0, n1,
+							SIM_FAULT_NONE, imm),
+					    SIM_OK, "depth %u seed %llu",
+					    depths[d], seed);
 			KUNIT_EXPECT_EQ(test, s->e[1].received, n0);
 			KUNIT_EXPECT_EQ(test, s->e[0].received, n1);
+			*bare += s->imm_bare;
+			*msgs += s->imm_msgs;
 		}
 	}
 }
 
-/*
- * One-way traffic: the receiver never sends data, so every credit comes
- * back in CREDIT messages.  Without them (or with the ack rule wrong) the
- * sender stalls for good.
- */
-static void credit_sim_one_way(struct kunit *test)
+static void credit_sim_seeds(struct kunit *test)
 {
-	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
-	u32 depth;
+	u32 bare = 0, msgs = 0;
 
-	KUNIT_ASSERT_NOT_NULL(test, s);
-	for (depth = 1; depth <= 9; depth++) {
-		KUNIT_ASSERT_EQ_MSG(test, sim_run(s, depth, depth, 1000, 0,
-						  SIM_FAULT_NONE), SIM_OK,
-				    "depth %u", depth);
-		KUNIT_EXPECT_EQ(test, s->e[1].received, 1000u);
-		/* Credits in batches: not one CREDIT message per message. */
-		if (depth >= 4)
-			KUNIT_EXPECT_LT(test, s->ctl_msgs, 1000u);
-		KUNIT_EXPECT_GT(test, s->ctl_msgs, 0u);
-	}
+	sim_sweep(test, SIM_IMM_NONE, 40, &bare, &msgs);
+	KUNIT_EXPECT_EQ(test, bare + msgs, 0u);
 }
 
 /* Messages and write-with-immediate notices mixed, both ways. */
 static void credit_sim_seeds_imm(struct kunit *test)
 {
-	static const u32 depths[] = { 1, 2, 3, 4, 7, 16, 64 };
-	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
 	u32 bare = 0, msgs = 0;
-	u64 seed;
-	int d;
 
-	KUNIT_ASSERT_NOT_NULL(test, s);
-	for (d = 0; d < ARRAY_SIZE(depths); d++) {
-		for (seed = 1; seed <= 20; seed++) {
-			u32 n0 = 100 + seed * 11, n1 = seed % 4 ? 250 - seed : 0;
-
-			KUNIT_ASSERT_EQ_MSG(test,
-					    sim_run_imm(s, depths[d], seed, n0, n1,
-							SIM_FAULT_NONE,
-							SIM_IMM_MIXED), SIM_OK,
-					    "depth %u seed %llu", depths[d],
-					    seed);
-			KUNIT_EXPECT_EQ(test, s->e[1].received, n0);
-			KUNIT_EXPECT_EQ(test, s->e[0].received, n1);
-			bare += s->imm_bare;
-			msgs += s->imm_msgs;
-		}
-	}
+	sim_sweep(test, SIM_IMM_MIXED, 20, &bare, &msgs);
 	/* Both forms of notice were exercised. */
 	KUNIT_EXPECT_GT(test, bare, 0u);
 	KUNIT_EXPECT_GT(test, msgs, 0u);
 }
 
 /*
- * A one-way stream of notices: the receiver returns every credit in CREDIT
- * messages, and only a notice can give it its token back.  Before
- * KRDMA_MSG_IMM this stalled after depth + depth / 2 notices.
+ * One-way traffic: the receiver never sends data, so every credit comes
+ * back in CREDIT messages.  Without them (or with the ack rule wrong) the
+ * sender stalls for good.  A stream of notices (SIM_IMM_ALL) is the hard
+ * case: only a notice can give the receiver its token back.  Before
+ * KRDMA_MSG_IMM it stalled after depth + depth / 2 notices.
  */
-static void credit_sim_one_way_imm(struct kunit *test)
+static void sim_one_way(struct kunit *test, enum sim_imm imm)
 {
 	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
 	u32 depth;
@@ -2096,10 +2070,15 @@ static void credit_sim_one_way_imm(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, s);
 	for (depth = 1; depth <= 9; depth++) {
 		KUNIT_ASSERT_EQ_MSG(test, sim_run_imm(s, depth, depth, 1000, 0,
-						      SIM_FAULT_NONE,
-						      SIM_IMM_ALL), SIM_OK,
-				    "depth %u", depth);
+						      SIM_FAULT_NONE, imm),
+				    SIM_OK, "depth %u", depth);
 		KUNIT_EXPECT_EQ(test, s->e[1].received, 1000u);
+		/* Credits in batches: not one CREDIT message per message. */
+		if (depth >= 4)
+			KUNIT_EXPECT_LT(test, s->ctl_msgs, 1000u);
+		KUNIT_EXPECT_GT(test, s->ctl_msgs, 0u);
+		if (imm != SIM_IMM_ALL)
+			continue;
 		KUNIT_EXPECT_EQ(test, s->imm_msgs + s->imm_bare, 1000u);
 		/* One header per CREDIT message, no more. */
 		KUNIT_EXPECT_LE(test, s->imm_msgs, s->ctl_msgs);
@@ -2108,6 +2087,16 @@ static void credit_sim_one_way_imm(struct kunit *test)
 		if (depth >= 8)
 			KUNIT_EXPECT_GT(test, s->imm_bare, 500u);
 	}
+}
+
+static void credit_sim_one_way(struct kunit *test)
+{
+	sim_one_way(test, SIM_IMM_NONE);
+}
+
+static void credit_sim_one_way_imm(struct kunit *test)
+{
+	sim_one_way(test, SIM_IMM_ALL);
 }
 
 /* The simulation itself notices the failures it is there to find. */
