@@ -744,6 +744,23 @@ static void krdma_sync_done(struct krdma_req *req)
 	complete(&container_of(req, struct krdma_sync_req, req)->done);
 }
 
+/*
+ * Wait for a posted @what.  The completion always comes, at worst as a
+ * flush.  A peer that never acknowledges (iWARP leaves retries to TCP,
+ * which takes many minutes) fails the connection after @timeout.
+ */
+static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
+			     long timeout, const char *what)
+{
+	if (wait_for_completion_timeout(done, timeout))
+		return 0;
+	pr_warn("%s: %s not acknowledged in %u ms, failing the connection\n",
+		conn->name, what, jiffies_to_msecs(timeout));
+	krdma_conn_teardown(conn, -ETIMEDOUT);
+	wait_for_completion(done);
+	return -ETIMEDOUT;
+}
+
 /**
  * krdma_send - send a message and wait until the peer has it
  * @conn: the connection
@@ -774,19 +791,8 @@ int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	ret = krdma_send_async(conn, buf, len, &s.req, false);
 	if (ret)
 		return ret;
-	/*
-	 * Posted: the completion always comes, at worst as a flush.  A peer
-	 * that never acknowledges (iWARP leaves retries to TCP, which takes
-	 * many minutes) fails the connection after @timeout.
-	 */
-	if (!wait_for_completion_timeout(&s.done, timeout)) {
-		pr_warn("%s: send not acknowledged in %u ms, failing the connection\n",
-			conn->name, jiffies_to_msecs(timeout));
-		krdma_conn_teardown(conn, -ETIMEDOUT);
-		wait_for_completion(&s.done);
-		return -ETIMEDOUT;
-	}
-	return s.req.status;
+	ret = krdma_wait_posted(conn, &s.done, timeout, "send");
+	return ret ?: s.req.status;
 }
 EXPORT_SYMBOL_GPL(krdma_send);
 
@@ -808,17 +814,6 @@ static void krdma_imm_done(struct ib_cq *cq, struct ib_wc *wc)
 		c->status = krdma_op_errno(c->conn, wc);
 	}
 	complete(&c->done);
-}
-
-/* Wait for a posted operation; one not done in @timeout fails the conn. */
-static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
-			     long timeout)
-{
-	if (wait_for_completion_timeout(done, timeout))
-		return 0;
-	krdma_conn_teardown(conn, -ETIMEDOUT);
-	wait_for_completion(done);
-	return -ETIMEDOUT;
 }
 
 /*
@@ -888,10 +883,12 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 	}
 	if (as_msg) {
 		atomic64_inc(&conn->stats.imm_msgs);
-		ret = krdma_wait_posted(conn, &s.done, timeout);
+		ret = krdma_wait_posted(conn, &s.done, timeout,
+					"write-with-immediate notice");
 		return ret ?: s.req.status;
 	}
-	ret = krdma_wait_posted(conn, &c.done, timeout);
+	ret = krdma_wait_posted(conn, &c.done, timeout,
+				"write-with-immediate notice");
 	return ret ?: c.status;
 }
 
