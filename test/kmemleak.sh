@@ -1,18 +1,25 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # kmemleak in a lab guest (debug kernel).
-#   kmemleak.sh --clear   scan, then forget every suspect so far (boot noise)
-#   kmemleak.sh           scan twice and report: exit 0 when no object is
-#                         reported, 1 with the report on stdout (first line:
-#                         a summary naming the first object's allocator)
+#   kmemleak.sh --mark    note the time (jiffies): objects allocated before
+#                         it (boot noise) are never reported
+#   kmemleak.sh           scan twice and report what was allocated since the
+#                         mark: exit 0 when no object is reported, 1 with the
+#                         report on stdout (first line: a summary naming the
+#                         first object's allocator)
 # Exits 77 when the kernel has no kmemleak.
+#
+# A mark rather than "scan, then clear" before the suite: under KASAN and
+# TCG that first scan took two minutes, and objects from before the suite
+# cannot be krdma's.
 km=/sys/kernel/debug/kmemleak
+mark=/tmp/kmemleak.mark
 [ -e $km ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
 [ -w $km ] || { echo "no kmemleak in $(uname -r)"; exit 77; }
 
-if [ "${1:-}" = --clear ]; then
-	echo scan >$km
-	echo clear >$km
+if [ "${1:-}" = --mark ]; then
+	sed -n 's/^jiffies: *//p' /proc/timer_list | head -n 1 >$mark
+	[ -s $mark ] || { echo "no jiffies in /proc/timer_list"; exit 1; }
 	exit 0
 fi
 
@@ -21,7 +28,14 @@ fi
 sleep 6
 echo scan >$km
 echo scan >$km
-report=$(cat $km)
+# Keep the reports (each from its "unreferenced object" line to the next)
+# of objects allocated at or after the mark.
+report=$(awk -v since="$(cat $mark 2>/dev/null || echo 0)" '
+	/^unreferenced object/ { keep = 0 }
+	/^  comm .*, jiffies [0-9]+/ { keep = ($NF + 0 >= since + 0) }
+	/^unreferenced object/ { head = $0; next }
+	head != "" { if (keep) print head; head = "" }
+	keep' $km)
 [ -z "$report" ] && exit 0
 n=$(grep -c '^unreferenced object' <<<"$report")
 # The first report's frames below kmemleak and the allocator name the

@@ -16,7 +16,7 @@ mkdir -p "$LAB/tests" "$LAB/sync"
 : >"$results"
 # On a kernel with kmemleak (debug): forget the suspects from before the
 # suite, and after it (krdma unloaded) require none ("kmemleak" result).
-"$top/test/kmemleak.sh" --clear >/dev/null 2>&1
+"$top/test/kmemleak.sh" --mark >/dev/null 2>&1
 
 if [ $# -gt 0 ]; then
 	tests=("$@")
