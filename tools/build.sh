@@ -29,8 +29,11 @@ for f in "$top"/Kbuild "$top"/*.c "$top"/*.h "$top"/include "$top"/test; do
 	[ -e "$f" ] && ln -s "$f" "$out/$(basename "$f")"
 done
 
+# Every core: a static (W=1 + sparse) build of krdma alone took 1.5 min
+# serially.
+jobs=-j$(nproc)
 log=$out/build.log
-if ! make -C "$kdir" M="$out" "$@" modules >"$log" 2>&1; then
+if ! make "$jobs" -C "$kdir" M="$out" "$@" modules >"$log" 2>&1; then
 	cat "$log" >&2
 	echo "build: krdma failed for $rel" >&2
 	exit 1
@@ -47,7 +50,7 @@ for f in "$top"/test/apitest/Kbuild "$top"/test/apitest/*.c; do
 	[ -e "$f" ] && ln -sf "$f" "$out/apitest/$(basename "$f")"
 done
 log=$out/apitest/build.log
-if ! make -C "$kdir" M="$out/apitest" KBUILD_EXTRA_SYMBOLS="$out/Module.symvers" \
+if ! make "$jobs" -C "$kdir" M="$out/apitest" KBUILD_EXTRA_SYMBOLS="$out/Module.symvers" \
 	"$@" modules >"$log" 2>&1; then
 	cat "$log" >&2
 	echo "build: krdma_apitest failed for $rel" >&2
@@ -73,7 +76,7 @@ if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then
 		fi
 		rm -rf "$out/siw"
 		cp -r "$src/drivers/infiniband/sw/siw" "$out/siw"
-		if ! make -C "$kdir" M="$out/siw" CONFIG_RDMA_SIW=m modules >"$out/siw/build.log" 2>&1; then
+		if ! make "$jobs" -C "$kdir" M="$out/siw" CONFIG_RDMA_SIW=m modules >"$out/siw/build.log" 2>&1; then
 			cat "$out/siw/build.log" >&2
 			echo "build: siw failed for $rel" >&2
 			exit 1
@@ -87,7 +90,7 @@ if grep -q '^CONFIG_KUNIT=y' "$config" 2>/dev/null; then
 	mkdir -p "$out/kunit"
 	ln -sf "$top/test/kunit/Kbuild" "$top/test/kunit/krdma_kunit.c" "$out/kunit/"
 	log=$out/kunit/build.log
-	if ! make -C "$kdir" M="$out/kunit" "$@" modules >"$log" 2>&1; then
+	if ! make "$jobs" -C "$kdir" M="$out/kunit" "$@" modules >"$log" 2>&1; then
 		cat "$log" >&2
 		echo "build: krdma_kunit failed for $rel" >&2
 		exit 1
