@@ -466,6 +466,24 @@ static int at_srv_reply(struct at_handler *h, int status, struct at_msg *rep)
 	return krdma_send(h->conn, rep, sizeof(*rep), AT_TIMEOUT);
 }
 
+/*
+ * Message @i of a stream mode (msg_sizes, msg_order_flood).  The stream may
+ * begin with the client's NOP: when siw held its HELLO, at_open() sends one
+ * to release it, and it arrives right behind the HELLO (seen on 6.12 siw,
+ * two guests).  No stream message is an at_msg with the NOP's magic.
+ */
+static int at_srv_recv_stream(struct at_handler *h, u32 max, u32 i)
+{
+	const struct at_msg *m = (const struct at_msg *)h->buf;
+	int ret;
+
+	ret = at_recv(h->conn, h->buf, max, AT_TIMEOUT);
+	if (!i && ret == sizeof(*m) && m->magic == cpu_to_be32(AT_MAGIC) &&
+	    m->op == AT_NOP)
+		ret = at_recv(h->conn, h->buf, max, AT_TIMEOUT);
+	return ret;
+}
+
 /* The sizes msg_sizes sends, in order; the last is the negotiated maximum. */
 static void at_msg_sizes(u32 max, u32 sizes[5])
 {
@@ -487,7 +505,7 @@ static void at_srv_msg_sizes(struct at_handler *h)
 
 	at_msg_sizes(max, sizes);
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-		ret = at_recv(h->conn, h->buf, max, AT_TIMEOUT);
+		ret = at_srv_recv_stream(h, max, i);
 		if (ret < 0) {
 			at_srv_fail(h, -EIO, "message %d: receive: %d", i, ret);
 			return;
@@ -524,7 +542,7 @@ static void at_srv_flood(struct at_handler *h, u32 n)
 	s64 bad;
 
 	for (i = 0; i < n; i++) {
-		ret = at_recv(h->conn, h->buf, max, AT_TIMEOUT);
+		ret = at_srv_recv_stream(h, max, i);
 		if (ret < 0) {
 			at_srv_fail(h, -EIO, "message %u: receive: %d", i, ret);
 			break;
