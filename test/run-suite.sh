@@ -14,8 +14,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 results=$LAB/results-$GUEST
 mkdir -p "$LAB/tests" "$LAB/sync"
 : >"$results"
-# On a kernel with kmemleak (debug): forget the suspects from before the
-# suite, and after it (krdma unloaded) require none ("kmemleak" result).
+# On a kernel with kmemleak (debug): mark the time, so that the report
+# after the suite (krdma unloaded) counts only objects allocated since,
+# and require none ("kmemleak" result).
 "$top/test/kmemleak.sh" --mark >/dev/null 2>&1
 
 if [ $# -gt 0 ]; then
