@@ -108,6 +108,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->tx_free);
 	INIT_LIST_HEAD(&conn->mrs);
+	INIT_LIST_HEAD(&conn->rw_orphans);
 	init_completion(&conn->cm_done);
 	mutex_init(&conn->teardown_mutex);
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
@@ -309,6 +310,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	 */
 	if (conn->qp)
 		ib_drain_qp(conn->qp);
+	krdma_rw_reap_orphans(conn);
 	krdma_conn_release_mrs(conn);
 	krdma_conn_destroy_qp(conn);
 	if (conn->cm_id) {
@@ -342,8 +344,11 @@ static void krdma_teardown_work(struct work_struct *work)
 	krdma_conn_put(conn);	/* the work's reference */
 }
 
-/* Queue teardown from a context that must not block (the CM handler). */
-static void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err)
+/*
+ * Queue teardown from a context that must not block (the CM handler) or
+ * that holds the QP (krdma_conn_qp_get()).
+ */
+void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err)
 {
 	krdma_conn_set_error(conn, err);
 	krdma_conn_get(conn);

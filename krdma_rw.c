@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krdma one-sided transfers: RDMA WRITE and READ through rdma_rw, and
- * atomics.  A transfer is cut into chunks (krdma_plan.c); each chunk is one
- * rdma_rw context, which splits it further into as many work requests and
- * registrations as the device needs, and takes one queue-depth slot.
+ * atomics.  An operation is one or more transfers (a batch), each cut into
+ * chunks (krdma_plan.c); each chunk is one rdma_rw context, which splits it
+ * further into as many work requests and registrations as the device
+ * needs, and takes one queue-depth slot.
+ *
+ * All the work requests of an operation go to the device in one post, and
+ * only the last one is signaled: a send queue completes in order, so its
+ * completion says that every earlier one is done too.  That is one
+ * completion (and one callback, one CQ event) per operation instead of one
+ * per work request.  The last work request of every other chunk carries an
+ * unsignaled cqe of its own, so that an error on it (a refused rkey, say)
+ * is still seen with its status, not only as the flush that follows.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -14,25 +23,33 @@
 #include "krdma_plan.h"
 #include "krdma_token.h"
 
-struct krdma_rw_op;
-
 struct krdma_rw_chunk {
 	struct rdma_rw_ctx	ctx;
-	struct ib_cqe		cqe;
-	struct krdma_rw_op	*op;
 	struct sg_table		sgt;
+	u32			bytes;
 	bool			inited;
 };
 
 struct krdma_rw_op {
 	struct krdma_conn	*conn;
 	struct krdma_req	*req;
+	struct ib_cqe		cqe;		/* the last work request's */
+	struct ib_cqe		err_cqe;	/* other chunks' last ones */
+	struct list_head	orphan;		/* conn->rw_orphans */
 	bool			write;
 	int			nr_chunks;
-	atomic_t		pending;
 	int			status;
 	u32			len;
 	struct krdma_rw_chunk	chunks[];
+};
+
+/* One transfer of an operation. */
+struct krdma_rw_part {
+	struct scatterlist		*sg;
+	int				nents;
+	u64				skip, len;
+	const struct krdma_token	*token;
+	u64				offset;
 };
 
 static enum dma_data_direction krdma_rw_dir(bool write)
@@ -53,50 +70,46 @@ static void krdma_rw_chunk_destroy(struct krdma_rw_op *op,
 	sg_free_table(&ch->sgt);
 }
 
-static void krdma_rw_op_finish(struct krdma_rw_op *op);
-
-static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
+/* Record a failed completion of @op's; the first error is the op's. */
+static void krdma_rw_wc_status(struct krdma_rw_op *op, struct ib_wc *wc)
 {
-	struct krdma_rw_chunk *ch = container_of(wc->wr_cqe,
-						 struct krdma_rw_chunk, cqe);
-	struct krdma_rw_op *op = ch->op;
 	struct krdma_conn *conn = op->conn;
-	bool wake;
 
-	if (wc->status != IB_WC_SUCCESS) {
-		krdma_wc_error(conn, wc, op->write ? "RDMA WRITE" :
-						     "RDMA READ");
-		if (wc->status == IB_WC_WR_FLUSH_ERR) {
-			spin_lock(&conn->lock);
-			cmpxchg(&op->status, 0, conn->error ?: -ECONNRESET);
-			spin_unlock(&conn->lock);
-		} else {
-			cmpxchg(&op->status, 0, krdma_wc_errno(wc->status));
-		}
+	krdma_wc_error(conn, wc, op->write ? "RDMA WRITE" : "RDMA READ");
+	if (wc->status == IB_WC_WR_FLUSH_ERR) {
+		spin_lock(&conn->lock);
+		cmpxchg(&op->status, 0, conn->error ?: -ECONNRESET);
+		spin_unlock(&conn->lock);
+	} else {
+		cmpxchg(&op->status, 0, krdma_wc_errno(wc->status));
 	}
-	krdma_rw_chunk_destroy(op, ch);
-	spin_lock(&conn->lock);
-	conn->rw_slots--;
+}
+
+/*
+ * Every work request of @op is done or flushed: release its contexts and
+ * slots and complete the caller's request.
+ */
+static void krdma_rw_op_finish(struct krdma_rw_op *op)
+{
+	struct krdma_conn *conn = op->conn;
+	struct krdma_req *req = op->req;
+	bool wake;
+	int i;
+
+	for (i = 0; i < op->nr_chunks; i++)
+		krdma_rw_chunk_destroy(op, &op->chunks[i]);
+	spin_lock_bh(&conn->lock);
+	conn->rw_slots -= op->nr_chunks;
 	/*
 	 * Only a poster waiting for slots wants this wakeup: waking conn->wq
 	 * on every completion would also wake the service thread and every
 	 * other sleeper on the connection, for nothing.
 	 */
 	wake = conn->rw_waiters;
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	if (wake)
 		wake_up_all(&conn->wq);
 
-	if (atomic_dec_and_test(&op->pending))
-		krdma_rw_op_finish(op);
-}
-
-static void krdma_rw_op_finish(struct krdma_rw_op *op)
-{
-	struct krdma_conn *conn = op->conn;
-	struct krdma_req *req;
-
-	req = op->req;
 	req->status = op->status;
 	req->len = op->status ? 0 : op->len;
 	if (!op->status) {
@@ -110,6 +123,48 @@ static void krdma_rw_op_finish(struct krdma_rw_op *op)
 	}
 	kfree(op);
 	req->done(req);
+}
+
+/* The op's last (signaled) work request completed or was flushed. */
+static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_rw_op *op = container_of(wc->wr_cqe, struct krdma_rw_op,
+					      cqe);
+
+	if (wc->status != IB_WC_SUCCESS)
+		krdma_rw_wc_status(op, wc);
+	krdma_rw_op_finish(op);
+}
+
+/*
+ * An unsignaled chunk end failed or was flushed.  It completes before the
+ * op's last work request (send queue order), which finishes the op.
+ */
+static void krdma_rw_err_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	krdma_rw_wc_status(container_of(wc->wr_cqe, struct krdma_rw_op,
+					err_cqe), wc);
+}
+
+/*
+ * From teardown, after the QP is drained: finish the ops whose chain the
+ * device took only in part (see __krdma_rdma_async()).
+ */
+void krdma_rw_reap_orphans(struct krdma_conn *conn)
+{
+	struct krdma_rw_op *op;
+
+	for (;;) {
+		spin_lock_bh(&conn->lock);
+		op = list_first_entry_or_null(&conn->rw_orphans,
+					      struct krdma_rw_op, orphan);
+		if (op)
+			list_del(&op->orphan);
+		spin_unlock_bh(&conn->lock);
+		if (!op)
+			return;
+		krdma_rw_op_finish(op);
+	}
 }
 
 static bool krdma_rw_slots_free(struct krdma_conn *conn, int n)
@@ -135,62 +190,119 @@ static int krdma_token_check(struct krdma_conn *conn,
 	return 0;
 }
 
-static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
-			      struct scatterlist *sg, int nents, u64 skip,
-			      u64 len, const struct krdma_token *token,
-			      u64 offset, struct krdma_req *req, bool nowait)
+/* Plan and build the chunks of @nparts transfers; returns the op. */
+static struct krdma_rw_op *krdma_rw_op_alloc(struct krdma_conn *conn,
+					     bool write,
+					     const struct krdma_rw_part *parts,
+					     int nparts)
 {
 	struct krdma_chunk_plan *plan;
 	struct sg_table *tables;
 	struct krdma_rw_op *op;
 	bool split_gaps;
+	int n = 0, p, ret;
+	u64 len = 0;
+
+	/* iWARP RDMA READ lands in an MR: chunks must be MR-mappable. */
+	split_gaps = !write && rdma_protocol_iwarp(conn->kdev->ibdev,
+						    conn->port);
+	/* Scratch for the plan and the tables: at most depth chunks. */
+	plan = kmalloc_array(conn->depth, sizeof(*plan) + sizeof(*tables),
+			     GFP_KERNEL);
+	if (!plan)
+		return ERR_PTR(-ENOMEM);
+	tables = (struct sg_table *)(plan + conn->depth);
+	for (p = 0; p < nparts; p++) {
+		const struct krdma_rw_part *pt = &parts[p];
+
+		ret = krdma_rw_plan(pt->sg, pt->nents, pt->skip, pt->len,
+				    conn->rw_chunk_pages, split_gaps, plan + n,
+				    conn->depth - n);
+		if (ret < 0)
+			goto out_tables;
+		ret = krdma_rw_fill(pt->sg, pt->nents, pt->skip, pt->len,
+				    plan + n, ret, tables + n, GFP_KERNEL) ?: ret;
+		if (ret < 0)
+			goto out_tables;
+		n += ret;
+		len += pt->len;
+	}
+	ret = -E2BIG;
+	if (len > U32_MAX)
+		goto out_tables;
+	ret = -ENOMEM;
+	op = kzalloc(struct_size(op, chunks, n), GFP_KERNEL);
+	if (!op)
+		goto out_tables;
+	op->conn = conn;
+	op->write = write;
+	op->len = len;
+	op->nr_chunks = n;
+	op->cqe.done = krdma_rw_done;
+	op->err_cqe.done = krdma_rw_err_done;
+	INIT_LIST_HEAD(&op->orphan);
+	while (n--) {
+		op->chunks[n].sgt = tables[n];
+		op->chunks[n].bytes = plan[n].bytes;
+	}
+	kfree(plan);
+	return op;
+
+out_tables:
+	while (n--)
+		sg_free_table(&tables[n]);
+	kfree(plan);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Chain the work requests of every chunk of @op, only the very last one
+ * signaled; returns the first.
+ */
+static struct ib_send_wr *krdma_rw_op_wrs(struct krdma_rw_op *op)
+{
+	struct krdma_conn *conn = op->conn;
+	struct ib_send_wr *first = NULL, *wr;
+	int i;
+
+	for (i = op->nr_chunks - 1; i >= 0; i--) {
+		struct ib_send_wr *head;
+
+		head = rdma_rw_ctx_wrs(&op->chunks[i].ctx, conn->qp, conn->port,
+				       &op->cqe, NULL);
+		if (first) {
+			/* Not the last chunk: unsignaled, errors only. */
+			for (wr = head; wr->next; wr = wr->next)
+				;
+			wr->wr_cqe = &op->err_cqe;
+			wr->send_flags &= ~IB_SEND_SIGNALED;
+			wr->next = first;
+		}
+		first = head;
+	}
+	return first;
+}
+
+static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
+			      const struct krdma_rw_part *parts, int nparts,
+			      struct krdma_req *req, bool nowait)
+{
+	const struct ib_send_wr *bad = NULL;
+	struct ib_send_wr *first;
+	struct krdma_rw_op *op;
 	int n, i, ret;
-	u64 raddr;
+	bool orphan;
 
 	ret = krdma_conn_qp_get(conn);
 	if (ret)
 		return ret;
-	/* iWARP RDMA READ lands in an MR: chunks must be MR-mappable. */
-	split_gaps = !write && rdma_protocol_iwarp(conn->kdev->ibdev,
-						    conn->port);
-
-	ret = -ENOMEM;
-	plan = kcalloc(conn->depth, sizeof(*plan), GFP_KERNEL);
-	if (!plan)
+	op = krdma_rw_op_alloc(conn, write, parts, nparts);
+	if (IS_ERR(op)) {
+		ret = PTR_ERR(op);
 		goto out_put;
-	n = krdma_rw_plan(sg, nents, skip, len, conn->rw_chunk_pages,
-			  split_gaps, plan, conn->depth);
-	if (n < 0) {
-		ret = n;
-		goto out_plan;
 	}
-	op = kzalloc(struct_size(op, chunks, n), GFP_KERNEL);
-	if (!op)
-		goto out_plan;
-	op->conn = conn;
 	op->req = req;
-	op->write = write;
-	op->nr_chunks = n;
-	op->len = len;
-	atomic_set(&op->pending, n);
-	for (i = 0; i < n; i++) {
-		op->chunks[i].op = op;
-		op->chunks[i].cqe.done = krdma_rw_done;
-	}
-	tables = kcalloc(n, sizeof(*tables), GFP_KERNEL);
-	if (!tables) {
-		kfree(op);
-		goto out_plan;
-	}
-	ret = krdma_rw_fill(sg, nents, skip, len, plan, n, tables, GFP_KERNEL);
-	if (ret) {
-		kfree(tables);
-		kfree(op);
-		goto out_plan;
-	}
-	for (i = 0; i < n; i++)
-		op->chunks[i].sgt = tables[i];
-	kfree(tables);
+	n = op->nr_chunks;
 
 	/* Wait for slots before taking MRs from the QP's pool. */
 	for (;;) {
@@ -221,68 +333,64 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 			goto out_op;
 	}
 
-	raddr = token->addr + offset;
-	for (i = 0; i < n; i++) {
-		struct krdma_rw_chunk *ch = &op->chunks[i];
+	for (i = 0, n = 0; i < nparts; i++) {
+		u64 raddr = parts[i].token->addr + parts[i].offset, done = 0;
 
-		ret = rdma_rw_ctx_init(&ch->ctx, conn->qp, conn->port,
-				       ch->sgt.sgl, ch->sgt.orig_nents, 0, raddr,
-				       token->rkey, krdma_rw_dir(write));
-		if (ret < 0) {
-			pr_warn("%s: rdma_rw_ctx_init failed: %d\n",
-				conn->name, ret);
-			goto out_slots;
+		for (; done < parts[i].len; n++) {
+			struct krdma_rw_chunk *ch = &op->chunks[n];
+
+			ret = rdma_rw_ctx_init(&ch->ctx, conn->qp, conn->port,
+					       ch->sgt.sgl, ch->sgt.orig_nents,
+					       0, raddr + done,
+					       parts[i].token->rkey,
+					       krdma_rw_dir(write));
+			if (ret < 0) {
+				pr_warn("%s: rdma_rw_ctx_init failed: %d\n",
+					conn->name, ret);
+				goto out_slots;
+			}
+			ch->inited = true;
+			done += ch->bytes;
 		}
-		ch->inited = true;
-		raddr += plan[i].bytes;
 	}
 
-	for (i = 0; i < n; i++) {
-		spin_lock_bh(&conn->lock);
-		ret = conn->qp_ok ?
-		      rdma_rw_ctx_post(&op->chunks[i].ctx, conn->qp,
-				       conn->port, &op->chunks[i].cqe, NULL) :
-		      -ENOTCONN;
-		spin_unlock_bh(&conn->lock);
-		if (ret)
-			break;
+	first = krdma_rw_op_wrs(op);
+	spin_lock_bh(&conn->lock);
+	ret = -ENOTCONN;
+	if (conn->qp_ok)
+		ret = ib_post_send(conn->qp, first, &bad);
+	/*
+	 * A chain the device took only in part has lost its signaled end:
+	 * nothing would say when the posted part is done.  Teardown (the
+	 * connection fails) finishes such an op once it drained the QP.
+	 */
+	orphan = ret && ret != -ENOTCONN && bad != first;
+	if (orphan) {
+		op->status = ret;
+		list_add_tail(&op->orphan, &conn->rw_orphans);
 	}
-	if (i < n) {
-		/* Posted chunks complete (or flush) and finish the op. */
+	spin_unlock_bh(&conn->lock);
+	if (ret) {
 		pr_warn("%s: posting RDMA %s failed: %d\n", conn->name,
 			write ? "WRITE" : "READ", ret);
-		krdma_conn_set_error(conn, ret);
-		cmpxchg(&op->status, 0, ret);
-		if (!i)
+		if (!orphan) {
+			krdma_conn_set_error(conn, ret);
 			goto out_slots;
-		/*
-		 * Chunks 0..i-1 are in flight (they flush, the connection is
-		 * failing); whoever drops the last pending count ends the op.
-		 */
-		for (n -= i; i < op->nr_chunks; i++)
-			krdma_rw_chunk_destroy(op, &op->chunks[i]);
-		spin_lock_bh(&conn->lock);
-		conn->rw_slots -= n;
-		spin_unlock_bh(&conn->lock);
-		if (atomic_sub_and_test(n, &op->pending))
-			krdma_rw_op_finish(op);
-		ret = 0;
+		}
+		krdma_conn_schedule_teardown(conn, ret);
 	}
-	kfree(plan);
 	krdma_conn_qp_put(conn);
-	return ret;
+	return 0;
 
 out_slots:
 	spin_lock_bh(&conn->lock);
-	conn->rw_slots -= n;
+	conn->rw_slots -= op->nr_chunks;
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
 out_op:
-	for (i = 0; i < n; i++)
+	for (i = 0; i < op->nr_chunks; i++)
 		krdma_rw_chunk_destroy(op, &op->chunks[i]);
 	kfree(op);
-out_plan:
-	kfree(plan);
 out_put:
 	krdma_conn_qp_put(conn);
 	return ret;
@@ -311,19 +419,76 @@ int krdma_rdma_async(struct krdma_conn *conn, bool write,
 		     const struct krdma_token *token, u64 offset,
 		     struct krdma_req *req, bool nowait)
 {
-	u64 len;
+	struct krdma_rw_part part = {
+		.sg = sg, .nents = nents, .token = token, .offset = offset,
+	};
 	int ret;
 
-	ret = krdma_sg_len(sg, nents, &len);
-	if (ret || !len)
+	ret = krdma_sg_len(sg, nents, &part.len);
+	if (ret || !part.len)
 		return -EINVAL;
-	ret = krdma_token_check(conn, token, offset, len);
+	ret = krdma_token_check(conn, token, offset, part.len);
 	if (ret)
 		return ret;
-	return __krdma_rdma_async(conn, write, sg, nents, 0, len, token,
-				  offset, req, nowait);
+	return __krdma_rdma_async(conn, write, &part, 1, req, nowait);
 }
 EXPORT_SYMBOL_GPL(krdma_rdma_async);
+
+/**
+ * krdma_rdma_batch_async - several RDMA WRITEs or READs, one completion
+ * @conn: the connection
+ * @write: true to write local data to the peer, false to read from it
+ * @vec: the transfers, in the order the device runs them
+ * @n: entries in @vec
+ * @req: ->done runs (softirq) once, when every transfer is complete;
+ *	->len is then their total
+ * @nowait: fail with -EAGAIN instead of waiting for free slots
+ *
+ * The work requests of all the transfers go to the device in one post, and
+ * the device signals only the last one: one completion for the batch rather
+ * than one per transfer, which is most of the cost of small transfers.
+ * Together the transfers may take at most queue depth chunks (256 pages
+ * each; a transfer takes at least one).  If the batch fails, ->status is
+ * the first error and the data of any transfer of it may or may not be
+ * placed.
+ *
+ * Return: as krdma_rdma_async(); -EINVAL for an empty batch.
+ */
+int krdma_rdma_batch_async(struct krdma_conn *conn, bool write,
+			   const struct krdma_rdma_vec *vec, int n,
+			   struct krdma_req *req, bool nowait)
+{
+	struct krdma_rw_part *parts;
+	int i, ret;
+
+	if (n <= 0)
+		return -EINVAL;
+	if (n > conn->depth)
+		return -E2BIG;
+	parts = kcalloc(n, sizeof(*parts), GFP_KERNEL);
+	if (!parts)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		parts[i].sg = vec[i].sg;
+		parts[i].nents = vec[i].nents;
+		parts[i].token = vec[i].token;
+		parts[i].offset = vec[i].offset;
+		ret = -EINVAL;
+		if (!vec[i].token ||
+		    krdma_sg_len(vec[i].sg, vec[i].nents, &parts[i].len) ||
+		    !parts[i].len)
+			goto out;
+		ret = krdma_token_check(conn, vec[i].token, vec[i].offset,
+					parts[i].len);
+		if (ret)
+			goto out;
+	}
+	ret = __krdma_rdma_async(conn, write, parts, n, req, nowait);
+out:
+	kfree(parts);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(krdma_rdma_batch_async);
 
 struct krdma_rw_sync {
 	struct krdma_req	req;
@@ -361,12 +526,15 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 	window = (u64)max_t(u32, conn->depth / 2, 1) * conn->rw_chunk_pages *
 		 PAGE_SIZE / 2;
 	while (done < len) {
-		u64 this = min(len - done, window);
+		struct krdma_rw_part part = {
+			.sg = sg, .nents = nents, .skip = skip + done,
+			.len = min(len - done, window), .token = token,
+			.offset = offset + done,
+		};
 
 		init_completion(&s.done);
 		s.req.done = krdma_rw_sync_done;
-		ret = __krdma_rdma_async(conn, write, sg, nents, skip + done, this,
-					 token, offset + done, &s.req, false);
+		ret = __krdma_rdma_async(conn, write, &part, 1, &s.req, false);
 		if (ret == -E2BIG && window > PAGE_SIZE) {
 			/* Gappy scatterlist: more chunks than planned. */
 			window /= 2;
@@ -387,7 +555,7 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		}
 		if (s.req.status)
 			return s.req.status;
-		done += this;
+		done += part.len;
 	}
 	return 0;
 }

@@ -109,6 +109,20 @@ struct krdma_req {
 	void	*priv;
 };
 
+/**
+ * struct krdma_rdma_vec - one transfer of krdma_rdma_batch_async()
+ * @sg: local memory (source of a write, destination of a read)
+ * @nents: entries in @sg
+ * @token: the peer's region
+ * @offset: where in the peer's region
+ */
+struct krdma_rdma_vec {
+	struct scatterlist		*sg;
+	int				nents;
+	const struct krdma_token	*token;
+	u64				offset;
+};
+
 /* What krdma_recv_ex() received besides the bytes. */
 struct krdma_recv_info {
 	bool	imm_valid;	/* a krdma_write_imm() notice, no bytes */
@@ -158,6 +172,9 @@ int krdma_rdma_async(struct krdma_conn *conn, bool write,
 		     struct scatterlist *sg, int nents,
 		     const struct krdma_token *token, u64 offset,
 		     struct krdma_req *req, bool nowait);
+int krdma_rdma_batch_async(struct krdma_conn *conn, bool write,
+			   const struct krdma_rdma_vec *vec, int n,
+			   struct krdma_req *req, bool nowait);
 int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
 		     u64 offset, u64 compare, u64 swap, u64 *old, long timeout);
 int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,
