@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krdma benchmark engine: "bench name=CONN op=write|read|send size=BYTES
- * [depth=N] [count=N | secs=N]" on the control file.
+ * [depth=N] [batch=N] [count=N | secs=N]" on the control file.
  *
  * One bench runs per connection at a time, in a work item.  It keeps up to
  * depth operations in flight (at most the connection's queue depth) and
  * never verifies data:
- *  - write/read: krdma_rdma_async() of one local buffer against a region
- *    the peer's service thread exposes for the run (krdma_peer_expose());
+ *  - write/read: krdma_rdma_batch_async() of batch transfers of one local
+ *    buffer against a region the peer's service thread exposes for the run
+ *    (krdma_peer_expose()): one post and one completion per batch;
  *  - send: krdma_send_async() of a zeroed message, which the peer's service
  *    thread receives and drops.
- * Each operation is timed from its post call to its completion callback;
- * latencies go into a log-linear histogram (32 buckets per power of two, so
- * a percentile is within 3% of the true value), exact minimum and maximum
- * besides.  Several connections are benchmarked by starting one bench on
+ * Each operation is timed from its post call to its completion callback,
+ * which for a transfer in a batch is the batch's (the device does not
+ * signal the others); latencies go into a log-linear histogram (32 buckets
+ * per power of two, so a percentile is within 3% of the true value), exact
+ * minimum and maximum besides.  Several connections are benchmarked by starting one bench on
  * each; tools/bench adds their results up.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -46,11 +48,12 @@ static const char * const kb_op_names[] = {
 
 struct krdma_bench;
 
-/* One operation in flight. */
+/* One operation (write/read: one batch of them) in flight. */
 struct kb_slot {
 	struct krdma_req	req;
 	struct krdma_bench	*b;
 	u64			t0;
+	u32			nops;
 	bool			busy;
 };
 
@@ -60,7 +63,7 @@ struct krdma_bench {
 	struct mutex		lock;		/* parameters, results, running */
 	bool			running;
 	enum kb_op		op;
-	u32			size, count, secs;
+	u32			size, count, secs, batch;
 	char			status[80];
 
 	/* Counted by the completions, under stat_lock. */
@@ -78,12 +81,13 @@ struct krdma_bench {
 	atomic_t		inflight;
 	int			wake_at;	/* wake the poster at this many */
 	int			err;
-	u32			window;
+	u32			window;		/* slots */
 	u64			post_ns;	/* in the post calls */
 	u32			sleeps;		/* the poster waited */
 	struct kb_slot		*slots;
 	struct sg_table		sgt;		/* write/read: local buffer */
 	struct krdma_token	tok;		/* write/read: the peer's */
+	struct krdma_rdma_vec	*vec;		/* write/read: a batch */
 	void			*msg;		/* send: the message */
 };
 
@@ -143,13 +147,13 @@ static void kb_done(struct krdma_req *req)
 		wake = true;
 	} else {
 		spin_lock_irqsave(&b->stat_lock, flags);
-		b->ops++;
+		b->ops += s->nops;
 		b->bytes += req->len;
 		if (ns < b->lat_min)
 			b->lat_min = ns;
 		if (ns > b->lat_max)
 			b->lat_max = ns;
-		b->hist[kb_bucket(ns)]++;
+		b->hist[kb_bucket(ns)] += s->nops;
 		b->t_last = now;
 		spin_unlock_irqrestore(&b->stat_lock, flags);
 	}
@@ -200,8 +204,8 @@ static bool kb_wait(struct krdma_bench *b,
 
 static int kb_post_rw(struct krdma_bench *b, struct kb_slot *s)
 {
-	return krdma_rdma_async(b->conn, b->op == KB_WRITE, b->sgt.sgl,
-				b->sgt.orig_nents, &b->tok, 0, &s->req, false);
+	return krdma_rdma_batch_async(b->conn, b->op == KB_WRITE, b->vec,
+				      s->nops, &s->req, false);
 }
 
 static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
@@ -244,7 +248,7 @@ static int kb_loop(struct krdma_bench *b)
 	b->t_last = t_start;
 	spin_unlock_bh(&b->stat_lock);
 
-	for (seq = 0; !b->count || seq < b->count; seq++) {
+	for (seq = 0; !b->count || seq < b->count; seq += s->nops) {
 		if (deadline && ktime_get_ns() >= deadline)
 			break;
 		s = &b->slots[idx];
@@ -260,6 +264,9 @@ static int kb_loop(struct krdma_bench *b)
 		if (ret)
 			break;
 		s->busy = true;
+		s->nops = b->batch;
+		if (b->count)
+			s->nops = min_t(u64, s->nops, b->count - seq);
 		atomic_inc(&b->inflight);
 		s->t0 = ktime_get_ns();
 		ret = post(b, s);
@@ -329,7 +336,7 @@ retry:
 static int kb_run_rw(struct krdma_bench *b)
 {
 	struct krdma_conn *conn = b->conn;
-	u32 chunk = conn->rw_chunk_pages * PAGE_SIZE, per_op;
+	u32 chunk = conn->rw_chunk_pages * PAGE_SIZE, per_op, i;
 	int ret;
 
 	ret = kb_buf_alloc(b);
@@ -344,11 +351,27 @@ static int kb_run_rw(struct krdma_bench *b)
 			 "failed: size is more than one peer registration spans");
 	if (ret)
 		goto out_buf;
-	/* Each operation takes one queue-depth slot per chunk. */
+	/*
+	 * Each transfer takes one queue-depth slot per chunk; a slot of the
+	 * bench is a batch.  (Fewer slots than were allocated, never more.)
+	 */
 	per_op = DIV_ROUND_UP(b->size, chunk);
-	if (b->window * per_op > conn->depth)
-		b->window = max_t(u32, conn->depth / per_op, 1);
-	ret = kb_loop(b);
+	b->batch = clamp_t(u32, b->batch, 1,
+			   max_t(u32, conn->depth / per_op, 1));
+	b->window = clamp_t(u32, b->window / b->batch, 1,
+			    max_t(u32, conn->depth / (per_op * b->batch), 1));
+	ret = -ENOMEM;
+	b->vec = kcalloc(b->batch, sizeof(*b->vec), GFP_KERNEL);
+	if (b->vec) {
+		for (i = 0; i < b->batch; i++) {
+			b->vec[i].sg = b->sgt.sgl;
+			b->vec[i].nents = b->sgt.orig_nents;
+			b->vec[i].token = &b->tok;
+		}
+		ret = kb_loop(b);
+	}
+	kfree(b->vec);
+	b->vec = NULL;
 	krdma_peer_unexpose(conn);
 out_buf:
 	kb_buf_free(b);
@@ -400,8 +423,9 @@ static void kb_work(struct work_struct *work)
 		snprintf(b->status, sizeof(b->status), "failed: %d", ret);
 	b->running = false;
 	mutex_unlock(&b->lock);
-	pr_info("%s: bench %s size=%u depth=%u: %s, %llu ops in %llu us (posting %llu ns/op, %u waits)\n",
-		conn->name, kb_op_names[b->op], b->size, b->window, b->status,
+	pr_info("%s: bench %s size=%u depth=%u batch=%u: %s, %llu ops in %llu us (posting %llu ns/op, %u waits)\n",
+		conn->name, kb_op_names[b->op], b->size, b->window * b->batch,
+		b->batch, b->status,
 		b->ops, b->usecs, b->ops ? div64_u64(b->post_ns, b->ops) : 0,
 		b->sleeps);
 	krdma_conn_put(conn);
@@ -476,6 +500,11 @@ int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
 	}
 	if (op != KB_SEND && !cmd->size)
 		return -EINVAL;
+	if (op == KB_SEND && cmd->batch > 1) {
+		pr_warn("%s: bench batch= works with op=write and op=read\n",
+			conn->name);
+		return -EINVAL;
+	}
 
 	b = kb_get(conn);
 	if (!b)
@@ -491,6 +520,7 @@ int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
 	b->count = cmd->count;
 	b->secs = cmd->secs;
 	b->window = min_not_zero(cmd->depth, conn->depth);
+	b->batch = max_t(u32, cmd->batch, 1);
 	spin_lock_bh(&b->stat_lock);
 	b->ops = 0;
 	b->bytes = 0;

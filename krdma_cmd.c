@@ -22,12 +22,12 @@ const char krdma_cmd_usage[] =
 "connect name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
 "disconnect name=NAME\n"
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N] [sge=N]\n"
-"bench name=CONN op=write|read|send size=BYTES [depth=N] [count=N | secs=N]\n"
+"bench name=CONN op=write|read|send size=BYTES [depth=N] [batch=N] [count=N | secs=N]\n"
 "IPv6 addresses are written [ADDR]:PORT.  BYTES take a K or M suffix.\n";
 
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
-	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_NR,
+	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_NR,
 };
 
 static const char * const krdma_keys[K_NR] = {
@@ -35,7 +35,7 @@ static const char * const krdma_keys[K_NR] = {
 	[K_DEPTH] = "depth", [K_MSG] = "msg", [K_TIMEOUT] = "timeout_ms",
 	[K_TOS] = "tos", [K_HELLO] = "hello", [K_OP] = "op",
 	[K_SIZE] = "size", [K_COUNT] = "count", [K_SGE] = "sge",
-	[K_SECS] = "secs",
+	[K_SECS] = "secs", [K_BATCH] = "batch",
 };
 
 struct krdma_verb {
@@ -57,7 +57,8 @@ static const struct krdma_verb krdma_verbs[] = {
 	{ "test", KRDMA_CMD_TEST,
 	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_COUNT) | B(K_SGE), B(K_NAME) },
 	{ "bench", KRDMA_CMD_BENCH,
-	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_DEPTH) | B(K_COUNT) | B(K_SECS),
+	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_DEPTH) | B(K_COUNT) | B(K_SECS) |
+	  B(K_BATCH),
 	  B(K_NAME) | B(K_OP) | B(K_SIZE) },
 };
 
@@ -226,7 +227,8 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	case K_SIZE:
 	case K_COUNT:
 	case K_SGE:
-	case K_SECS: {
+	case K_SECS:
+	case K_BATCH: {
 		u32 val;
 
 		ret = krdma_parse_size(v, &val);
@@ -265,6 +267,10 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 		case K_SECS:
 			lim = KRDMA_BENCH_MAX_SECS;
 			cmd->secs = val;
+			break;
+		case K_BATCH:
+			lim = KRDMA_MAX_DEPTH;
+			cmd->batch = val;
 			break;
 		default:
 			lim = KRDMA_TEST_MAX_SGE;
@@ -389,6 +395,11 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 			cmd->count = 1000;
 		if (!cmd->size && cmd->test_ops != KRDMA_TEST_SEND)
 			return ERR("size=0 works only with op=send");
+		if (!cmd->batch)
+			cmd->batch = 1;
+		if (cmd->depth && cmd->batch > cmd->depth)
+			return ERR("batch=%u is more than depth=%u", cmd->batch,
+			    cmd->depth);
 	}
 	return 0;
 }

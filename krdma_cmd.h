@@ -52,6 +52,7 @@ struct krdma_cmd {
 	u32			count;
 	u32			sge;
 	u32			secs;		/* bench */
+	u32			batch;		/* bench */
 };
 
 int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,

@@ -20,6 +20,9 @@ sizes=${KRDMA_BENCH_SIZES:-64 4096 65536 1048576}
 secs=${KRDMA_BENCH_SECS:-2}
 lat_n=${KRDMA_BENCH_LAT_N:-300}
 depth=${KRDMA_BENCH_DEPTH:-32}
+# Write and read bandwidth runs post this many at a time, one completion
+# each batch (perftest signals one in 100 by default, --cq-mod).
+batch=${KRDMA_BENCH_BATCH:-8}
 ops=${KRDMA_BENCH_OPS:-write read send}
 port0=7100
 logs=$LAB/bench-logs
@@ -104,6 +107,7 @@ barrier listening
 ctl connect name=b addr=$PEER_IP:$port0 depth=$depth msg=1M || fail "connect"
 c=$KRDMA_SYS/conns/b
 rec info 0 krdma queue_depth "$(cat $c/queue_depth)"
+rec info 0 krdma batch "$batch"
 
 # kb CELL ARGS...: one krdma bench on connection b; results in bench_*.
 kb() {
@@ -163,7 +167,9 @@ while read -r kind op size; do
 	i=$((i + 1))
 	if [ "$kind" = bw ]; then
 		n=1000
-		if kb "$op-bw-$size" op=$op size=$size secs=$secs; then
+		b=
+		[ "$op" = send ] || b=batch=$batch
+		if kb "$op-bw-$size" op=$op size=$size secs=$secs $b; then
 			rec "${op}_bw" "$size" krdma bw_mibs "$(cat $c/bench_bw_mbps)"
 			rec "${op}_bw" "$size" krdma msg_rate "$(cat $c/bench_msg_rate)"
 			n=$(cat $c/bench_ops)

@@ -136,9 +136,11 @@ def main():
         sizes, ops, cells = boot_cells(vals)
         memcpy = vals.get(("memcpy", 67108864, "memcpy", "bw_mibs"))
         depth = vals.get(("info", 0, "krdma", "queue_depth"))
+        batch = vals.get(("info", 0, "krdma", "batch"))
         boot = {"line": line, "kernel": rel, "topo": topo,
                 "description": TOPOS.get(topo, topo),
-                "memcpy_mibs": memcpy, "depth": depth, "cells": cells}
+                "memcpy_mibs": memcpy, "depth": depth, "batch": batch,
+                "cells": cells}
         result["boots"].append(boot)
         title = f"{rel}, {TOPOS.get(topo, topo)}"
         extra = []
@@ -146,6 +148,8 @@ def main():
             extra.append(f"memcpy in the guest: {memcpy:.0f} MiB/s")
         if depth:
             extra.append(f"{depth:.0f} operations in flight in bandwidth runs")
+        if batch:
+            extra.append(f"krdma write/read posted {batch:.0f} at a time")
         text.append("")
         text.append(f"== {title}" + (f" ({'; '.join(extra)})" if extra else ""))
         md.append("")

@@ -1613,7 +1613,7 @@ static int cmd_bench(int argc, char **argv)
 		"bench_lat_p50_ns", "bench_lat_p99_ns", "bench_lat_max_ns",
 		NULL };
 	const char *name = NULL, *addr = NULL, *op = NULL;
-	__u64 size = 4096, count = 0, depth = 0, bsecs = 0;
+	__u64 size = 4096, count = 0, depth = 0, batch = 0, bsecs = 0;
 	unsigned int secs = 0;
 	char args[160];
 	int i, n;
@@ -1633,6 +1633,8 @@ static int cmd_bench(int argc, char **argv)
 			size = parse_size(optval(argc, argv, &i), "size");
 		else if (!strcmp(a, "--depth"))
 			depth = parse_size(optval(argc, argv, &i), "depth");
+		else if (!strcmp(a, "--batch"))
+			batch = parse_size(optval(argc, argv, &i), "batch");
 		else if (!strcmp(a, "--count"))
 			count = parse_size(optval(argc, argv, &i), "count");
 		else if (!strcmp(a, "--secs"))
@@ -1656,6 +1658,9 @@ static int cmd_bench(int argc, char **argv)
 	if (depth)
 		n += snprintf(args + n, sizeof(args) - n, " depth=%llu",
 			      (unsigned long long)depth);
+	if (batch)
+		n += snprintf(args + n, sizeof(args) - n, " batch=%llu",
+			      (unsigned long long)batch);
 	if (count)
 		snprintf(args + n, sizeof(args) - n, " count=%llu",
 			 (unsigned long long)count);
@@ -1750,11 +1755,12 @@ static const struct cmd cmds[] = {
 	  "  connection made for it to a listener made for it at IP:PORT." },
 	{ "bench", cmd_bench,
 	  "bench NAME|--addr IP:PORT --op write|read|send [--size BYTES] [--depth N]\n"
-	  "      [--count N | --secs N] [--timeout SECONDS]\n"
+	  "      [--batch N] [--count N | --secs N] [--timeout SECONDS]\n"
 	  "  Run the in-kernel benchmark on sysfs connection NAME (or on a\n"
 	  "  connection made for it, as test does): bandwidth, message rate and\n"
 	  "  latency (min, median, p99, max) of --op at --size (default 4K),\n"
-	  "  --depth operations in flight (default: the queue depth)." },
+	  "  --depth operations in flight (default: the queue depth); write and\n"
+	  "  read post --batch operations at a time with one completion (default 1)." },
 	{ "version", cmd_version, "version\n  The module's ABI version and limits." },
 };
 

@@ -249,6 +249,8 @@ static void cmd_bench_ok(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cmd->count, 1000u);
 	KUNIT_EXPECT_EQ(test, cmd->secs, 0u);
 	KUNIT_EXPECT_EQ(test, cmd->depth, 0u);
+	/* No batch=: one operation per post. */
+	KUNIT_EXPECT_EQ(test, cmd->batch, 1u);
 
 	expect_ok(test, "bench name=c op=send size=0 secs=5 depth=8");
 	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_SEND);
@@ -263,6 +265,12 @@ static void cmd_bench_ok(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cmd->count, 1000000000u);
 	expect_ok(test, "bench name=c op=read size=1M secs=3600");
 	KUNIT_EXPECT_EQ(test, cmd->secs, 3600u);
+
+	expect_ok(test, "bench name=c op=write size=64 depth=32 batch=32");
+	KUNIT_EXPECT_EQ(test, cmd->batch, 32u);
+	/* Without depth= the connection's depth bounds it, at run time. */
+	expect_ok(test, "bench name=c op=read size=64 batch=1024");
+	KUNIT_EXPECT_EQ(test, cmd->batch, 1024u);
 }
 
 static void cmd_bench_bad(struct kunit *test)
@@ -280,6 +288,11 @@ static void cmd_bench_bad(struct kunit *test)
 	expect_bad(test, "bench name=c op=send size=64 secs=3601", "out of range");
 	expect_bad(test, "bench name=c op=send size=64 secs=0", "secs must not be 0");
 	expect_bad(test, "bench name=c op=send size=64 depth=0", "depth must not be 0");
+	expect_bad(test, "bench name=c op=write size=64 batch=0", "batch must not be 0");
+	expect_bad(test, "bench name=c op=write size=64 batch=1025", "out of range");
+	expect_bad(test, "bench name=c op=write size=64 depth=8 batch=9",
+		   "batch=9 is more than depth=8");
+	expect_bad(test, "test name=c batch=2", "unknown word 'batch' for test");
 	/* The self-test's larger count is a bench's only, not the reverse. */
 	expect_bad(test, "test name=c count=1000001", "out of range");
 	expect_bad(test, "test name=c secs=1", "unknown word 'secs' for test");
