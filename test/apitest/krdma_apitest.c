@@ -2136,7 +2136,7 @@ static void sc_batch(struct at_test *t)
 	u64 bg = 0x9000, sw = 0x9100, sr = 0x9200;
 	struct at_async a = { .done = ATOMIC_INIT(0) };
 	struct at_areq q;
-	struct at_local l[AT_BATCH_N];
+	struct at_local *l;	/* on the heap: KASAN's frame limit */
 	struct krdma_token bad;
 	struct krdma_conn *c;
 	struct at_reg reg;
@@ -2144,9 +2144,16 @@ static void sc_batch(struct at_test *t)
 	u32 total = 0, end;
 
 	init_waitqueue_head(&a.wq);
-	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
-	if (!c)
+	l = kcalloc(AT_BATCH_N, sizeof(*l), GFP_KERNEL);
+	if (!l) {
+		at_fail(t, "out of memory");
 		return;
+	}
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c) {
+		kfree(l);
+		return;
+	}
 	if (!at_reg(t, c, AT_WR_LEN, AT_RW, bg, 0, &reg) ||
 	    !at_expect(t, reg.ntok, 1, "tokens for %u bytes", AT_WR_LEN))
 		goto out;
@@ -2241,10 +2248,12 @@ static void sc_batch(struct at_test *t)
 	else
 		pr_info("%s: forged batch returned %d\n", t->name, st);
 out:
+	/* Closed first: a batch still in flight ends before its memory. */
+	krdma_close(c);
 	kfree(big);
 	while (nl--)
 		at_local_free(&l[nl]);
-	krdma_close(c);
+	kfree(l);
 }
 
 #define AT_MID_DEPTH	16
