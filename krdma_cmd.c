@@ -21,7 +21,8 @@ const char krdma_cmd_usage[] =
 "unlisten name=NAME\n"
 "connect name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
 "disconnect name=NAME\n"
-"test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N] [sge=N]\n"
+"test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
+"     [sge=N] [timeout_ms=MS]\n"
 "bench name=CONN op=write|read|send size=BYTES [depth=N] [batch=N] [count=N | secs=N]\n"
 "IPv6 addresses are written [ADDR]:PORT.  BYTES take a K or M suffix.\n";
 
@@ -55,7 +56,8 @@ static const struct krdma_verb krdma_verbs[] = {
 	  B(K_TIMEOUT) | B(K_TOS) | B(K_HELLO), B(K_NAME) | B(K_ADDR) },
 	{ "disconnect", KRDMA_CMD_DISCONNECT, B(K_NAME), B(K_NAME) },
 	{ "test", KRDMA_CMD_TEST,
-	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_COUNT) | B(K_SGE), B(K_NAME) },
+	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_COUNT) | B(K_SGE) | B(K_TIMEOUT),
+	  B(K_NAME) },
 	{ "bench", KRDMA_CMD_BENCH,
 	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_DEPTH) | B(K_COUNT) | B(K_SECS) |
 	  B(K_BATCH),

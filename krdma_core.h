@@ -263,7 +263,7 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 
 /* krdma_selftest.c */
 int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
-		     u32 sge);
+		     u32 sge, u32 timeout_ms);
 int krdma_svc_start(struct krdma_conn *conn);
 void krdma_svc_stop(struct krdma_conn *conn);
 

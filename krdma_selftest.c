@@ -21,6 +21,7 @@
 #include "krdma_bench.h"
 
 #define ST_MAGIC	0x4b525354	/* "KRST" */
+/* Each wait of the self-test, unless test timeout_ms= says otherwise. */
 #define ST_TIMEOUT	(30 * HZ)
 #define ST_MAX_REGIONS	64
 
@@ -73,6 +74,7 @@ struct krdma_selftest {
 	struct mutex		lock;		/* parameters and results */
 	bool			running;
 	u32			ops, size, count, sge;
+	long			timeout;	/* each wait of the initiator */
 	/* results, read through sysfs; counters under stat_lock */
 	char			status[96];
 	spinlock_t		stat_lock;	/* taken in softirq too */
@@ -121,9 +123,9 @@ static void st_exp_free(struct st_exposed *e)
 	e->len = 0;
 }
 
-static int st_send(struct krdma_conn *conn, struct st_msg *m)
+static int st_send(struct krdma_conn *conn, struct st_msg *m, long timeout)
 {
-	return krdma_send(conn, m, sizeof(*m), ST_TIMEOUT);
+	return krdma_send(conn, m, sizeof(*m), timeout);
 }
 
 static int st_reply(struct krdma_conn *conn, int status, u64 off)
@@ -131,7 +133,7 @@ static int st_reply(struct krdma_conn *conn, int status, u64 off)
 	struct st_msg m;
 
 	st_encode(&m, ST_REPLY, 0, 0, off, 0, status);
-	return st_send(conn, &m);
+	return st_send(conn, &m, ST_TIMEOUT);
 }
 
 static int st_setup(struct krdma_conn *conn, struct st_exposed *e, u64 len,
@@ -176,7 +178,7 @@ static int st_setup(struct krdma_conn *conn, struct st_exposed *e, u64 len,
 		krdma_mr_token(e->mr[i], &tok);
 		st_encode(&m, ST_TOKEN, 0, 0, e->nr, i, 0);
 		krdma_token_pack(&tok, &m.tok);
-		ret = st_send(conn, &m);
+		ret = st_send(conn, &m, ST_TIMEOUT);
 		if (ret)
 			return ret;
 	}
@@ -354,7 +356,7 @@ static int st_wait_reply(struct krdma_selftest *st, struct st_msg *out)
 
 	left = wait_event_interruptible_timeout(st->conn->wq,
 						st_reply_ready(st),
-						ST_TIMEOUT);
+						st->timeout);
 	mutex_lock(&st->lock);
 	if (st->rtail == st->rhead) {
 		mutex_unlock(&st->lock);
@@ -374,7 +376,7 @@ static int st_request(struct krdma_selftest *st, u8 op, u64 seed, u64 len,
 	int ret;
 
 	st_encode(&m, op, seed, len, 0, arg, 0);
-	ret = st_send(st->conn, &m);
+	ret = st_send(st->conn, &m, st->timeout);
 	if (ret)
 		return ret;
 	ret = st_wait_reply(st, &m);
@@ -491,7 +493,7 @@ static int st_get_tokens(struct krdma_selftest *st, u64 len, int access,
 	int ret;
 
 	st_encode(&m, ST_SETUP, seed, len, 0, access, 0);
-	ret = st_send(st->conn, &m);
+	ret = st_send(st->conn, &m, st->timeout);
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++) {
@@ -552,14 +554,14 @@ static int st_one_sided(struct krdma_selftest *st, bool write, bool imm,
 
 			ret = krdma_rdma_range(conn, write, l.sgt.sgl,
 					       l.sgt.orig_nents, skip, this,
-					       &toks[r], 0, ST_TIMEOUT);
+					       &toks[r], 0, st->timeout);
 		}
 		if (!ret && imm) {
 			struct st_msg r;
 
 			/* The notice follows the data; the peer checks then. */
 			ret = krdma_post_imm(conn, toks[nr - 1].addr,
-					     toks[nr - 1].rkey, i, ST_TIMEOUT);
+					     toks[nr - 1].rkey, i, st->timeout);
 			if (!ret)
 				ret = st_wait_reply(st, &r);
 			if (!ret)
@@ -674,9 +676,10 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 		while ((ret = krdma_send_async(conn, m, sizeof(*m) + payload,
 					       &s->req, true)) == -EAGAIN) {
 			if (!wait_event_timeout(conn->wq, krdma_can_send(conn),
-						ST_TIMEOUT)) {
-				pr_warn("%s: no credit from the peer in %d s, failing the connection\n",
-					conn->name, ST_TIMEOUT / HZ);
+						st->timeout)) {
+				pr_warn("%s: no credit from the peer in %u ms, failing the connection\n",
+					conn->name,
+					jiffies_to_msecs(st->timeout));
 				krdma_conn_teardown(conn, -ETIMEDOUT);
 			}
 		}
@@ -684,7 +687,7 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 			atomic_dec(&st->send_inflight);
 	}
 	if (!wait_event_timeout(conn->wq, !atomic_read(&st->send_inflight),
-				ST_TIMEOUT)) {
+				st->timeout)) {
 		pr_warn("%s: self-test sends not acknowledged, failing the connection\n",
 			conn->name);
 		krdma_conn_teardown(conn, -ETIMEDOUT);
@@ -725,13 +728,14 @@ static int st_atomic_test(struct krdma_selftest *st)
 	for (i = 0; i < st->count && !ret; i++) {
 		ktime_t t0 = ktime_get();
 
-		ret = krdma_atomic_fadd(conn, &tok, 0, i + 1, &old, ST_TIMEOUT);
+		ret = krdma_atomic_fadd(conn, &tok, 0, i + 1, &old,
+					st->timeout);
 		if (!ret && old != expect)
 			ret = -EILSEQ;
 		expect += i + 1;
 		if (!ret) {
 			ret = krdma_atomic_cas(conn, &tok, 0, expect,
-					       expect * 3, &old, ST_TIMEOUT);
+					       expect * 3, &old, st->timeout);
 			if (!ret && old != expect)
 				ret = -EILSEQ;
 			expect *= 3;
@@ -781,7 +785,7 @@ static void krdma_test_work(struct work_struct *work)
 }
 
 int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
-		     u32 sge)
+		     u32 sge, u32 timeout_ms)
 {
 	struct krdma_selftest *st = conn->st;
 	int ret = 0;
@@ -811,6 +815,8 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 		st->size = size;
 		st->count = count;
 		st->sge = sge;
+		st->timeout = timeout_ms ? msecs_to_jiffies(timeout_ms) :
+			      ST_TIMEOUT;
 		spin_lock_irq(&st->stat_lock);
 		st->done_ops = 0;
 		st->bytes = 0;
@@ -879,6 +885,7 @@ int krdma_svc_start(struct krdma_conn *conn)
 	mutex_init(&st->lock);
 	spin_lock_init(&st->stat_lock);
 	INIT_WORK(&st->work, krdma_test_work);
+	st->timeout = ST_TIMEOUT;
 	conn->st = st;
 	t = kthread_run(krdma_svc_thread, conn, "krdma/%s", conn->name);
 	if (IS_ERR(t)) {
@@ -950,11 +957,12 @@ int krdma_peer_expose(struct krdma_conn *conn, u64 len, int access,
 		return -EBUSY;
 	}
 	st->running = true;
+	st->timeout = ST_TIMEOUT;
 	st->rhead = st->rtail;
 	mutex_unlock(&st->lock);
 
 	st_encode(&m, ST_SETUP, 0, len, 0, access, 0);
-	ret = st_send(conn, &m);
+	ret = st_send(conn, &m, st->timeout);
 	for (i = 0; !ret && i < n; i++) {
 		ret = st_wait_reply(st, &m);
 		if (ret)

@@ -615,7 +615,8 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 			ret = krdma_bench_start(conn, cmd);
 		} else {
 			ret = krdma_test_start(conn, cmd->test_ops, cmd->size,
-					       cmd->count, cmd->sge);
+					       cmd->count, cmd->sge,
+					       cmd->timeout_ms);
 		}
 		krdma_conn_put(conn);
 		return ret;

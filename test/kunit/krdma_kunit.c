@@ -182,11 +182,21 @@ static void cmd_test_defaults(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cmd->size, 4096u);
 	KUNIT_EXPECT_EQ(test, cmd->count, 1u);
 	KUNIT_EXPECT_EQ(test, cmd->sge, 1u);
+	/* 0: the self-test's own default for each wait (30 s). */
+	KUNIT_EXPECT_EQ(test, cmd->timeout_ms, 0u);
 
 	expect_ok(test, "test name=c1 op=write size=1 count=1000000 sge=1");
 	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_WRITE);
 	KUNIT_EXPECT_EQ(test, cmd->size, 1u);
 	KUNIT_EXPECT_EQ(test, cmd->count, 1000000u);
+
+	expect_ok(test, "test name=c1 timeout_ms=2000");
+	KUNIT_EXPECT_EQ(test, cmd->timeout_ms, 2000u);
+	expect_ok(test, "test name=c1 timeout_ms=600000");
+	KUNIT_EXPECT_EQ(test, cmd->timeout_ms, 600000u);
+	expect_bad(test, "test name=c1 timeout_ms=0", "timeout_ms must not be 0");
+	expect_bad(test, "test name=c1 timeout_ms=600001", "out of range");
+	expect_bad(test, "test name=c1 timeout_ms=5s", "bad number");
 }
 
 static void cmd_test_ops(struct kunit *test)
