@@ -12,7 +12,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 line=${1:?usage: build.sh 6.1|6.12|debug [make args]}
 shift
-cache=${KRDMA_CACHE:-$HOME/.cache/krdma}
 
 rel=$("$here/kver.sh" "$line")
 kdir=$("$here/kdir.sh" "$line")
@@ -66,14 +65,7 @@ if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then
 	6.12.*)	srcpkg=linux-source-6.12 ;;
 	esac
 	if [ -n "$srcpkg" ] && [ ! -f "$out/siw/siw.ko" ]; then
-		srcver=$(dpkg-query -W -f='${Version}' "$srcpkg")
-		src=$cache/src/$srcpkg-$srcver
-		if [ ! -f "$src/.done" ]; then
-			mkdir -p "$src"
-			tar -xJf "/usr/src/$srcpkg.tar.xz" -C "$src" --strip-components=1 \
-				--wildcards "$srcpkg/drivers/infiniband/sw/siw/*"
-			touch "$src/.done"
-		fi
+		src=$("$here/kernel-src.sh" "$srcpkg")
 		rm -rf "$out/siw"
 		cp -r "$src/drivers/infiniband/sw/siw" "$out/siw"
 		if ! make "$jobs" -C "$kdir" M="$out/siw" CONFIG_RDMA_SIW=m modules >"$out/siw/build.log" 2>&1; then

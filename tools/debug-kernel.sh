@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Build (once) and cache the krdma debug kernel for the qemu test lab.
 #
-# Source: the installed Debian package linux-source-6.12 (/usr/src/linux-source-6.12.tar.xz).
+# Source: the installed Debian package linux-source-6.12, unpacked once by
+#         tools/kernel-src.sh (checkpatch and the 6.12 siw build share it).
 # Config: `make tinyconfig` (x86_64) + test/debug-kernel.config, then olddefconfig; every
 #         fragment line is checked against the final .config.
 # Cache:  ${KRDMA_CACHE:-$HOME/.cache/krdma}/debug-kernel/<source-version>-<sha256(fragment):12>/
 #           bzImage   kernel image for qemu -kernel
-#           build/    O= build tree, usable as KDIR (make -C build M=/path/to/module modules)
-#           src/      unpacked kernel source (build/ refers to it)
+#           build/    O= build tree, usable as KDIR (make -C build M=/path/to/module modules);
+#                     it refers to the source tree of tools/kernel-src.sh
 #           modules/  INSTALL_MOD_PATH: modules/lib/modules/<release>/, depmod done
 #           release   kernelrelease string
 #           build.log full build log
@@ -19,7 +20,6 @@
 set -euo pipefail
 
 readonly SRC_PKG=linux-source-6.12
-readonly TARBALL=/usr/src/linux-source-6.12.tar.xz
 readonly ARCH=x86_64
 readonly JOBS=3
 
@@ -79,11 +79,9 @@ fi
 for tool in make gcc bc bison flex xz depmod perl; do
   command -v "$tool" >/dev/null || die "missing build tool: $tool"
 done
-[[ -f $TARBALL ]] || die "missing $TARBALL"
 
 mkdir -p "$dir"
 log="$dir/build.log"
-src="$dir/src"
 obj="$dir/build"
 start=$SECONDS
 : >"$log"
@@ -100,13 +98,8 @@ run() {
   fi
 }
 
-if [[ ! -f $src/.unpacked ]]; then
-  rm -rf -- "$src"
-  mkdir -p "$src"
-  run "unpacking $TARBALL ($SRC_PKG $src_ver)" \
-    tar -xf "$TARBALL" -C "$src" --strip-components=1
-  touch "$src/.unpacked"
-fi
+say "unpacking $SRC_PKG $src_ver (once, shared)"
+src=$("$repo/tools/kernel-src.sh" "$SRC_PKG") || die "cannot unpack $SRC_PKG"
 
 kmake() { make -C "$src" O="$obj" ARCH="$ARCH" "$@"; }
 
