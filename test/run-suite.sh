@@ -1,37 +1,43 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Run the guest tests of one topology on one device, inside a lab guest.
-#   run-suite.sh single|pair rxe|siw [TEST...]
+# Run the guest tests of one topology, on one or more devices in turn,
+# inside a lab guest.
+#   run-suite.sh single|pair "rxe siw" [TEST...]
 # Each test is test/guest/NAME.sh; its "# topo:" and "# dev:" header lines
-# say where it runs.  Results go to $LAB/results-$GUEST, one line each:
+# say where it runs.  The devices share one boot (a boot is 15 to 25 s of a
+# lane under TCG) but not a suite: each device's tests run on their own,
+# and between two devices the first one and its driver are removed, so
+# that no test ever sees two RDMA devices on eth0.  Results go to
+# $LAB/results-$GUEST-$DEV, one line each:
 #   PASS name | FAIL name: reason | SKIP name: reason
 # A kernel bug pattern appearing in dmesg during a test fails that test.
-topo=${1:?topo} dev=${2:?dev}
+topo=${1:?topo}
+read -ra devs <<<"${2:?devs}"
 shift 2
-export TOPO=$topo DEV=$dev ROLE=$GUEST
+export TOPO=$topo ROLE=$GUEST
 [ "$topo" = single ] && export PEER_IP=$MY_IP
 top=$(cd "$(dirname "$0")/.." && pwd)
-results=$LAB/results-$GUEST
 mkdir -p "$LAB/tests" "$LAB/sync"
-: >"$results"
+for dev in "${devs[@]}"; do
+	: >"$LAB/results-$GUEST-$dev"
+done
 # On a kernel with kmemleak (debug): mark the time, so that the report
 # after the suite (krdma unloaded) counts only objects allocated since,
 # and require none ("kmemleak" result).
 "$top/test/kmemleak.sh" --mark >/dev/null 2>&1
 
-if [ $# -gt 0 ]; then
-	tests=("$@")
-else
-	tests=()
+# tests_for DEV: this topology's tests for DEV on this kernel line.
+tests_for() {
+	local f
 	for f in "$top"/test/guest/*.sh; do
 		grep -qE "^# topo:.*\b$topo\b" "$f" || continue
-		grep -qE "^# dev:.*\b$dev\b" "$f" || continue
+		grep -qE "^# dev:.*\b$1\b" "$f" || continue
 		# "# kernel: LINE ..." limits a test to those kernel lines.
 		! grep -qE "^# kernel:" "$f" ||
 			grep -qE "^# kernel:.*\b$KLINE\b" "$f" || continue
-		tests+=("$(basename "$f" .sh)")
+		basename "$f" .sh
 	done
-fi
+}
 filter=${KRDMA_TESTS:-}
 
 # In the two-guest lab both guests walk the same list; meet at the start and
@@ -51,18 +57,18 @@ sync_peer() {
 	done
 }
 
-for t in "${tests[@]}"; do
-	if [ -n "$filter" ] && ! [[ " $filter " == *" $t "* ]]; then
-		continue
-	fi
-	export TEST_ID=$t
+# run_test NAME: one test on $DEV, its result appended to $results.
+run_test() {
+	local t=$1 out before t0 rc bug why
+	# The sync files of the two guests are per device too.
+	export TEST_ID=$DEV.$t
 	if ! sync_peer begin; then
 		echo "FAIL $t: the other guest never started it" >>"$results"
-		continue
+		return
 	fi
-	out=$LAB/tests/$KLINE-$dev-$topo-$t-$GUEST.log
+	out=$LAB/tests/$KLINE-$DEV-$topo-$t-$GUEST.log
 	before=$(dmesg | wc -l)
-	echo "=== $t ($KLINE $dev $topo $GUEST)" >/dev/console
+	echo "=== $t ($KLINE $DEV $topo $GUEST)" >/dev/console
 	t0=$SECONDS
 	timeout -k 5 "${KRDMA_TEST_TIMEOUT:-300}" bash "$top/test/guest/$t.sh" >"$out" 2>&1
 	rc=$?
@@ -86,9 +92,39 @@ for t in "${tests[@]}"; do
 	fi
 	echo "$(tail -n 1 "$results") ($((SECONDS - t0)) s)" >/dev/console
 	sync_peer end || echo "# $t: the other guest did not finish it" >>"$out"
+}
+
+# dev_remove: take $DEV and its driver away before the next device's suite.
+dev_remove() {
+	local drv
+	drv=$([ "$DEV" = rxe ] && echo rdma_rxe || echo siw)
+	lsmod | grep -q '^krdma ' && rmmod krdma
+	rdma link delete "$IBDEV" 2>/dev/null
+	if lsmod | grep -q "^$drv "; then
+		rmmod "$drv" || { echo "FAIL device removal: rmmod $drv" >>"$results"; return 1; }
+	fi
+	! rdma link show "$IBDEV/1" >/dev/null 2>&1 ||
+		{ echo "FAIL device removal: $IBDEV still there" >>"$results"; return 1; }
+}
+
+for DEV in "${devs[@]}"; do
+	export DEV IBDEV=${DEV}0
+	results=$LAB/results-$GUEST-$DEV
+	if [ $# -gt 0 ]; then
+		tests=("$@")
+	else
+		mapfile -t tests < <(tests_for "$DEV")
+	fi
+	for t in "${tests[@]}"; do
+		if [ -n "$filter" ] && ! [[ " $filter " == *" $t "* ]]; then
+			continue
+		fi
+		run_test "$t"
+	done
+	[ "$DEV" = "${devs[-1]}" ] || dev_remove
 done
 if [ -e /sys/kernel/debug/kmemleak ]; then
-	out=$LAB/tests/$KLINE-$dev-$topo-kmemleak-$GUEST.log
+	out=$LAB/tests/$KLINE-$DEV-$topo-kmemleak-$GUEST.log
 	lsmod | grep -q '^krdma ' && rmmod krdma
 	"$top/test/kmemleak.sh" >"$out" 2>&1
 	case $? in

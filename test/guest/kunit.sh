@@ -5,8 +5,9 @@
 # checks (test/kunit, krdma_kunit.ko) on a kernel built with KUnit, i.e. the
 # debug kernel (skipped on others).  Every KUnit case also counts as a
 # result of its own in make check: one line "PASS|FAIL|SKIP
-# kunit.SUITE.CASE" each, appended to $LAB/results-$GUEST.  The KTAP of each suite is read from
-# /sys/kernel/debug/kunit/SUITE/results and kept in this test's log.
+# kunit.SUITE.CASE" each, appended to $LAB/results-$GUEST-$DEV.  The KTAP
+# of each suite is read from /sys/kernel/debug/kunit/SUITE/results and kept
+# in this test's log.
 # topo: single
 # dev: rxe
 # kernel: debug
@@ -29,7 +30,7 @@ for s in $suites; do
 done
 rmmod krdma_kunit || fail "rmmod krdma_kunit"
 
-results=$LAB/results-$GUEST
+results=$LAB/results-$GUEST-$DEV
 total=0 passed=0 failed=0 skipped=0 bad=()
 for s in $suites; do
 	if [ -e "$tmp/$s.missing" ]; then
