@@ -134,6 +134,11 @@ wait_for() {
 	done
 }
 
+# peer_gone NAME: guest NAME has ended (tools/guest-run marks it when its
+# qemu exits, a crash included): whatever it had not written by then will
+# never come, so waiting for it is pointless.
+peer_gone() { [ -e "$LAB/gone-$1" ]; }
+
 # Two-guest rendezvous through the shared lab directory.
 barrier() {	# barrier NAME [TIMEOUT]
 	local name=$1 t=$(( ${2:-120} * 10 )) other
@@ -144,6 +149,7 @@ barrier() {	# barrier NAME [TIMEOUT]
 	while [ ! -e "$LAB/sync/$TEST_ID.$name.$other" ]; do
 		t=$((t - 1))
 		[ $t -gt 0 ] || fail "barrier $name: guest $other never came"
+		! peer_gone "$other" || fail "barrier $name: guest $other is gone"
 		nap 0.1
 	done
 }
@@ -151,9 +157,12 @@ barrier() {	# barrier NAME [TIMEOUT]
 # Pass a small value to the other guest (pair) or to ourselves (single).
 put_val() { printf '%s\n' "$2" >"$LAB/sync/$TEST_ID.val.$1.tmp" && mv "$LAB/sync/$TEST_ID.val.$1.tmp" "$LAB/sync/$TEST_ID.val.$1"; }
 get_val() {
-	local t=1200
+	local t=1200 other
+	other=$([ "$ROLE" = A ] && echo B || echo A)
 	while [ ! -e "$LAB/sync/$TEST_ID.val.$1" ]; do
 		t=$((t - 1)); [ $t -gt 0 ] || fail "value $1 never came"
+		[ "${TOPO:-single}" != pair ] || ! peer_gone "$other" ||
+			fail "value $1: guest $other is gone"
 		nap 0.1
 	done
 	cat "$LAB/sync/$TEST_ID.val.$1"

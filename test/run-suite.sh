@@ -45,14 +45,15 @@ filter=${KRDMA_TESTS:-}
 # The wait naps without a fork (see test/lib.sh): the guest that finished
 # first must not slow the other down.
 . "$top/test/lib.sh"
+other=$([ "$GUEST" = A ] && echo B || echo A)
 sync_peer() {
-	local other t=3000
+	local t=3000
 	[ "$topo" = pair ] || return 0
-	other=$([ "$GUEST" = A ] && echo B || echo A)
 	: >"$LAB/sync/$TEST_ID.suite-$1.$GUEST"
 	while [ ! -e "$LAB/sync/$TEST_ID.suite-$1.$other" ]; do
 		t=$((t - 1))
 		[ $t -gt 0 ] || return 1
+		! peer_gone "$other" || return 1
 		nap 0.1
 	done
 }
@@ -63,7 +64,11 @@ run_test() {
 	# The sync files of the two guests are per device too.
 	export TEST_ID=$DEV.$t
 	if ! sync_peer begin; then
-		echo "FAIL $t: the other guest never started it" >>"$results"
+		if peer_gone "$other"; then
+			echo "FAIL $t: guest $other is gone" >>"$results"
+		else
+			echo "FAIL $t: the other guest never started it" >>"$results"
+		fi
 		return
 	fi
 	out=$LAB/tests/$KLINE-$DEV-$topo-$t-$GUEST.log
