@@ -44,7 +44,16 @@ static void krdma_mr_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 	complete(&kmr->done);
 }
 
-/* Post one registration or invalidation WR and wait for it. */
+/*
+ * Bound on a registration or invalidation.  Both are local work requests
+ * and complete in microseconds, behind whatever the send queue holds.
+ */
+#define KRDMA_MR_TIMEOUT	(30 * HZ)
+
+/*
+ * Post one registration or invalidation WR and wait for it.  Called with
+ * a QP reference (krdma_conn_qp_get()), and returns with it.
+ */
 static int krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 {
 	struct krdma_conn *conn = kmr->conn;
@@ -59,8 +68,27 @@ static int krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	spin_unlock_bh(&conn->lock);
 	if (ret)
 		return ret;
-	/* Always completes: successfully, or flushed by teardown's drain. */
-	wait_for_completion(&kmr->done);
+	/*
+	 * It completes, successfully or flushed by teardown's drain.  But a
+	 * send queue that stops moving must not leave the caller in D state
+	 * for good (seen once in the lab: a LOCAL_INV on an idle 6.1 rxe QP
+	 * whose completion never came, and every user of that connection
+	 * hung behind it).  Fail the connection then, and move the QP to
+	 * ERROR: that flushes the WR, so its cqe is done with before kmr
+	 * can be freed.  The owner's close tears the rest down as usual.
+	 */
+	if (!wait_for_completion_timeout(&kmr->done, KRDMA_MR_TIMEOUT)) {
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+		pr_warn("%s: memory %s not completed in %u ms, failing the connection\n",
+			conn->name, wr->opcode == IB_WR_REG_MR ?
+			"registration" : "invalidation",
+			jiffies_to_msecs(KRDMA_MR_TIMEOUT));
+		krdma_conn_set_error(conn, -ETIMEDOUT);
+		ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+		wait_for_completion(&kmr->done);
+		return -ETIMEDOUT;
+	}
 	return kmr->status;
 }
 

@@ -78,6 +78,12 @@ run_test() {
 	timeout -k 5 "${KRDMA_TEST_TIMEOUT:-300}" bash "$top/test/guest/$t.sh" >"$out" 2>&1
 	rc=$?
 	echo "# $t took $((SECONDS - t0)) s" >>"$out"
+	# A test that hung: keep the stacks of the blocked tasks in its log
+	# now, since a guest that hangs later is killed with its dmesg unsaved.
+	if [ $rc = 124 ] && echo w >/proc/sysrq-trigger 2>/dev/null; then
+		echo "# timed out; dmesg since the test started, blocked tasks last:" >>"$out"
+		dmesg | tail -n +"$((before + 1))" >>"$out"
+	fi
 	# Leave no state behind for the next test.
 	if lsmod | grep -q '^krdma ' && ! rmmod krdma >>"$out" 2>&1; then
 		[ $rc = 0 ] && rc=1 && echo "FAIL: rmmod krdma after the test" >>"$out"
