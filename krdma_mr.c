@@ -71,11 +71,12 @@ static int krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	/*
 	 * It completes, successfully or flushed by teardown's drain.  But a
 	 * send queue that stops moving must not leave the caller in D state
-	 * for good (seen once in the lab: a LOCAL_INV on an idle 6.1 rxe QP
-	 * whose completion never came, and every user of that connection
-	 * hung behind it).  Fail the connection then, and move the QP to
-	 * ERROR: that flushes the WR, so its cqe is done with before kmr
-	 * can be freed.  The owner's close tears the rest down as usual.
+	 * for good, with every user of the connection behind it (suspected,
+	 * not proven, in one lab hang on 6.1 rxe).  Fail the connection
+	 * then, and move the QP to ERROR: that flushes the WR, so its cqe is
+	 * done with before kmr can be freed.  Teardown cannot do the flush
+	 * for us: it waits for our QP reference.  The owner's close tears the
+	 * rest down as usual.
 	 */
 	if (!wait_for_completion_timeout(&kmr->done, KRDMA_MR_TIMEOUT)) {
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
@@ -85,7 +86,10 @@ static int krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 			"registration" : "invalidation",
 			jiffies_to_msecs(KRDMA_MR_TIMEOUT));
 		krdma_conn_set_error(conn, -ETIMEDOUT);
-		ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+		ret = ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+		if (ret)
+			pr_warn("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
+				conn->name, ret);
 		wait_for_completion(&kmr->done);
 		return -ETIMEDOUT;
 	}
