@@ -1,23 +1,26 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Print the kernel build directory (KDIR) for a kernel line or release.
-#   kdir.sh            running kernel's build dir, else the newest Debian header set
-#   kdir.sh 6.1|6.12   the Debian header set of that line (via its meta-package)
-#   kdir.sh RELEASE    that exact release (e.g. 6.12.117+deb12-amd64)
+#   kdir.sh            the running kernel's /lib/modules/$(uname -r)/build,
+#                      or an error naming the headers package to install
+#   kdir.sh 6.1|6.12   the lab's unpacked Debian headers of that line
+#   kdir.sh RELEASE    that exact release: installed headers, else the lab's
 #   kdir.sh debug      the cached debug kernel's build tree
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 want=${1:-}
+cache=${KRDMA_CACHE:-${HOME:?HOME is not set}/.cache/krdma}
 
 if [ -z "$want" ]; then
-	if [ -d "/lib/modules/$(uname -r)/build" ]; then
-		echo "/lib/modules/$(uname -r)/build"
+	# A host build is for the kernel the host runs, never another one.
+	d=/lib/modules/$(uname -r)/build
+	if [ -d "$d" ]; then
+		echo "$d"
 		exit 0
 	fi
-	newest=$(ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1)
-	[ -n "$newest" ] || { echo "kdir: no kernel headers installed (run tools/lab-setup.sh)" >&2; exit 1; }
-	echo "$newest"
-	exit 0
+	echo "kdir: no headers for the running kernel $(uname -r): install linux-headers-$(uname -r)" >&2
+	echo "kdir: (or build for a lab kernel: make KVER=6.1|6.12|debug)" >&2
+	exit 1
 fi
 
 if [ "$want" = debug ]; then
@@ -27,8 +30,8 @@ if [ "$want" = debug ]; then
 fi
 
 rel=$("$here/kver.sh" "$want")
-for d in "/lib/modules/$rel/build" "/usr/src/linux-headers-$rel"; do
-	[ -d "$d" ] && { echo "$d"; exit 0; }
+for d in "$cache/kernels/$rel/usr/src/linux-headers-$rel" "/lib/modules/$rel/build"; do
+	[ -f "$d/Makefile" ] && { echo "$d"; exit 0; }
 done
-echo "kdir: no headers for $rel (run tools/lab-setup.sh)" >&2
+echo "kdir: no headers for $rel (run tools/lab-setup.sh, or install linux-headers-$rel)" >&2
 exit 1
