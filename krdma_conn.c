@@ -108,7 +108,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->tx_free);
 	INIT_LIST_HEAD(&conn->mrs);
-	INIT_LIST_HEAD(&conn->rw_orphans);
+	INIT_LIST_HEAD(&conn->rw_ops);
 	init_completion(&conn->cm_done);
 	mutex_init(&conn->teardown_mutex);
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
@@ -310,7 +310,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	 */
 	if (conn->qp)
 		ib_drain_qp(conn->qp);
-	krdma_rw_reap_orphans(conn);
+	krdma_rw_reap(conn);
 	krdma_conn_release_mrs(conn);
 	krdma_conn_destroy_qp(conn);
 	if (conn->cm_id) {

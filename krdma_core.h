@@ -167,7 +167,7 @@ struct krdma_conn {
 	u32			rw_slots;	/* one-sided chunks in flight */
 	u32			rw_waiters;	/* waiting for rw_slots */
 	u32			rw_chunk_pages;	/* pages per rdma_rw context */
-	struct list_head	rw_orphans;	/* ops posted in part */
+	struct list_head	rw_ops;		/* one-sided ops posted */
 
 	struct list_head	mrs;		/* registrations on this conn */
 	struct krdma_stats	stats;
@@ -256,7 +256,7 @@ void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc,
 		    const char *op);
 
 /* krdma_rw.c */
-void krdma_rw_reap_orphans(struct krdma_conn *conn);
+void krdma_rw_reap(struct krdma_conn *conn);
 int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		     struct scatterlist *sg, int nents, u64 skip, u64 len,
 		     const struct krdma_token *token, u64 offset, long timeout);

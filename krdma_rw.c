@@ -13,6 +13,21 @@
  * per work request.  The last work request of every other chunk carries an
  * unsignaled cqe of its own, so that an error on it (a refused rkey, say)
  * is still seen with its status, not only as the flush that follows.
+ *
+ * An op is finished (its caller's request completed) exactly once, and
+ * freed exactly once, whatever its completions do.  Every posted op is on
+ * conn->rw_ops until it is freed.  Its signaled completion finishes it;
+ * when that completion succeeded (and no chunk end failed) nothing can
+ * refer to the op any more and it is freed at once.  Otherwise it only
+ * finishes, and stays listed until teardown has drained the QP, because
+ * a provider may report a flushed work request twice: siw does, for a
+ * READ activated but not yet sent (it is both in the ORQ and the current
+ * WQE, and siw_sq_flush() completes each), which freed a batch of READs
+ * twice when a disconnect came in the middle of it.  A provider may also
+ * never report one (siw can leave READs unflushed behind a failed READ
+ * response), and a chain the device took only in part has no signaled
+ * end: teardown finishes, after the drain, whatever is still unfinished,
+ * and frees everything listed.  Completions for a finished op are ignored.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -35,8 +50,9 @@ struct krdma_rw_op {
 	struct krdma_req	*req;
 	struct ib_cqe		cqe;		/* the last work request's */
 	struct ib_cqe		err_cqe;	/* other chunks' last ones */
-	struct list_head	orphan;		/* conn->rw_orphans */
+	struct list_head	link;		/* conn->rw_ops */
 	bool			write;
+	bool			finished;	/* req completed; ignore the rest */
 	int			nr_chunks;
 	int			status;
 	u32			len;
@@ -85,21 +101,31 @@ static void krdma_rw_wc_status(struct krdma_rw_op *op, struct ib_wc *wc)
 	}
 }
 
+/* Test knob: report each failed completion of an op twice, as siw can. */
+static bool fault_dup_flush;
+module_param(fault_dup_flush, bool, 0644);
+MODULE_PARM_DESC(fault_dup_flush,
+		 "test: deliver every failed RDMA READ/WRITE completion twice");
+
 /*
- * Every work request of @op is done or flushed: release its contexts and
- * slots and complete the caller's request.
+ * Every work request of @op is done, flushed or lost: release its contexts
+ * and slots and complete the caller's request.  @unlink: take the op off
+ * conn->rw_ops too (the caller frees it).
  */
-static void krdma_rw_op_finish(struct krdma_rw_op *op)
+static void krdma_rw_op_complete(struct krdma_rw_op *op, bool unlink)
 {
 	struct krdma_conn *conn = op->conn;
 	struct krdma_req *req = op->req;
 	bool wake;
 	int i;
 
+	op->finished = true;
 	for (i = 0; i < op->nr_chunks; i++)
 		krdma_rw_chunk_destroy(op, &op->chunks[i]);
 	spin_lock_bh(&conn->lock);
 	conn->rw_slots -= op->nr_chunks;
+	if (unlink)
+		list_del(&op->link);
 	/*
 	 * Only a poster waiting for slots wants this wakeup: waking conn->wq
 	 * on every completion would also wake the service thread and every
@@ -121,19 +147,32 @@ static void krdma_rw_op_finish(struct krdma_rw_op *op)
 			atomic64_add(op->len, &conn->stats.read_bytes);
 		}
 	}
-	kfree(op);
 	req->done(req);
+}
+
+static void __krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_rw_op *op = container_of(wc->wr_cqe, struct krdma_rw_op,
+					      cqe);
+
+	if (op->finished)
+		return;		/* reported again: teardown frees it */
+	if (wc->status == IB_WC_SUCCESS && !op->status) {
+		krdma_rw_op_complete(op, true);
+		kfree(op);
+		return;
+	}
+	if (wc->status != IB_WC_SUCCESS)
+		krdma_rw_wc_status(op, wc);
+	krdma_rw_op_complete(op, false);
 }
 
 /* The op's last (signaled) work request completed or was flushed. */
 static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct krdma_rw_op *op = container_of(wc->wr_cqe, struct krdma_rw_op,
-					      cqe);
-
-	if (wc->status != IB_WC_SUCCESS)
-		krdma_rw_wc_status(op, wc);
-	krdma_rw_op_finish(op);
+	__krdma_rw_done(cq, wc);
+	if (unlikely(fault_dup_flush) && wc->status != IB_WC_SUCCESS)
+		__krdma_rw_done(cq, wc);
 }
 
 /*
@@ -142,28 +181,33 @@ static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
  */
 static void krdma_rw_err_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	krdma_rw_wc_status(container_of(wc->wr_cqe, struct krdma_rw_op,
-					err_cqe), wc);
+	struct krdma_rw_op *op = container_of(wc->wr_cqe, struct krdma_rw_op,
+					      err_cqe);
+
+	if (!op->finished)
+		krdma_rw_wc_status(op, wc);
 }
 
 /*
- * From teardown, after the QP is drained: finish the ops whose chain the
- * device took only in part (see __krdma_rdma_async()).
+ * From teardown, after the QP is drained, so that no completion can come
+ * for an op any more: finish the ops that never had their signaled
+ * completion (posted in part, or lost by the provider), then free every
+ * op still listed.
  */
-void krdma_rw_reap_orphans(struct krdma_conn *conn)
+void krdma_rw_reap(struct krdma_conn *conn)
 {
-	struct krdma_rw_op *op;
+	struct krdma_rw_op *op, *tmp;
+	LIST_HEAD(ops);
 
-	for (;;) {
-		spin_lock_bh(&conn->lock);
-		op = list_first_entry_or_null(&conn->rw_orphans,
-					      struct krdma_rw_op, orphan);
-		if (op)
-			list_del(&op->orphan);
-		spin_unlock_bh(&conn->lock);
-		if (!op)
-			return;
-		krdma_rw_op_finish(op);
+	spin_lock_bh(&conn->lock);
+	list_splice_init(&conn->rw_ops, &ops);
+	spin_unlock_bh(&conn->lock);
+	list_for_each_entry_safe(op, tmp, &ops, link) {
+		if (!op->finished) {
+			cmpxchg(&op->status, 0, conn->error ?: -ECONNRESET);
+			krdma_rw_op_complete(op, false);
+		}
+		kfree(op);
 	}
 }
 
@@ -240,7 +284,7 @@ static struct krdma_rw_op *krdma_rw_op_alloc(struct krdma_conn *conn,
 	op->nr_chunks = n;
 	op->cqe.done = krdma_rw_done;
 	op->err_cqe.done = krdma_rw_err_done;
-	INIT_LIST_HEAD(&op->orphan);
+	INIT_LIST_HEAD(&op->link);
 	while (n--) {
 		op->chunks[n].sgt = tables[n];
 		op->chunks[n].bytes = plan[n].bytes;
@@ -291,7 +335,7 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 	struct ib_send_wr *first;
 	struct krdma_rw_op *op;
 	int n, i, ret;
-	bool orphan;
+	bool posted;
 
 	ret = krdma_conn_qp_get(conn);
 	if (ret)
@@ -356,24 +400,30 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 
 	first = krdma_rw_op_wrs(op);
 	spin_lock_bh(&conn->lock);
-	ret = -ENOTCONN;
-	if (conn->qp_ok)
+	posted = conn->qp_ok;
+	if (posted) {
 		ret = ib_post_send(conn->qp, first, &bad);
-	/*
-	 * A chain the device took only in part has lost its signaled end:
-	 * nothing would say when the posted part is done.  Teardown (the
-	 * connection fails) finishes such an op once it drained the QP.
-	 */
-	orphan = ret && ret != -ENOTCONN && bad != first;
-	if (orphan) {
-		op->status = ret;
-		list_add_tail(&op->orphan, &conn->rw_orphans);
+		/*
+		 * Listed under the lock that its completion takes to unlist
+		 * it, so before that can happen.  A chain the device took
+		 * only in part has lost its signaled end: it stays listed,
+		 * and teardown (the connection fails) finishes it once the
+		 * QP is drained.
+		 */
+		posted = !ret || bad != first;
+		if (posted) {
+			if (ret)
+				op->status = ret;
+			list_add_tail(&op->link, &conn->rw_ops);
+		}
+	} else {
+		ret = conn->error ?: -ENOTCONN;
 	}
 	spin_unlock_bh(&conn->lock);
 	if (ret) {
-		pr_warn("%s: posting RDMA %s failed: %d\n", conn->name,
-			write ? "WRITE" : "READ", ret);
-		if (!orphan) {
+		pr_warn_ratelimited("%s: posting RDMA %s failed: %d\n",
+				    conn->name, write ? "WRITE" : "READ", ret);
+		if (!posted) {
 			krdma_conn_set_error(conn, ret);
 			goto out_slots;
 		}
