@@ -3,12 +3,14 @@
 # Run the guest tests of one topology, on one or more devices in turn,
 # inside a lab guest.
 #   run-suite.sh single|pair "rxe siw" [TEST...]
-# Each test is test/guest/NAME.sh; its "# topo:" and "# dev:" header lines
-# say where it runs.  The devices share one boot (a boot is 15 to 25 s of a
-# lane under TCG) but not a suite: each device's tests run on their own,
-# and between two devices the first one and its driver are removed, so
-# that no test ever sees two RDMA devices on eth0.  Results go to
-# $LAB/results-$GUEST-$DEV, one line each:
+# Each test is test/guest/NAME.sh; which ones run, on which device and in
+# which order, is test/list-tests.sh's answer: the very list tools/check
+# expects results for.  TEST... (else KRDMA_TESTS) narrows it.  The
+# devices share one boot (a boot is 15 to 25 s of a lane under TCG) but
+# not a suite: each device's tests run on their own, and between two
+# devices the first one and its driver are removed, so that no test ever
+# sees two RDMA devices on eth0.  Results go to $LAB/results-$GUEST-$DEV,
+# one line each:
 #   PASS name | FAIL name: reason | SKIP name: reason
 # A kernel bug pattern appearing in dmesg during a test fails that test.
 topo=${1:?topo}
@@ -26,19 +28,17 @@ done
 # and require none ("kmemleak" result).
 "$top/test/kmemleak.sh" --mark >/dev/null 2>&1
 
-# tests_for DEV: this topology's tests for DEV on this kernel line.
-tests_for() {
-	local f
-	for f in "$top"/test/guest/*.sh; do
-		grep -qE "^# topo:.*\b$topo\b" "$f" || continue
-		grep -qE "^# dev:.*\b$1\b" "$f" || continue
-		# "# kernel: LINE ..." limits a test to those kernel lines.
-		! grep -qE "^# kernel:" "$f" ||
-			grep -qE "^# kernel:.*\b$KLINE\b" "$f" || continue
-		basename "$f" .sh
-	done
-}
+# The plan: "DEV NAME" lines, kmemleak last on the debug line.  A plan
+# that cannot be made leaves every device a result saying so.
 filter=${KRDMA_TESTS:-}
+[ $# -gt 0 ] && filter="$*"
+if ! plan=$("$top/test/list-tests.sh" "$topo" "${devs[*]}" "$KLINE" "$filter" 2>&1); then
+	for dev in "${devs[@]}"; do
+		echo "FAIL list-tests: ${plan//$'\n'/; }" >>"$LAB/results-$GUEST-$dev"
+	done
+	plan=
+fi
+mapfile -t plan_lines <<<"$plan"
 
 # In the two-guest lab both guests walk the same list; meet at the start and
 # end of every test so that one guest's failure cannot desynchronise them.
@@ -112,37 +112,38 @@ dev_remove() {
 	lsmod | grep -q '^krdma ' && rmmod krdma
 	rdma link delete "$IBDEV" 2>/dev/null
 	if lsmod | grep -q "^$drv "; then
-		rmmod "$drv" || { echo "FAIL device removal: rmmod $drv" >>"$results"; return 1; }
+		rmmod "$drv" || { echo "FAIL device-removal: rmmod $drv" >>"$results"; return 1; }
 	fi
 	! rdma link show "$IBDEV/1" >/dev/null 2>&1 ||
-		{ echo "FAIL device removal: $IBDEV still there" >>"$results"; return 1; }
+		{ echo "FAIL device-removal: $IBDEV still there" >>"$results"; return 1; }
+}
+
+# run_kmemleak: after the last device's tests, krdma unloaded (debug line).
+run_kmemleak() {
+	local out=$LAB/tests/$KLINE-$DEV-$topo-kmemleak-$GUEST.log
+	lsmod | grep -q '^krdma ' && rmmod krdma
+	"$top/test/kmemleak.sh" >"$out" 2>&1
+	case $? in
+	0)	echo "PASS kmemleak" >>"$results" ;;
+	77)	echo "SKIP kmemleak: $(head -n 1 "$out")" >>"$results" ;;
+	*)	echo "FAIL kmemleak: $(head -n 1 "$out")" >>"$results" ;;
+	esac
+	tail -n 1 "$results" >/dev/console
 }
 
 for DEV in "${devs[@]}"; do
 	export DEV IBDEV=${DEV}0
 	results=$LAB/results-$GUEST-$DEV
-	if [ $# -gt 0 ]; then
-		tests=("$@")
-	else
-		mapfile -t tests < <(tests_for "$DEV")
-	fi
-	for t in "${tests[@]}"; do
-		if [ -n "$filter" ] && ! [[ " $filter " == *" $t "* ]]; then
-			continue
+	# Not "while read ... <<<$plan": the tests would inherit it as stdin.
+	for p in "${plan_lines[@]}"; do
+		[ "${p%% *}" = "$DEV" ] || continue
+		t=${p#* }
+		if [ "$t" = kmemleak ]; then
+			run_kmemleak
+		else
+			run_test "$t"
 		fi
-		run_test "$t"
 	done
 	[ "$DEV" = "${devs[-1]}" ] || dev_remove
 done
-if [ -e /sys/kernel/debug/kmemleak ]; then
-	out=$LAB/tests/$KLINE-$DEV-$topo-kmemleak-$GUEST.log
-	lsmod | grep -q '^krdma ' && rmmod krdma
-	"$top/test/kmemleak.sh" >"$out" 2>&1
-	case $? in
-	0)	echo "PASS kmemleak" >>"$results" ;;
-	77)	;;
-	*)	echo "FAIL kmemleak: $(head -n 1 "$out")" >>"$results" ;;
-	esac
-	tail -n 1 "$results" >/dev/console
-fi
 exit 0

@@ -1,0 +1,243 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Host-side self-test of tools/check-results, the rules by which make check
+# counts: fake lab directories under a temporary directory, fake tests
+# (their header lines only), and the exact lines and exit status expected
+# of each.  No guest, no build; a second or two.  tools/check runs it
+# first ("static: check-results self-test").
+#   check-results-test.sh [-v]     -v: print every case, not only failures
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cr=$top/tools/check-results
+verbose=0
+[ "${1:-}" = -v ] && verbose=1
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# The fake tests: header lines are all test/list-tests.sh reads.
+mkdir -p "$tmp/guest"
+mktest() {	# mktest NAME TOPOS DEVS [KLINES]
+	{
+		echo "# topo: $2"
+		echo "# dev: $3"
+		[ -z "${4:-}" ] || echo "# kernel: $4"
+	} >"$tmp/guest/$1.sh"
+}
+mktest t1 "single pair" "rxe siw"
+mktest t2 "single pair" "rxe"
+mktest t3 "pair" "rxe siw"
+mktest kunit "single" "rxe" "debug"
+# Expected: single rxe: t1 t2; pair rxe: t1 t2 t3; single siw: t1;
+# debug single rxe: kunit t1 t2 kmemleak.
+
+pass=0 fail=0
+n=0
+# lab: a fresh lab directory; results GUEST DEV LINES... fill one file.
+lab() { n=$((n + 1)); L=$tmp/lab$n; mkdir -p "$L"; }
+results() {
+	local g=$1 d=$2
+	shift 2
+	printf '%s\n' "$@" >"$L/results-$g-$d"
+}
+
+# expect NAME RC "LINE..." -- CHECK-RESULTS ARGS: the exact output and
+# exit status of tools/check-results.
+expect() {
+	local name=$1 want_rc=$2 want=$3 got rc
+	shift 4
+	got=$("$cr" --test-dir "$tmp/guest" "$@" 2>&1)
+	rc=$?
+	if [ "$got" = "$want" ] && [ "$rc" = "$want_rc" ]; then
+		pass=$((pass + 1))
+		[ "$verbose" = 0 ] || echo "ok - $name"
+		return 0
+	fi
+	fail=$((fail + 1))
+	echo "not ok - $name (exit $rc, expected $want_rc)"
+	diff <(echo "$want") <(echo "$got") | sed 's/^/	/'
+}
+
+# --- merging over the guests of a pair
+lab
+results A rxe "PASS t1" "PASS t2" "PASS t3"
+results B rxe "PASS t1" "PASS t2" "PASS t3"
+expect "PASS+PASS is PASS" 0 "PASS [6.12 rxe pair] t1
+PASS [6.12 rxe pair] t2
+PASS [6.12 rxe pair] t3" -- "$L" 6.12 pair rxe A:0 B:0
+
+lab
+results A rxe "PASS t1" "SKIP t2: no foo on A" "PASS t3"
+results B rxe "SKIP t1: no foo on B" "PASS t2" "PASS t3"
+expect "PASS+SKIP is SKIP, either way round" 0 "SKIP [6.12 rxe pair] t1: guest B: no foo on B
+SKIP [6.12 rxe pair] t2: guest A: no foo on A
+PASS [6.12 rxe pair] t3" -- "$L" 6.12 pair rxe A:0 B:0
+
+lab
+results A rxe "FAIL t1: broke on A" "PASS t2" "SKIP t3: x"
+results B rxe "PASS t1" "FAIL t2: broke on B" "FAIL t3: broke on B"
+expect "FAIL on either guest is FAIL, over PASS and SKIP" 1 "FAIL [6.12 rxe pair] t1: guest A: broke on A
+FAIL [6.12 rxe pair] t2: guest B: broke on B
+FAIL [6.12 rxe pair] t3: guest B: broke on B" -- "$L" 6.12 pair rxe A:0 B:0
+
+lab
+results A rxe "FAIL t1: one" "PASS t2" "PASS t3"
+results B rxe "FAIL t1: two" "PASS t2" "PASS t3"
+expect "FAIL on both guests names both" 1 "FAIL [6.12 rxe pair] t1: guest A: one; guest B: two
+PASS [6.12 rxe pair] t2
+PASS [6.12 rxe pair] t3" -- "$L" 6.12 pair rxe A:0 B:0
+
+# --- what a line may say
+lab
+results A rxe "OK t1" "PASSED t2: fine"
+expect "an unknown status word is a FAIL naming it" 1 "FAIL [6.12 rxe single] t1: guest A: unknown status 'OK'
+FAIL [6.12 rxe single] t2: guest A: unknown status 'PASSED'" -- "$L" 6.12 single rxe A:0
+
+lab
+results A rxe "PASS t1"
+expect "an expected test without a result did not run" 1 "PASS [6.12 rxe single] t1
+FAIL [6.12 rxe single] t2: guest A: did not run" -- "$L" 6.12 single rxe A:0
+
+lab
+results A rxe "PASS t1" "PASS t2" "PASS t3"
+results B rxe "PASS t1" "PASS t3"
+expect "in a pair both guests must report every test" 1 "PASS [6.12 rxe pair] t1
+FAIL [6.12 rxe pair] t2: guest B: did not run
+PASS [6.12 rxe pair] t3" -- "$L" 6.12 pair rxe A:0 B:0
+
+lab
+results A rxe "PASS t1" "PASS t2" "PASS t9" "PASS t3" "FAIL device-removal: rmmod rdma_rxe"
+expect "an unexpected name is a FAIL" 1 "PASS [6.12 rxe single] t1
+PASS [6.12 rxe single] t2
+FAIL [6.12 rxe single] t9: guest A: not an expected test (PASS)
+FAIL [6.12 rxe single] t3: guest A: not an expected test (PASS)
+FAIL [6.12 rxe single] device-removal: guest A: not an expected test (FAIL: rmmod rdma_rxe)" -- "$L" 6.12 single rxe A:0
+
+# --- kunit.SUITE.CASE and kmemleak (debug line)
+lab
+results A rxe "PASS kunit.s1.c1" "SKIP kunit.s1.c2: no hw" "PASS kunit" "PASS t1" "PASS t2" "PASS kmemleak"
+expect "kunit.* lines are allowed with kunit expected" 0 "PASS [debug rxe single] kunit.s1.c1
+SKIP [debug rxe single] kunit.s1.c2: no hw
+PASS [debug rxe single] kunit
+PASS [debug rxe single] t1
+PASS [debug rxe single] t2
+PASS [debug rxe single] kmemleak" -- "$L" debug single rxe A:0
+
+lab
+results A rxe "PASS kunit.s1.c1" "PASS t1" "PASS t2"
+expect "kunit.* lines without kunit expected fail" 1 "FAIL [6.12 rxe single] kunit.s1.c1: guest A: not an expected test (PASS)
+PASS [6.12 rxe single] t1
+PASS [6.12 rxe single] t2" -- "$L" 6.12 single rxe A:0
+
+lab
+results A rxe "PASS kunit.s1.c1" "PASS t1" "PASS t2"
+expect "kunit.* lines do not stand for kunit itself, nor for kmemleak" 1 "PASS [debug rxe single] kunit.s1.c1
+PASS [debug rxe single] t1
+PASS [debug rxe single] t2
+FAIL [debug rxe single] kunit: guest A: did not run
+FAIL [debug rxe single] kmemleak: guest A: did not run" -- "$L" debug single rxe A:0
+
+# --- crashed guests, empty lanes
+lab
+echo "guest-run: A (6.12.0): kernel bug pattern in dmesg: BUG: oops" >"$L/guest-run.log"
+expect "a crashed guest without a results file fails every expected test" 1 "FAIL [6.12 rxe single] t1: guest A: did not run (no results-A-rxe)
+FAIL [6.12 rxe single] t2: guest A: did not run (no results-A-rxe)
+FAIL [6.12 siw single] t1: guest A: did not run (no results-A-siw)
+FAIL [6.12 rxe+siw single] results: no result from the lane
+FAIL [6.12 rxe+siw single] guest A: guest-run: A (6.12.0): kernel bug pattern in dmesg: BUG: oops" -- "$L" 6.12 single "rxe siw" A:125
+
+lab
+results A rxe "PASS t1" "PASS t2" "PASS t3"
+results B rxe "PASS t1"
+expect "a pair whose guest B crashed mid-suite" 1 "PASS [6.12 rxe pair] t1
+FAIL [6.12 rxe pair] t2: guest B: did not run
+FAIL [6.12 rxe pair] t3: guest B: did not run
+FAIL [6.12 rxe pair] guest B: exit 124" -- "$L" 6.12 pair rxe A:0 B:124
+
+lab
+: >"$L/results-A-rxe"
+expect "a booted lane with no result at all is a FAIL" 1 "FAIL [6.12 rxe single] t1: guest A: did not run
+FAIL [6.12 rxe single] t2: guest A: did not run
+FAIL [6.12 rxe single] results: no result from the lane" -- "$L" 6.12 single rxe A:0
+
+lab
+: >"$L/results-A-rxe"
+expect "a lane with no result fails even with nothing expected" 1 "FAIL [6.12 rxe single] results: no result from the lane" -- --tests t3 "$L" 6.12 single rxe A:0
+
+# --- --tests
+lab
+results A rxe "PASS t2"
+expect "the filter narrows the expected list" 0 "PASS [6.12 rxe single] t2" --  --tests t2 "$L" 6.12 single rxe A:0
+
+lab
+results A rxe "PASS t1" "PASS t2"
+expect "a test run outside the filter is unexpected" 1 "PASS [6.12 rxe single] t1
+FAIL [6.12 rxe single] t2: guest A: not an expected test (PASS)" -- --tests "t1 t3" "$L" 6.12 single rxe A:0
+
+# --- an emulator fault: attempt 1's own FAILs stand
+lab
+a1=$L
+results A rxe "PASS t1" "FAIL t2: real bug"
+results B rxe "FAIL t1: flaky on B" "PASS t2" "FAIL t3: guest A is gone"
+lab
+results A rxe "PASS t1" "PASS t2" "PASS t3"
+results B rxe "PASS t1" "PASS t2" "PASS t3"
+expect "emufault: attempt 1 FAILs before the fault stand, the rest is attempt 2's" 1 "FAIL [6.12 rxe pair] t1: guest B: flaky on B (attempt 1)
+FAIL [6.12 rxe pair] t2: guest A: real bug (attempt 1)
+PASS [6.12 rxe pair] t3" -- --attempt1 "$a1" "A:123 B:0" "$L" 6.12 pair rxe A:0 B:0
+
+lab
+a1=$L
+results A rxe "FAIL t1: real bug" "OK t2"
+lab
+results A rxe "PASS t1" "PASS t2"
+expect "emufault, one guest: attempt 1's FAIL and unknown word stand" 1 "FAIL [6.12 rxe single] t1: guest A: real bug (attempt 1)
+FAIL [6.12 rxe single] t2: guest A: unknown status 'OK' (attempt 1)" -- --attempt1 "$a1" "A:123" "$L" 6.12 single rxe A:0
+
+lab
+a1=$L
+results A rxe "PASS t1"
+lab
+results A rxe "FAIL t1: now broken" "FAIL t2: also broken"
+expect "emufault: attempt 2's FAILs count too" 1 "FAIL [6.12 rxe single] t1: guest A: now broken
+FAIL [6.12 rxe single] t2: guest A: also broken" -- --attempt1 "$a1" "A:123" "$L" 6.12 single rxe A:0
+
+lab
+a1=$L
+results A rxe "PASS t1"
+results B rxe "PASS t1"
+echo "guest-run: B (6.12.0): kernel bug pattern in dmesg: WARNING: at x" >"$a1/guest-run-B.log"
+lab
+results A rxe "PASS t1" "PASS t2" "PASS t3"
+results B rxe "PASS t1" "PASS t2" "PASS t3"
+expect "emufault: the other guest's failed guest-run in attempt 1 stands" 1 "PASS [6.12 rxe pair] t1
+PASS [6.12 rxe pair] t2
+PASS [6.12 rxe pair] t3
+FAIL [6.12 rxe pair] guest B: guest-run: B (6.12.0): kernel bug pattern in dmesg: WARNING: at x (attempt 1)" -- --attempt1 "$a1" "A:123 B:125" "$L" 6.12 pair rxe A:0 B:0
+
+# --- usage: a pair needs both guests' exit status
+lab
+out=$("$cr" --test-dir "$tmp/guest" "$L" 6.12 pair rxe A:0 2>&1)
+if [ $? = 2 ] && [[ "$out" == usage:* ]]; then
+	pass=$((pass + 1))
+	[ "$verbose" = 0 ] || echo "ok - usage: a pair needs both guests' exit status"
+else
+	fail=$((fail + 1))
+	echo "not ok - usage: a pair needs both guests' exit status: $out"
+fi
+
+# --- the real tests' list (test/list-tests.sh on test/guest)
+# (Captured first: grep -q may leave early, and pipefail would see SIGPIPE.)
+dbg=$("$top/test/list-tests.sh" single "rxe siw" debug)
+std=$("$top/test/list-tests.sh" single rxe 6.12)
+got=$(tail -n 1 <<<"$dbg")
+if [ "$got" = "siw kmemleak" ] && grep -qx "rxe kunit" <<<"$dbg" &&
+   grep -qx "rxe smoke" <<<"$std" && ! grep -q kunit <<<"$std"; then
+	pass=$((pass + 1))
+	[ "$verbose" = 0 ] || echo "ok - test/list-tests.sh on test/guest"
+else
+	fail=$((fail + 1))
+	echo "not ok - test/list-tests.sh on test/guest (last debug line: '$got')"
+fi
+
+echo "check-results self-test: $pass passed, $fail failed"
+[ "$fail" = 0 ]

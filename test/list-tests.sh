@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The guest tests of one lane (a topology, its devices, a kernel line):
+# what test/run-suite.sh runs in the guest and what tools/check expects
+# from it on the host.  One script for both, so that they cannot disagree.
+#   list-tests.sh [--dir DIR] TOPO "DEV..." KLINE [FILTER]
+#	one line "DEV NAME" per test, in the order run-suite.sh runs them
+#   list-tests.sh [--dir DIR] --names
+#	every name a FILTER may hold
+# A test is DIR/NAME.sh (DIR: test/guest).  Its "# topo:" and "# dev:"
+# lines say where it runs; "# kernel: LINE..." limits it to those kernel
+# lines.  The debug line adds "kmemleak" (test/kmemleak.sh, once per boot,
+# after the last device's tests).  FILTER (tools/check --tests, KRDMA_TESTS):
+# only the tests it names.  Only bash, no fork per test: it runs in the
+# guest under TCG too.
+set -uo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)/guest
+if [ "${1:-}" = --dir ]; then
+	dir=${2:?--dir DIR}
+	shift 2
+fi
+
+# has WORD LIST: LIST (words split on blanks) holds WORD.
+has() {
+	local w ws
+	read -ra ws <<<"$2"
+	for w in "${ws[@]}"; do
+		[ "$w" = "$1" ] && return 0
+	done
+	return 1
+}
+
+if [ "${1:-}" = --names ]; then
+	for f in "$dir"/*.sh; do
+		[ -f "$f" ] || continue
+		f=${f##*/}
+		echo "${f%.sh}"
+	done
+	echo kmemleak
+	exit 0
+fi
+if [ $# -lt 3 ] || [ $# -gt 4 ]; then
+	echo "usage: list-tests.sh [--dir DIR] TOPO \"DEV...\" KLINE [FILTER]" >&2
+	exit 2
+fi
+topo=$1 devs=$2 kline=$3 filter=${4:-}
+[ -d "$dir" ] || { echo "list-tests.sh: no $dir" >&2; exit 1; }
+
+# The header lines of every test, read once.
+names=() topos=() tdevs=() klines=()
+for f in "$dir"/*.sh; do
+	[ -f "$f" ] || continue
+	t=${f##*/} tp='' dv='' kl=''
+	while IFS= read -r l; do
+		case "$l" in
+		"# topo:"*)	tp+=" ${l#"# topo:"}" ;;
+		"# dev:"*)	dv+=" ${l#"# dev:"}" ;;
+		# "-" marks a test with a kernel line (an empty one runs nowhere).
+		"# kernel:"*)	kl+=" - ${l#"# kernel:"}" ;;
+		esac
+	done <"$f"
+	names+=("${t%.sh}") topos+=("$tp") tdevs+=("$dv") klines+=("$kl")
+done
+
+last=
+for d in $devs; do
+	last=$d
+	for i in "${!names[@]}"; do
+		t=${names[$i]}
+		has "$topo" "${topos[$i]}" || continue
+		has "$d" "${tdevs[$i]}" || continue
+		[ -z "${klines[$i]}" ] || has "$kline" "${klines[$i]}" || continue
+		[ -z "$filter" ] || has "$t" "$filter" || continue
+		echo "$d $t"
+	done
+done
+# test/run-suite.sh scans for leaks after the last device (krdma unloaded).
+if [ "$kline" = debug ] && [ -n "$last" ] &&
+   { [ -z "$filter" ] || has kmemleak "$filter"; }; then
+	echo "$last kmemleak"
+fi
+exit 0
