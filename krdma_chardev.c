@@ -500,8 +500,6 @@ static long krdma_cd_send(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	}
 	ret = krdma_send(obj->conn, kbuf, m->len,
 			 krdma_cd_timeout(m->timeout_ms));
-	if (ret == -ETIMEDOUT && !m->timeout_ms)
-		ret = -EAGAIN;
 out_free:
 	kvfree(kbuf);
 out:

@@ -111,6 +111,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_LIST_HEAD(&conn->rw_ops);
 	init_completion(&conn->cm_done);
 	mutex_init(&conn->teardown_mutex);
+	mutex_init(&conn->svc_lock);
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
 	spin_lock_init(&conn->lock);
 	init_waitqueue_head(&conn->wq);
@@ -204,15 +205,34 @@ static bool krdma_conn_event_locked(struct krdma_conn *conn,
 	return true;
 }
 
-/* Record the first error and move to the error state; wakes every waiter. */
-void krdma_conn_set_error(struct krdma_conn *conn, int err)
+static void __krdma_conn_set_error(struct krdma_conn *conn, int err,
+				   bool flush)
 {
 	spin_lock_bh(&conn->lock);
-	if (!conn->error)
+	if (!conn->error || (conn->error_flush && !flush)) {
 		conn->error = err;
+		conn->error_flush = flush;
+	}
 	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
+}
+
+/* Record the first error and move to the error state; wakes every waiter. */
+void krdma_conn_set_error(struct krdma_conn *conn, int err)
+{
+	__krdma_conn_set_error(conn, err, false);
+}
+
+/*
+ * A flushed work request: the QP left RTS for a reason not seen yet.  The
+ * connection fails now (-ECONNRESET), and the cause, when its completion
+ * comes after the flush (a receive flushed before the failed send lands
+ * in the CQ), replaces that.
+ */
+void krdma_conn_set_error_flush(struct krdma_conn *conn)
+{
+	__krdma_conn_set_error(conn, -ECONNRESET, true);
 }
 
 int krdma_conn_qp_get(struct krdma_conn *conn)
@@ -332,8 +352,11 @@ static void krdma_teardown_work(struct work_struct *work)
 {
 	struct krdma_conn *conn = container_of(work, struct krdma_conn,
 					       teardown_work);
+	int qerr = READ_ONCE(conn->qp_event_err);
 	bool reap;
 
+	if (qerr)
+		krdma_conn_set_error(conn, qerr);
 	krdma_conn_teardown(conn, conn->error ?: -ECONNRESET);
 	/* A passive connection nobody took yet has nobody to close it. */
 	spin_lock_bh(&conn->lock);
@@ -570,9 +593,11 @@ static void krdma_passive_established(struct krdma_conn *conn)
 	}
 	if (l->sysfs_owned) {
 		conn->sysfs_owned = true;
-		if (krdma_svc_start(conn))
-			pr_warn("%s: no service thread, self-test will not answer\n",
-				conn->name);
+		/* -ESHUTDOWN: a "disconnect" already closes it. */
+		ret = krdma_svc_start(conn);
+		if (ret && ret != -ESHUTDOWN)
+			pr_warn("%s: no service thread, self-test will not answer: %d\n",
+				conn->name, ret);
 	}
 	/* Owned now: by the accept queue or by sysfs. */
 	conn->orphan = false;
@@ -653,6 +678,16 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		spin_lock_bh(&conn->lock);
+		/*
+		 * The CM moves the QP to ERROR before it reports the peer's
+		 * disconnect, so receives may have been flushed already: if
+		 * that flush is all that failed the connection, the
+		 * disconnect is what happened.
+		 */
+		if (conn->error_flush && conn->state == KRDMA_CONN_ERROR) {
+			conn->state = KRDMA_CONN_DISCONNECTED;
+			conn->error_flush = false;
+		}
 		if (!conn->error)
 			conn->error = -ECONNRESET;
 		krdma_conn_event_locked(conn, KRDMA_CONN_EV_PEER_DISCONNECTED);

@@ -168,13 +168,18 @@ struct krdma_conn {
 	u32			rw_waiters;	/* waiting for rw_slots */
 	u32			rw_chunk_pages;	/* pages per rdma_rw context */
 	struct list_head	rw_ops;		/* one-sided ops posted */
+	int			qp_event_err;	/* a fatal QP event's errno */
+	bool			error_flush;	/* error is a flush's, not a cause */
 
 	struct list_head	mrs;		/* registrations on this conn */
 	struct krdma_stats	stats;
 
 	/* sysfs-owned connections: service thread and self-test */
+	struct mutex		svc_lock;	/* svc, svc_closed */
 	struct task_struct	*svc;
+	bool			svc_closed;	/* stopped: never start again */
 	bool			svc_stop;
+	bool			sysfs_closing;	/* a "disconnect" owns the close */
 	struct krdma_selftest	*st;
 	struct krdma_bench	*bench;	/* krdma_bench.c */
 };
@@ -213,6 +218,13 @@ extern struct kobject *krdma_kobj;	/* /sys/kernel/krdma */
 extern struct list_head krdma_conns;
 extern struct list_head krdma_listeners;
 extern struct workqueue_struct *krdma_wq;
+
+/*
+ * A posted work request that the device has not completed by then (a lost
+ * completion) fails its connection; waiting for credits or slots never
+ * does.
+ */
+#define KRDMA_POST_TIMEOUT	(30 * HZ)
 extern atomic64_t krdma_total_conns;
 
 void krdma_device_put(struct krdma_device *kdev);
@@ -221,6 +233,7 @@ struct krdma_device *krdma_device_get_by_ib(struct ib_device *ibdev);
 /* krdma_conn.c */
 const char *krdma_conn_state_str(enum krdma_conn_state state);
 void krdma_conn_teardown(struct krdma_conn *conn, int err);
+void krdma_conn_set_error_flush(struct krdma_conn *conn);
 void krdma_conn_set_error(struct krdma_conn *conn, int err);
 void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err);
 void krdma_conn_put(struct krdma_conn *conn);

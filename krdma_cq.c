@@ -53,21 +53,59 @@ int krdma_wc_errno(enum ib_wc_status status)
 }
 
 /*
- * A failed work completion.  Flushes are the echo of an earlier error or of
- * teardown and are not reported again; anything else is the first sign of
- * trouble: one dmesg line naming the status, and the connection errors out.
- * Returns the errno the operation fails with.
+ * A failed work completion: the QP has left RTS, and the connection errors
+ * out with the first cause seen.  A flush is the echo of an earlier error
+ * (perhaps one the CQ never delivered: rdma_rw's inner work requests had no
+ * cqe) or of teardown, and is not logged; anything else is the first sign
+ * of trouble: one dmesg line naming the status.
  */
 void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc, const char *op)
 {
 	int err = krdma_wc_errno(wc->status);
 
-	if (wc->status == IB_WC_WR_FLUSH_ERR)
+	if (wc->status == IB_WC_WR_FLUSH_ERR) {
+		krdma_conn_set_error_flush(conn);
 		return;
+	}
 	atomic64_inc(&conn->stats.errors);
-	pr_warn("%s: %s failed: %s (%d)\n", conn->name, op,
-		ib_wc_status_msg(wc->status), wc->status);
+	pr_warn_ratelimited("%s: %s failed: %s (%d)\n", conn->name, op,
+			    ib_wc_status_msg(wc->status), wc->status);
 	krdma_conn_set_error(conn, err);
+}
+
+/*
+ * QP events, in any context (an interrupt on real hardware): nothing that
+ * takes conn->lock here.  A passive side whose first receive came before
+ * the CM's RTU tells the CM (COMM_EST), as nvmet-rdma and isert do; a
+ * fatal event fails the connection through its teardown work, which
+ * records the error first.
+ */
+static void krdma_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct krdma_conn *conn = ctx;
+	int err;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+		rdma_notify(conn->cm_id, IB_EVENT_COMM_EST);
+		return;
+	case IB_EVENT_QP_ACCESS_ERR:
+		err = -EACCES;
+		break;
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_DEVICE_FATAL:
+		err = -EIO;
+		break;
+	default:
+		return;
+	}
+	pr_warn_ratelimited("%s: QP event: %s\n", conn->name,
+			    ib_event_msg(ev->event));
+	cmpxchg(&conn->qp_event_err, 0, err);
+	krdma_conn_get(conn);
+	if (!queue_work(krdma_wq, &conn->teardown_work))
+		krdma_conn_put(conn);
 }
 
 static int krdma_op_errno(struct krdma_conn *conn, struct ib_wc *wc)
@@ -244,6 +282,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 		goto out_bufs;
 	}
 
+	qa.event_handler = krdma_qp_event;
 	qa.qp_context = conn;
 	qa.send_cq = conn->cq;
 	qa.recv_cq = conn->cq;
@@ -638,6 +677,30 @@ bool krdma_can_send(struct krdma_conn *conn)
 }
 
 /*
+ * Wait for a credit (or the connection's end) for at most *@left jiffies,
+ * and take what was waited off *@left.  Waiting is the receiver's
+ * backpressure, not a failure: the connection stays up whatever this
+ * returns.  Return: 0 (try again), -EAGAIN (*@left was 0: do not wait),
+ * -ETIMEDOUT, -ERESTARTSYS.
+ */
+static int krdma_credit_wait(struct krdma_conn *conn, long *left)
+{
+	long t;
+
+	if (!*left)
+		return -EAGAIN;
+	t = wait_event_interruptible_timeout(conn->wq, krdma_can_send(conn),
+					     *left);
+	if (t < 0)
+		return t;
+	if (!t)
+		return -ETIMEDOUT;
+	if (*left != MAX_SCHEDULE_TIMEOUT)
+		*left = t;
+	return 0;
+}
+
+/*
  * Post a message in a free tx buffer, with the credit already taken; the
  * header tells the peer what credits and ack we owe.  Called with
  * conn->lock held; on failure the buffer and the credit are given back.
@@ -689,12 +752,18 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
  * @req: request whose ->done runs (softirq) when the peer has the message
  * @nowait: fail with -EAGAIN instead of sleeping when no credit is free
  *
+ * Context: process or softirq with @nowait (it never sleeps then); process
+ * context otherwise, where it waits at most KRDMA_POST_TIMEOUT (30 s) for a
+ * credit.
+ *
  * Return: 0 if posted (->done will run), else a negative errno and ->done
- * will not run: -EMSGSIZE, -EAGAIN, -ERESTARTSYS, or the connection's error.
+ * will not run: -EMSGSIZE, -EAGAIN, -ETIMEDOUT (no credit in 30 s; the
+ * connection stays up), -ERESTARTSYS, or the connection's error.
  */
 int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		     struct krdma_req *req, bool nowait)
 {
+	long left = KRDMA_POST_TIMEOUT;
 	int ret;
 
 	if (len > conn->max_msg)
@@ -717,7 +786,7 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		spin_unlock_bh(&conn->lock);
 		if (nowait)
 			return -EAGAIN;
-		ret = wait_event_interruptible(conn->wq, krdma_can_send(conn));
+		ret = krdma_credit_wait(conn, &left);
 		if (ret)
 			return ret;
 	}
@@ -750,12 +819,12 @@ static void krdma_sync_done(struct krdma_req *req)
  * which takes many minutes) fails the connection after @timeout.
  */
 static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
-			     long timeout, const char *what)
+			     const char *what)
 {
-	if (wait_for_completion_timeout(done, timeout))
+	if (wait_for_completion_timeout(done, KRDMA_POST_TIMEOUT))
 		return 0;
-	pr_warn("%s: %s not acknowledged in %u ms, failing the connection\n",
-		conn->name, what, jiffies_to_msecs(timeout));
+	pr_warn("%s: %s not completed by the device in %u ms, failing the connection\n",
+		conn->name, what, jiffies_to_msecs(KRDMA_POST_TIMEOUT));
 	krdma_conn_teardown(conn, -ETIMEDOUT);
 	wait_for_completion(done);
 	return -ETIMEDOUT;
@@ -766,32 +835,38 @@ static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
  * @conn: the connection
  * @buf: the message
  * @len: its length, up to krdma_max_msg_size()
- * @timeout: jiffies to wait for a credit (MAX_SCHEDULE_TIMEOUT: forever)
+ * @timeout: jiffies to wait for a credit (0: do not wait;
+ *	MAX_SCHEDULE_TIMEOUT: forever)
  *
- * Return: 0, or -EMSGSIZE, -ETIMEDOUT, -ERESTARTSYS, or the connection's
- * error (-ECONNRESET after a disconnect, -ENODEV after device removal).
+ * Context: process; sleeps.  Waiting for a credit is bounded by @timeout
+ * and leaves the connection up when it runs out.  Once posted, the send
+ * is waited for until the device completes it; one the device has not
+ * completed in KRDMA_POST_TIMEOUT fails the connection (-ETIMEDOUT).
+ *
+ * Return: 0, or -EMSGSIZE, -EAGAIN (@timeout 0 and no credit),
+ * -ETIMEDOUT, -ERESTARTSYS, or the connection's error (-ECONNRESET after
+ * a disconnect, -ENODEV after device removal).
  */
 int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	       long timeout)
 {
 	struct krdma_sync_req s;
-	long left;
+	long left = timeout;
 	int ret;
 
 	if (len > conn->max_msg)
 		return -EMSGSIZE;
-	left = wait_event_interruptible_timeout(conn->wq,
-						krdma_can_send(conn), timeout);
-	if (left < 0)
-		return left;
-	if (!left)
-		return -ETIMEDOUT;
 	init_completion(&s.done);
 	s.req.done = krdma_sync_done;
-	ret = krdma_send_async(conn, buf, len, &s.req, false);
+	while ((ret = krdma_send_async(conn, buf, len, &s.req, true)) ==
+	       -EAGAIN) {
+		ret = krdma_credit_wait(conn, &left);
+		if (ret)
+			return ret;
+	}
 	if (ret)
 		return ret;
-	ret = krdma_wait_posted(conn, &s.done, timeout, "send");
+	ret = krdma_wait_posted(conn, &s.done, "send");
 	return ret ?: s.req.status;
 }
 EXPORT_SYMBOL_GPL(krdma_send);
@@ -829,8 +904,8 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 	__be32 wire = cpu_to_be32(imm);
 	struct ib_rdma_wr wr = {};
 	struct krdma_sync_req s;
+	long left = timeout;
 	bool as_msg;
-	long left;
 	int ret;
 
 	init_completion(&c.done);
@@ -856,13 +931,9 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 			krdma_credit_undo(&conn->cr);
 		}
 		spin_unlock_bh(&conn->lock);
-		left = wait_event_interruptible_timeout(conn->wq,
-							krdma_can_send(conn),
-							timeout);
-		if (left < 0)
-			return left;
-		if (!left)
-			return -ETIMEDOUT;
+		ret = krdma_credit_wait(conn, &left);
+		if (ret)
+			return ret;
 	}
 	if (as_msg) {
 		init_completion(&s.done);
@@ -883,12 +954,11 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 	}
 	if (as_msg) {
 		atomic64_inc(&conn->stats.imm_msgs);
-		ret = krdma_wait_posted(conn, &s.done, timeout,
+		ret = krdma_wait_posted(conn, &s.done,
 					"write-with-immediate notice");
 		return ret ?: s.req.status;
 	}
-	ret = krdma_wait_posted(conn, &c.done, timeout,
-				"write-with-immediate notice");
+	ret = krdma_wait_posted(conn, &c.done, "write-with-immediate notice");
 	return ret ?: c.status;
 }
 

@@ -48,7 +48,6 @@ static void krdma_mr_wr_done(struct ib_cq *cq, struct ib_wc *wc)
  * Bound on a registration or invalidation.  Both are local work requests
  * and complete in microseconds, behind whatever the send queue holds.
  */
-#define KRDMA_MR_TIMEOUT	(30 * HZ)
 
 /*
  * Post one registration or invalidation WR and wait for it.  Called with
@@ -78,13 +77,13 @@ static int krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	 * for us: it waits for our QP reference.  The owner's close tears the
 	 * rest down as usual.
 	 */
-	if (!wait_for_completion_timeout(&kmr->done, KRDMA_MR_TIMEOUT)) {
+	if (!wait_for_completion_timeout(&kmr->done, KRDMA_POST_TIMEOUT)) {
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 
 		pr_warn("%s: memory %s not completed in %u ms, failing the connection\n",
 			conn->name, wr->opcode == IB_WR_REG_MR ?
 			"registration" : "invalidation",
-			jiffies_to_msecs(KRDMA_MR_TIMEOUT));
+			jiffies_to_msecs(KRDMA_POST_TIMEOUT));
 		krdma_conn_set_error(conn, -ETIMEDOUT);
 		ret = ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
 		if (ret)

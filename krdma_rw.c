@@ -301,7 +301,10 @@ out_tables:
 
 /*
  * Chain the work requests of every chunk of @op, only the very last one
- * signaled; returns the first.
+ * signaled; returns the first.  Every other one (rdma_rw leaves its
+ * registrations and all but a chunk's last transfer without a cqe, and
+ * the CQ drops failed completions that have none) carries err_cqe, so
+ * that a refused key is seen with its status wherever it lands.
  */
 static struct ib_send_wr *krdma_rw_op_wrs(struct krdma_rw_op *op)
 {
@@ -314,10 +317,11 @@ static struct ib_send_wr *krdma_rw_op_wrs(struct krdma_rw_op *op)
 
 		head = rdma_rw_ctx_wrs(&op->chunks[i].ctx, conn->qp, conn->port,
 				       &op->cqe, NULL);
+		for (wr = head; wr->next; wr = wr->next)
+			if (!wr->wr_cqe)
+				wr->wr_cqe = &op->err_cqe;
 		if (first) {
 			/* Not the last chunk: unsignaled, errors only. */
-			for (wr = head; wr->next; wr = wr->next)
-				;
 			wr->wr_cqe = &op->err_cqe;
 			wr->send_flags &= ~IB_SEND_SIGNALED;
 			wr->next = first;

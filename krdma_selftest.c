@@ -872,15 +872,26 @@ ssize_t krdma_test_show(struct krdma_conn *conn, int what, char *buf)
 	return n;
 }
 
-/* Give a sysfs-owned connection its service thread. */
+/*
+ * Give a sysfs-owned connection its service thread; -ESHUTDOWN once
+ * krdma_svc_stop() ran (a "disconnect" came first).  The passive side
+ * calls this from its CM handler, racing the control file.
+ */
 int krdma_svc_start(struct krdma_conn *conn)
 {
 	struct krdma_selftest *st;
 	struct task_struct *t;
+	int ret = 0;
 
+	mutex_lock(&conn->svc_lock);
+	if (conn->svc_closed) {
+		ret = -ESHUTDOWN;
+		goto out;
+	}
+	ret = -ENOMEM;
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
 	if (!st)
-		return -ENOMEM;
+		goto out;
 	st->conn = conn;
 	mutex_init(&st->lock);
 	spin_lock_init(&st->stat_lock);
@@ -891,25 +902,38 @@ int krdma_svc_start(struct krdma_conn *conn)
 	if (IS_ERR(t)) {
 		conn->st = NULL;
 		kfree(st);
-		return PTR_ERR(t);
+		ret = PTR_ERR(t);
+		goto out;
 	}
 	get_task_struct(t);
 	conn->svc = t;
-	return 0;
+	ret = 0;
+out:
+	mutex_unlock(&conn->svc_lock);
+	return ret;
 }
 
-/* Before teardown: stop the local test and the service thread. */
+/*
+ * Before teardown: stop the local test and the service thread, and keep it
+ * from being started later.  Only one caller gets the thread to stop.
+ */
 void krdma_svc_stop(struct krdma_conn *conn)
 {
-	if (!conn->svc)
+	struct task_struct *t;
+
+	mutex_lock(&conn->svc_lock);
+	conn->svc_closed = true;
+	t = conn->svc;
+	conn->svc = NULL;
+	mutex_unlock(&conn->svc_lock);
+	if (!t)
 		return;
 	spin_lock_bh(&conn->lock);
 	conn->svc_stop = true;
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
-	kthread_stop(conn->svc);
-	put_task_struct(conn->svc);
-	conn->svc = NULL;
+	kthread_stop(t);
+	put_task_struct(t);
 }
 
 /* After teardown: the test sees the error and ends; wait for it. */

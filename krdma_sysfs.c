@@ -543,12 +543,14 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 			       &opts, cmd->name, cmd->hello);
 	if (IS_ERR(conn))
 		return PTR_ERR(conn);
-	conn->sysfs_owned = true;
 	ret = krdma_svc_start(conn);
 	if (ret) {
+		pr_warn("connect: %s: no service thread: %d\n", cmd->name, ret);
 		krdma_close(conn);
 		return ret;
 	}
+	/* Only now can a "disconnect" find it and close it. */
+	WRITE_ONCE(conn->sysfs_owned, true);
 	return 0;
 }
 
@@ -609,8 +611,16 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 			return -ENOENT;
 		}
 		if (cmd->op == KRDMA_CMD_DISCONNECT) {
-			krdma_sysfs_close_conn(conn);
-			ret = 0;
+			/* Of concurrent disconnects, one closes. */
+			spin_lock_bh(&conn->lock);
+			ret = conn->sysfs_closing ? -ENOENT : 0;
+			conn->sysfs_closing = true;
+			spin_unlock_bh(&conn->lock);
+			if (ret)
+				pr_warn("disconnect: '%s' is being closed already\n",
+					cmd->name);
+			else
+				krdma_sysfs_close_conn(conn);
 		} else if (cmd->op == KRDMA_CMD_BENCH) {
 			ret = krdma_bench_start(conn, cmd);
 		} else {

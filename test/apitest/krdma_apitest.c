@@ -1602,20 +1602,27 @@ out:
  * One-sided access the server did not allow (@how: no write right, a
  * revoked token, a forged key): the operation fails with the remote access
  * error, the connection errors out, the server's memory is untouched.
+ * @nseg > 1: the local side is that many separate 512-byte pieces, so that
+ * rdma_rw needs several work requests for the transfer (rxe: 32 SGEs
+ * each) and the refused one is not the one with a completion handler.
  */
 enum at_denied { AT_DENY_WRITE_RIGHT, AT_DENY_REVOKED, AT_DENY_FORGED };
 
-static void at_denied(struct at_test *t, enum at_denied how)
+#define AT_SEG		512
+
+static void at_denied(struct at_test *t, enum at_denied how, int nseg)
 {
-	const u32 len = 8192, plen = 4096;
+	const u32 len = nseg > 1 ? 32768 : 8192, plen = 4096;
 	u64 bg = 0x6000 + how, data = 0x6100 + how;
+	struct scatterlist *msg = NULL, *osg;
 	struct krdma_token tok;
 	struct krdma_conn *c;
 	struct at_local l;
 	struct at_reg reg;
+	u8 *mbuf = NULL;
 	u32 mis = 0;
 	bool write, check = false;
-	int ret, op_ret, err;
+	int ret, op_ret, err, i, onents;
 
 	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
 	if (!c)
@@ -1638,10 +1645,28 @@ static void at_denied(struct at_test *t, enum at_denied how)
 	if (how == AT_DENY_FORGED)
 		tok.rkey ^= 0xa5;	/* the key byte: same MR, wrong key */
 	at_local_fill(&l, data);
+	osg = l.sg;
+	onents = 1;
+	if (nseg > 1) {
+		msg = kcalloc(nseg, sizeof(*msg), GFP_KERNEL);
+		mbuf = kmalloc_array(nseg, 2 * AT_SEG, GFP_KERNEL);
+		if (!msg || !mbuf) {
+			at_fail(t, "out of memory");
+			goto out_local;
+		}
+		sg_init_table(msg, nseg);
+		/* Gaps between the pieces: nothing merges them. */
+		for (i = 0; i < nseg; i++) {
+			at_fill(mbuf + 2 * i * AT_SEG, AT_SEG, data, i * AT_SEG);
+			sg_set_buf(&msg[i], mbuf + 2 * i * AT_SEG, AT_SEG);
+		}
+		osg = msg;
+		onents = nseg;
+	}
 	if (write)
-		op_ret = krdma_write(c, l.sg, 1, &tok, 0, AT_TIMEOUT);
+		op_ret = krdma_write(c, osg, onents, &tok, 0, AT_TIMEOUT);
 	else
-		op_ret = krdma_read(c, l.sg, 1, &tok, 0, AT_TIMEOUT);
+		op_ret = krdma_read(c, osg, onents, &tok, 0, AT_TIMEOUT);
 	/*
 	 * RoCE: the work completion says remote access error (-EACCES).
 	 * iWARP: the peer sends a TERMINATE and drops the connection.  A
@@ -1684,6 +1709,8 @@ static void at_denied(struct at_test *t, enum at_denied how)
 		write ? "write" : "read", op_ret, err);
 	check = true;
 out_local:
+	kfree(mbuf);
+	kfree(msg);
 	at_local_free(&l);
 out:
 	krdma_close(c);
@@ -1693,17 +1720,67 @@ out:
 
 static void sc_no_write_right(struct at_test *t)
 {
-	at_denied(t, AT_DENY_WRITE_RIGHT);
+	at_denied(t, AT_DENY_WRITE_RIGHT, 1);
 }
 
 static void sc_revoked(struct at_test *t)
 {
-	at_denied(t, AT_DENY_REVOKED);
+	at_denied(t, AT_DENY_REVOKED, 1);
 }
 
 static void sc_forged_rkey(struct at_test *t)
 {
-	at_denied(t, AT_DENY_FORGED);
+	at_denied(t, AT_DENY_FORGED, 1);
+}
+
+/*
+ * #22 item 5: krdma_send() with timeout 0 ("do not wait" for a credit)
+ * sends when a credit is free and says -EAGAIN when none is; running out
+ * of credits never fails the connection.  NOPs, which the server drops.
+ */
+static void sc_send_nowait(struct at_test *t)
+{
+	int i, ret, sent = 0, again = 0;
+	struct krdma_conn *c;
+	struct at_msg m;
+
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.magic = cpu_to_be32(AT_MAGIC);
+	m.op = AT_NOP;
+	for (i = 0; i < 200; i++) {
+		ret = krdma_send(c, &m, sizeof(m), 0);
+		if (ret == -EAGAIN) {
+			again++;
+		} else if (ret) {
+			at_fail(t, "send %d with timeout 0: got %d, expected 0 or -EAGAIN",
+				i, ret);
+			goto out;
+		} else {
+			sent++;
+		}
+	}
+	if (!at_expect(t, krdma_conn_error(c), 0,
+		       "krdma_conn_error after sends with timeout 0"))
+		goto out;
+	if (!sent)
+		at_fail(t, "no send with timeout 0 went through");
+	pr_info("%s: %d sent, %d -EAGAIN\n", t->name, sent, again);
+out:
+	krdma_close(c);
+}
+
+/* #22 item 1: the refused work request is not the one with the cqe. */
+static void sc_revoked_multiwr(struct at_test *t)
+{
+	at_denied(t, AT_DENY_REVOKED, 40);
+}
+
+static void sc_forged_multiwr(struct at_test *t)
+{
+	at_denied(t, AT_DENY_FORGED, 40);
 }
 
 /*
@@ -2412,6 +2489,9 @@ static const struct at_scenario {
 	{ "no_write_right", sc_no_write_right },
 	{ "revoked", sc_revoked },
 	{ "forged_rkey", sc_forged_rkey },
+	{ "revoked_multiwr", sc_revoked_multiwr },
+	{ "forged_multiwr", sc_forged_multiwr },
+	{ "send_nowait", sc_send_nowait },
 	{ "imm_stream", sc_imm_stream },
 	{ "atomics", sc_atomics },
 	{ "async_window", sc_async_window },

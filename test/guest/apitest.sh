@@ -3,7 +3,8 @@
 # krdma's exported kernel API as a kernel user sees it: krdma_apitest.ko
 # (test/apitest) runs its scenarios and logs one line per scenario.  One
 # guest: server and client in the one module (role=both); two guests: the
-# server on B, the client on A.  Fails naming every scenario that failed.
+# server on B, the client on A.  Fails naming every scenario that failed;
+# else, if a scenario was skipped, is SKIP naming those.
 # KRDMA_APITEST_SCENARIOS=a,b,... runs only those (default: all).
 # topo: single pair
 # dev: rxe siw
@@ -52,3 +53,6 @@ fails=$(at_log | sed -n 's/^krdma_apitest: FAIL //p')
 [ -z "$fails" ] || fail "$(echo "$fails" | paste -sd ';' | sed 's/;/; /g')"
 at_log | grep -q '^krdma_apitest: DONE passed=[0-9]* failed=0 ' ||
 	fail "$(at_log | grep '^krdma_apitest: DONE')"
+# A skipped scenario is not a pass: the test is SKIP, naming them.
+skips=$(at_log | sed -n 's/^krdma_apitest: SKIP //p')
+[ -z "$skips" ] || skip "$(echo "$skips" | paste -sd ';' | sed 's/;/; /g')"
