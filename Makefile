@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # krdma out-of-tree build, and the lab's entry points.
 #
-#   make                    build krdma.ko (and tools) for KDIR
-#   make KVER=6.1|6.12|R    build against that Debian kernel line/release
+#   make                    build krdma.ko (and tools) for the running kernel
+#                           (never another one: stops without its headers)
+#   make KVER=6.1|6.12|R    build against that lab kernel line/release
 #   make check              every test, both kernel lines (see README)
 #   make demo               two guests, rxe, krdma moving data A <-> B
 #   make bench              benchmarks against perftest
