@@ -19,6 +19,7 @@ endif
 all: modules tools
 
 modules:
+	@test -n "$(KDIR)" || { echo "make: no kernel build directory (see above)" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 # User-space tools, with the host compiler: the CLI and the ioctl test
