@@ -371,6 +371,11 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 	if (cmd->op == KRDMA_CMD_LISTEN &&
 	    !((struct sockaddr_in *)&cmd->addr)->sin_port)
 		return ERR("listen needs a port in addr=");
+	if ((cmd->op == KRDMA_CMD_LISTEN || cmd->op == KRDMA_CMD_CONNECT) &&
+	    strlen(cmd->name) >= KRDMA_NEW_NAME_MAX)
+		return ERR("name '%s' is too long for %s (1-%d characters)",
+		    cmd->name, cmd->op == KRDMA_CMD_LISTEN ? "listen" :
+		    "connect", KRDMA_NEW_NAME_MAX - 1);
 	if (cmd->op == KRDMA_CMD_TEST) {
 		if (!cmd->test_ops)
 			cmd->test_ops = KRDMA_TEST_ALL;

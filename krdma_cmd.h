@@ -34,7 +34,13 @@ enum krdma_cmd_op {
 #define KRDMA_BENCH_MAX_COUNT	1000000000u
 #define KRDMA_BENCH_MAX_SECS	3600u
 
-#define KRDMA_NAME_MAX		32
+/*
+ * A name given to a new listener or connection is 1-31 characters; names
+ * that krdma makes from one (a listener's accepted connections, NAME.<n>)
+ * may be longer, and every command that names an object takes those too.
+ */
+#define KRDMA_NEW_NAME_MAX	32
+#define KRDMA_NAME_MAX		48
 
 struct krdma_cmd {
 	enum krdma_cmd_op	op;

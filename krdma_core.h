@@ -170,6 +170,7 @@ struct krdma_conn {
 	struct list_head	rw_ops;		/* one-sided ops posted */
 	int			qp_event_err;	/* a fatal QP event's errno */
 	bool			error_flush;	/* error is a flush's, not a cause */
+	size_t			buf_size;	/* rx/tx buffers' mapped size */
 
 	struct list_head	mrs;		/* registrations on this conn */
 	struct krdma_stats	stats;

@@ -137,7 +137,7 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 		if (!conn->rx[i].buf)
 			continue;
 		ib_dma_unmap_single(ibdev, conn->rx[i].dma,
-				    KRDMA_HDR_LEN + conn->max_msg,
+				    conn->buf_size,
 				    DMA_FROM_DEVICE);
 		kfree(conn->rx[i].buf);
 	}
@@ -147,7 +147,7 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 		if (!conn->tx[i].buf)
 			continue;
 		ib_dma_unmap_single(ibdev, conn->tx[i].dma,
-				    KRDMA_HDR_LEN + conn->max_msg,
+				    conn->buf_size,
 				    DMA_TO_DEVICE);
 		kfree(conn->tx[i].buf);
 	}
@@ -173,6 +173,13 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 {
 	struct ib_device *ibdev = conn->kdev->ibdev;
 	size_t sz = KRDMA_HDR_LEN + conn->max_msg;
+
+	/*
+	 * The size every buffer is mapped with, kept for the unmap: the
+	 * active side maps before the handshake, and conn->max_msg may then
+	 * shrink to what the peer accepts.
+	 */
+	conn->buf_size = sz;
 	u32 i;
 
 	conn->nr_rx = conn->depth + 1;

@@ -36,6 +36,11 @@ not_running() {
 	[ -n "$l" ] && [[ $l != *running* ]]
 }
 
+# dmesg_mark, then dmesg_new: the kernel's lines since the mark.  Never
+# dmesg -C in a test: the suite scans each test's dmesg for kernel bugs.
+dmesg_mark() { KRDMA_DMESG_MARK=$(dmesg | wc -l); }
+dmesg_new() { dmesg | tail -n +"$((${KRDMA_DMESG_MARK:-0} + 1))"; }
+
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 log() { echo "# $*"; }

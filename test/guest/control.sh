@@ -16,11 +16,11 @@ grep -q '^connect name=NAME addr=IP:PORT' $KRDMA_CTL || fail "grammar not printe
 bad() {	# bad ERRNO 'dmesg words' CMD...
 	local want=$1 words=$2
 	shift 2
-	dmesg -C
+	dmesg_mark
 	expect_ctl_err "$want" "$@"
-	n=$(dmesg | grep -c 'krdma: ')
-	[ "$n" = 1 ] || fail "'$*': $n dmesg lines, expected 1: $(dmesg | tail -n 3)"
-	dmesg | grep -qF -- "$words" || fail "'$*': dmesg does not name '$words': $(dmesg)"
+	n=$(dmesg_new | grep -c 'krdma: ')
+	[ "$n" = 1 ] || fail "'$*': $n dmesg lines, expected 1: $(dmesg_new | tail -n 3)"
+	dmesg_new | grep -qF -- "$words" || fail "'$*': dmesg does not name '$words': $(dmesg_new)"
 }
 bad EINVAL "unknown command 'frobnicate'" frobnicate name=x
 bad EINVAL "unknown word 'colour' for listen" listen name=x addr=1.2.3.4:5 colour=red
@@ -45,9 +45,9 @@ bad ENOENT "no connection 'nosuch'" disconnect name=nosuch
 bad ENOENT "no connection 'nosuch'" test name=nosuch
 bad ENOENT "no listener 'nosuch'" unlisten name=nosuch
 printf 'listen name=x\001 addr=1.1.1.1:1' >/tmp/cmd
-dmesg -C
+dmesg_mark
 ( cat /tmp/cmd >$KRDMA_CTL ) 2>/dev/null && fail "non-printable command accepted"
-dmesg | grep -q "non-printable byte 0x01" || fail "non-printable byte not named"
+dmesg_new | grep -q "non-printable byte 0x01" || fail "non-printable byte not named"
 head -c 300 /dev/zero | tr '\0' a >/tmp/cmd
 ( cat /tmp/cmd >$KRDMA_CTL ) 2>/dev/null && fail "overlong command accepted"
 
@@ -61,6 +61,20 @@ ctl listen name=l6 addr=[fd00:77::1]:7006 || fail "IPv6 listen"
 ctl connect name=c6 addr=[fd00:77::1]:7006 || fail "IPv6 connect"
 grep -q 'fd00:77::1' $KRDMA_SYS/conns/c6/peer_addr || fail "IPv6 peer_addr: $(cat $KRDMA_SYS/conns/c6/peer_addr)"
 ctl disconnect name=c6 || fail "IPv6 disconnect"
+
+# A listener with the longest name: its accepted connections (NAME.<n>,
+# longer than a new name may be) can be named, tested and closed.
+ln=L123456789012345678901234567890
+ctl listen name=$ln addr=$MY_IP:7150 || fail "listen with a 31-character name"
+ctl connect name=c31 addr=$PEER_IP:7150 || fail "connect to $ln"
+wait_for 5 test -d $KRDMA_SYS/conns/$ln.0 || fail "no $ln.0"
+expect_ctl_err OK test name=$ln.0 op=send count=1
+wait_for 60 not_running $KRDMA_SYS/conns/$ln.0/test_status
+expect_eq "$(cat $KRDMA_SYS/conns/$ln.0/test_status)" passed "$ln.0 self-test"
+expect_ctl_err OK disconnect name=$ln.0
+expect_ctl_err OK disconnect name=c31
+expect_ctl_err OK unlisten name=$ln
+bad EINVAL "too long for listen" listen name=${ln}1 addr=$MY_IP:7151
 
 # Bounded random input: 1500 commands (KRDMA_CONTROL_RANDOM) built from real
 # and random words (bash builtins only: process creation is slow under TCG).

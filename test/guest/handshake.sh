@@ -16,22 +16,22 @@ expect_eq "$(cat $l/state)" listening "listener state"
 try() {	# try HELLO ERRNO DMESG-REASON
 	local before
 	before=$(cat $l/rejected)
-	dmesg -C
+	dmesg_mark
 	got=$(ctl_err connect name=bad$1 addr=$PEER_IP:7001 hello=$1 timeout_ms=3000)
 	[ ! -e $KRDMA_SYS/conns/bad$1 ] || fail "failed connection bad$1 left in sysfs"
 	expect_eq "$(cat $l/rejected)" $((before + 1)) "rejected count after hello=$1"
-	dmesg | grep -q "l1: rejected connection from .*: $3" ||
+	dmesg_new | grep -q "l1: rejected connection from .*: $3" ||
 		fail "passive side did not log '$3'"
 	# siw releases the passive socket right after queueing the MPA
 	# reject; now and then the active side meets the TCP reset before
 	# the reply, and all it can learn is that it was refused.
 	if [ "$DEV" = siw ] && [ "$got" = ECONNREFUSED ] &&
-	   dmesg | grep -q "bad$1: .* rejected the connection: reset by remote host"; then
+	   dmesg_new | grep -q "bad$1: .* rejected the connection: reset by remote host"; then
 		log "hello=$1: siw delivered the reject as a TCP reset"
 		return
 	fi
 	[ "$got" = "$2" ] || fail "hello=$1: got $got, expected $2"
-	dmesg | grep -q "bad$1: .* rejected the connection: $3" ||
+	dmesg_new | grep -q "bad$1: .* rejected the connection: $3" ||
 		fail "active side did not log '$3'"
 }
 try 1 EPROTO "not a krdma peer (bad magic)"

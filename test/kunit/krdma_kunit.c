@@ -129,6 +129,17 @@ static void cmd_unlisten_disconnect_ok(struct kunit *test)
 	expect_bad(test, "disconnect name=c1 depth=3", "unknown word 'depth'");
 	expect_bad(test, "disconnect", "disconnect needs name=");
 	expect_bad(test, "unlisten", "unlisten needs name=");
+	/*
+	 * A 31-character listener's accepted connections (NAME.<n>) can be
+	 * named; a new listener or connection is 1-31 characters.
+	 */
+	expect_ok(test, "listen name=L123456789012345678901234567890 addr=0.0.0.0:1");
+	expect_ok(test, "disconnect name=L123456789012345678901234567890.4294967295");
+	expect_ok(test, "test name=L123456789012345678901234567890.12 op=send");
+	expect_bad(test, "listen name=L1234567890123456789012345678901 addr=0.0.0.0:1",
+		   "too long for listen");
+	expect_bad(test, "connect name=C1234567890123456789012345678901 addr=1.2.3.4:5",
+		   "too long for connect");
 }
 
 static void cmd_connect_all_keys(struct kunit *test)
