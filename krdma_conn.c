@@ -205,14 +205,29 @@ static bool krdma_conn_event_locked(struct krdma_conn *conn,
 	return true;
 }
 
+/*
+ * Record @err as the connection's error, with conn->lock held.  The first
+ * error stays, but for a placeholder (@weak: a flush, or the peer's
+ * disconnect, both of which may be reported before what caused them):
+ * a cause given later replaces it, and makes a "disconnected" connection
+ * "error" if the disconnect was only the peer's reaction.
+ */
+static void krdma_conn_cause_locked(struct krdma_conn *conn, int err,
+				    bool weak)
+{
+	if (conn->error && !(conn->error_weak && !weak))
+		return;
+	if (conn->error && conn->state == KRDMA_CONN_DISCONNECTED)
+		conn->state = KRDMA_CONN_ERROR;
+	conn->error = err;
+	conn->error_weak = weak;
+}
+
 static void __krdma_conn_set_error(struct krdma_conn *conn, int err,
-				   bool flush)
+				   bool weak)
 {
 	spin_lock_bh(&conn->lock);
-	if (!conn->error || (conn->error_flush && !flush)) {
-		conn->error = err;
-		conn->error_flush = flush;
-	}
+	krdma_conn_cause_locked(conn, err, weak);
 	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
@@ -289,8 +304,8 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	}
 
 	spin_lock_bh(&conn->lock);
-	if (!conn->error)
-		conn->error = err ?: -ECONNRESET;
+	/* A cause (device removal, say) replaces a placeholder. */
+	krdma_conn_cause_locked(conn, err ?: -ECONNRESET, !err);
 	krdma_conn_event_locked(conn, err ? KRDMA_CONN_EV_TEARDOWN_ERR :
 					    KRDMA_CONN_EV_TEARDOWN_OK);
 	conn->qp_ok = false;
@@ -682,14 +697,13 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		 * The CM moves the QP to ERROR before it reports the peer's
 		 * disconnect, so receives may have been flushed already: if
 		 * that flush is all that failed the connection, the
-		 * disconnect is what happened.
+		 * disconnect is what happened.  It is a placeholder itself:
+		 * the peer may have disconnected because of an error of ours
+		 * whose completion is still to come.
 		 */
-		if (conn->error_flush && conn->state == KRDMA_CONN_ERROR) {
+		if (conn->error_weak && conn->state == KRDMA_CONN_ERROR)
 			conn->state = KRDMA_CONN_DISCONNECTED;
-			conn->error_flush = false;
-		}
-		if (!conn->error)
-			conn->error = -ECONNRESET;
+		krdma_conn_cause_locked(conn, -ECONNRESET, true);
 		krdma_conn_event_locked(conn, KRDMA_CONN_EV_PEER_DISCONNECTED);
 		spin_unlock_bh(&conn->lock);
 		wake_up_all(&conn->wq);

@@ -169,7 +169,8 @@ struct krdma_conn {
 	u32			rw_chunk_pages;	/* pages per rdma_rw context */
 	struct list_head	rw_ops;		/* one-sided ops posted */
 	int			qp_event_err;	/* a fatal QP event's errno */
-	bool			error_flush;	/* error is a flush's, not a cause */
+	/* error is a placeholder: a flush's, or the peer's disconnect */
+	bool			error_weak;
 	size_t			buf_size;	/* rx/tx buffers' mapped size */
 
 	struct list_head	mrs;		/* registrations on this conn */

@@ -9,6 +9,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/random.h>
 #include <linux/slab.h>
 
 #include "krdma_core.h"
@@ -212,6 +213,16 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 		ret = n < 0 ? n : -EINVAL;
 		goto out_release;
 	}
+	/*
+	 * The MR's address is what the token gives the peer (and /dev/krdma
+	 * its user), and on rxe and siw the DMA address is the buffer's
+	 * kernel virtual address.  Register it at a random I/O virtual
+	 * address instead (xprtrdma rewrites the iova too), below the kernel
+	 * half and with the same offset in its page: the device resolves
+	 * addresses relative to the iova, and alignment stays what it is.
+	 */
+	kmr->mr->iova = ((u64)get_random_u32() << PAGE_SHIFT) |
+			(kmr->mr->iova & ~PAGE_MASK);
 
 	wr.wr.opcode = IB_WR_REG_MR;
 	wr.mr = kmr->mr;

@@ -49,6 +49,11 @@ for f in "$top"/test/apitest/Kbuild "$top"/test/apitest/*.c; do
 	[ -e "$f" ] && ln -sf "$f" "$out/apitest/$(basename "$f")"
 done
 log=$out/apitest/build.log
+# kbuild does not relink a module when the symbols it imports change
+# their CRCs: one built against an older krdma would not load.
+if [ "$out/Module.symvers" -nt "$out/apitest/krdma_apitest.ko" ]; then
+	make -C "$kdir" M="$out/apitest" clean >/dev/null 2>&1 || true
+fi
 if ! make "$jobs" -C "$kdir" M="$out/apitest" KBUILD_EXTRA_SYMBOLS="$out/Module.symvers" \
 	"$@" modules >"$log" 2>&1; then
 	cat "$log" >&2

@@ -1772,6 +1772,37 @@ out:
 	krdma_close(c);
 }
 
+/*
+ * #22 item 8: a token's address tells the peer nothing of the kernel (on
+ * rxe and siw the DMA address is the buffer's kernel virtual address): it
+ * is a random I/O virtual address below the kernel half, with the
+ * buffer's offset in its page.  Every other scenario moves data through
+ * such tokens and compares it byte for byte.
+ */
+static void sc_token_addr(struct at_test *t)
+{
+	struct krdma_conn *c;
+	struct at_reg reg;
+	int i;
+
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		return;
+	if (!at_reg(t, c, 3 * 65536, AT_RW, 0x7400, 0, &reg))
+		goto out;
+	for (i = 0; i < reg.ntok; i++) {
+		if (reg.tok[i].addr >> 47) {
+			at_fail(t, "token %d: address 0x%llx is in the kernel half",
+				i, reg.tok[i].addr);
+			goto out;
+		}
+	}
+	pr_info("%s: %d tokens, first at 0x%llx\n", t->name, reg.ntok,
+		reg.tok[0].addr);
+out:
+	krdma_close(c);
+}
+
 /* #22 item 1: the refused work request is not the one with the cqe. */
 static void sc_revoked_multiwr(struct at_test *t)
 {
@@ -2492,6 +2523,7 @@ static const struct at_scenario {
 	{ "revoked_multiwr", sc_revoked_multiwr },
 	{ "forged_multiwr", sc_forged_multiwr },
 	{ "send_nowait", sc_send_nowait },
+	{ "token_addr", sc_token_addr },
 	{ "imm_stream", sc_imm_stream },
 	{ "atomics", sc_atomics },
 	{ "async_window", sc_async_window },
