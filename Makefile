@@ -4,6 +4,7 @@
 #   make                    build krdma.ko (and tools) for the running kernel
 #                           (never another one: stops without its headers)
 #   make KVER=6.1|6.12|R    build against that lab kernel line/release
+#   make install            modules_install + depmod for the running kernel
 #   make check              every test, both kernel lines (see README)
 #   make demo               two guests, rxe, krdma moving data A <-> B
 #   make bench              benchmarks against perftest
@@ -37,6 +38,15 @@ build/test/ioctl_fuzz: test/ioctl_fuzz.c include/uapi/linux/krdma.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOLS_CFLAGS) -pthread -o $@.tmp$$$$ $< && mv -f $@.tmp$$$$ $@
 
+# On a host: the module into /lib/modules/RELEASE/updates, then depmod, so
+# that "modprobe krdma" finds it (DKMS does the same for every kernel).
+# RELEASE is UTS_RELEASE: Debian's headers say "6.1.192" for kernelrelease.
+install: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
+	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a \
+		$$(sed -n 's/^#define UTS_RELEASE "\(.*\)"$$/\1/p' \
+			$(KDIR)/include/generated/utsrelease.h)
+
 check:
 	tools/check
 
@@ -53,4 +63,4 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
 	rm -rf build tools/krdmactl
 
-.PHONY: all modules tools check demo bench shell clean
+.PHONY: all modules tools install check demo bench shell clean
