@@ -7,12 +7,12 @@
 # active one, and the passive one while its peer is still connecting (the
 # window between the connection being published and its service thread
 # starting).  The suite's dmesg scan fails the test on any splat.
-# KRDMA_DISC_ROUNDS: rounds (default 20; debug kernel 8).
+# KRDMA_DISC_ROUNDS: rounds (default 10; debug kernel 5).
 # topo: single
 # dev: rxe siw
 . "$(dirname "$0")/../lib.sh"
 
-rounds=${KRDMA_DISC_ROUNDS:-$([ "$KLINE" = debug ] && echo 8 || echo 20)}
+rounds=${KRDMA_DISC_ROUNDS:-$([ "$KLINE" = debug ] && echo 5 || echo 10)}
 rdma_dev_up
 krdma_load
 ctl listen name=l1 addr=$MY_IP:7500 || fail "listen"
