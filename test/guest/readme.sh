@@ -48,11 +48,14 @@ done <"$readme"
 [ ${#cmds[@]} -ge 10 ] || fail "only ${#cmds[@]} README commands found"
 log "${#cmds[@]} README commands"
 
+bg_pids=() bg_cmds=()
 for i in "${!cmds[@]}"; do
 	cmd=${cmds[i]}
 	echo "\$ $cmd"
 	if [[ $cmd == *'&' ]]; then
-		eval "$cmd" || fail "README command failed: $cmd"
+		eval "$cmd"
+		bg_pids+=($!)
+		bg_cmds+=("$cmd")
 		continue
 	fi
 	out=$(eval "$cmd" 2>&1)
@@ -63,6 +66,16 @@ for i in "${!cmds[@]}"; do
 		expect_eq "$out" "${outs[i]}" "output of '$cmd'"
 	fi
 done
-wait || fail "a README background command failed"
+# Each background command must end, and end well (a bare "wait" says 0
+# whatever they did).
+for i in "${!bg_pids[@]}"; do
+	timeout_left=60
+	while kill -0 "${bg_pids[i]}" 2>/dev/null; do
+		timeout_left=$((timeout_left - 1))
+		[ $timeout_left -gt 0 ] || fail "README background command still running: ${bg_cmds[i]}"
+		nap 1
+	done
+	wait "${bg_pids[i]}" || fail "README background command failed ($?): ${bg_cmds[i]}"
+done
 no=$(ls $KRDMA_SYS/conns | wc -l)
 expect_eq "$no" 0 "connections left after the README's sessions"

@@ -8,6 +8,7 @@
 
 rdma_dev_up
 for round in 1 2; do
+	dmesg_mark
 	krdma_load
 	ctl listen name=l1 addr=$MY_IP:7020 || fail "listen"
 	ctl listen name=l2 addr=0.0.0.0:7021 || fail "listen wildcard"
@@ -20,7 +21,8 @@ for round in 1 2; do
 	timeout 60 rmmod krdma || fail "rmmod with live connections failed or hung (round $round)"
 	[ ! -e $KRDMA_SYS ] || fail "sysfs left after rmmod"
 	lsmod | grep -q '^krdma ' && fail "module still loaded"
-	dmesg | grep -q 'c1: closed by module unload' || fail "no close message for c1"
+	dmesg_new | grep -q 'c1: closed by module unload' ||
+		fail "no close message for c1 (round $round)"
 done
 # The device itself is unharmed.
 rdma link show $IBDEV/1 | grep -q 'state ACTIVE' || fail "device not active after unload"
