@@ -515,7 +515,15 @@ static void check_session_killed_mid_transfer(void)
 	}
 	waitpid(pid, NULL, 0);
 	ok(n >= 3, "%d RDMA WRITEs before the peer's session was killed", n);
-	expect(err, ECONNRESET, "RDMA WRITE after the peer's session was closed mid-transfer");
+	/*
+	 * The connection's error once the peer's disconnect is seen; a
+	 * transfer already on the wire may instead run out of transport
+	 * retries first (rxe reports RETRY_EXC for it, now seen with its
+	 * own status on every work request): ETIMEDOUT.
+	 */
+	ok(err == ECONNRESET || err == ETIMEDOUT,
+	   "RDMA WRITE after the peer's session was closed mid-transfer: %s (ECONNRESET or ETIMEDOUT)",
+	   errname(err));
 	{
 		struct krdma_ioc_query q;
 
