@@ -367,11 +367,8 @@ static void krdma_teardown_work(struct work_struct *work)
 {
 	struct krdma_conn *conn = container_of(work, struct krdma_conn,
 					       teardown_work);
-	int qerr = READ_ONCE(conn->qp_event_err);
 	bool reap;
 
-	if (qerr)
-		krdma_conn_set_error(conn, qerr);
 	krdma_conn_teardown(conn, conn->error ?: -ECONNRESET);
 	/* A passive connection nobody took yet has nobody to close it. */
 	spin_lock_bh(&conn->lock);

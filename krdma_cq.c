@@ -64,7 +64,12 @@ void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc, const char *op)
 	int err = krdma_wc_errno(wc->status);
 
 	if (wc->status == IB_WC_WR_FLUSH_ERR) {
-		krdma_conn_set_error_flush(conn);
+		/* A fatal QP event's cause, else a placeholder. */
+		err = READ_ONCE(conn->qp_event_err);
+		if (err)
+			krdma_conn_set_error(conn, err);
+		else
+			krdma_conn_set_error_flush(conn);
 		return;
 	}
 	atomic64_inc(&conn->stats.errors);
@@ -76,9 +81,10 @@ void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc, const char *op)
 /*
  * QP events, in any context (an interrupt on real hardware): nothing that
  * takes conn->lock here.  A passive side whose first receive came before
- * the CM's RTU tells the CM (COMM_EST), as nvmet-rdma and isert do; a
- * fatal event fails the connection through its teardown work, which
- * records the error first.
+ * the CM's RTU tells the CM (COMM_EST), as nvmet-rdma and isert do.  A
+ * fatal event is logged and recorded; the QP is in ERROR then, and the
+ * flushed work requests fail the connection (krdma_wc_error()), with this
+ * event's errno as their cause.
  */
 static void krdma_qp_event(struct ib_event *ev, void *ctx)
 {
@@ -103,9 +109,6 @@ static void krdma_qp_event(struct ib_event *ev, void *ctx)
 	pr_warn_ratelimited("%s: QP event: %s\n", conn->name,
 			    ib_event_msg(ev->event));
 	cmpxchg(&conn->qp_event_err, 0, err);
-	krdma_conn_get(conn);
-	if (!queue_work(krdma_wq, &conn->teardown_work))
-		krdma_conn_put(conn);
 }
 
 static int krdma_op_errno(struct krdma_conn *conn, struct ib_wc *wc)
