@@ -176,6 +176,7 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 {
 	struct ib_device *ibdev = conn->kdev->ibdev;
 	size_t sz = KRDMA_HDR_LEN + conn->max_msg;
+	u32 i;
 
 	/*
 	 * The size every buffer is mapped with, kept for the unmap: the
@@ -183,7 +184,6 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 	 * shrink to what the peer accepts.
 	 */
 	conn->buf_size = sz;
-	u32 i;
 
 	conn->nr_rx = conn->depth + 1;
 	conn->nr_tx = conn->depth;
@@ -826,7 +826,7 @@ static void krdma_sync_done(struct krdma_req *req)
 /*
  * Wait for a posted @what.  The completion always comes, at worst as a
  * flush.  A peer that never acknowledges (iWARP leaves retries to TCP,
- * which takes many minutes) fails the connection after @timeout.
+ * which takes many minutes) fails the connection after KRDMA_POST_TIMEOUT.
  */
 static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 			     const char *what)
