@@ -43,11 +43,10 @@
  * One per RDMA device krdma has seen.  The ib_client holds the first
  * reference; every connection on the device holds another.  Removal of the
  * device tears down the connections, drops the client's reference and waits
- * for the rest before releasing the PD, so nothing outlives the ib_device.
+ * for the rest, so nothing outlives the ib_device.
  */
 struct krdma_device {
 	struct ib_device	*ibdev;
-	struct ib_pd		*pd;
 	struct kref		ref;
 	struct completion	released;
 	struct list_head	list;		/* on krdma_devices */
@@ -131,6 +130,11 @@ struct krdma_conn {
 	struct krdma_device	*kdev;
 	char			devname[IB_DEVICE_NAME_MAX];
 	u32			qp_num;
+	/*
+	 * The connection's own PD: its registrations are reachable through
+	 * its QP only, never through another connection on the device.
+	 */
+	struct ib_pd		*pd;
 	struct ib_qp		*qp;
 	struct ib_cq		*cq;
 	u32			cq_size;

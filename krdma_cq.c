@@ -277,6 +277,19 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 		return -EINVAL;
 	}
 
+	/*
+	 * A PD per connection (#22 item 2): rxe and siw, like HCAs, admit a
+	 * remote access only through a QP of the MR's PD, so a token works on
+	 * the connection it was issued on and nowhere else.
+	 */
+	conn->pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(conn->pd)) {
+		ret = PTR_ERR(conn->pd);
+		conn->pd = NULL;
+		pr_warn("%s: no protection domain: %d\n", conn->name, ret);
+		return ret;
+	}
+
 	ret = krdma_alloc_bufs(conn);
 	if (ret)
 		goto out_bufs;
@@ -304,7 +317,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	qa.cap.max_send_sge = send_sge;
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_rdma_ctxs = conn->depth;
-	ret = rdma_create_qp(conn->cm_id, conn->kdev->pd, &qa);
+	ret = rdma_create_qp(conn->cm_id, conn->pd, &qa);
 	if (ret) {
 		pr_warn("%s: rdma_create_qp failed: %d\n", conn->name, ret);
 		goto out_cq;
@@ -318,6 +331,8 @@ out_cq:
 	conn->cq = NULL;
 out_bufs:
 	krdma_free_bufs(conn);
+	ib_dealloc_pd(conn->pd);
+	conn->pd = NULL;
 	return ret;
 }
 
@@ -333,6 +348,11 @@ void krdma_conn_destroy_qp(struct krdma_conn *conn)
 	}
 	if (conn->kdev)
 		krdma_free_bufs(conn);
+	/* After the QP, its rdma_rw MRs and the registrations (teardown). */
+	if (conn->pd) {
+		ib_dealloc_pd(conn->pd);
+		conn->pd = NULL;
+	}
 }
 
 /* ---- receive ------------------------------------------------------- */
@@ -342,7 +362,7 @@ static int krdma_post_recv(struct krdma_conn *conn, struct krdma_rx *rx)
 	struct ib_sge sge = {
 		.addr	= rx->dma,
 		.length	= KRDMA_HDR_LEN + conn->max_msg,
-		.lkey	= conn->kdev->pd->local_dma_lkey,
+		.lkey	= conn->pd->local_dma_lkey,
 	};
 	struct ib_recv_wr wr = {
 		.wr_cqe		= &rx->cqe,
@@ -604,7 +624,7 @@ static int krdma_post_ctl_locked(struct krdma_conn *conn)
 	struct ib_sge sge = {
 		.addr	= tx->dma,
 		.length	= KRDMA_HDR_LEN,
-		.lkey	= conn->kdev->pd->local_dma_lkey,
+		.lkey	= conn->pd->local_dma_lkey,
 	};
 	struct ib_send_wr wr = {
 		.wr_cqe		= &tx->cqe,
@@ -737,7 +757,7 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 	tx->req = req;
 	sge.addr = tx->dma;
 	sge.length = KRDMA_HDR_LEN + len;
-	sge.lkey = conn->kdev->pd->local_dma_lkey;
+	sge.lkey = conn->pd->local_dma_lkey;
 	wr.wr_cqe = &tx->cqe;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;

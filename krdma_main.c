@@ -64,17 +64,9 @@ static int krdma_add_one(struct ib_device *ibdev)
 	init_completion(&kdev->released);
 	strscpy(kdev->name, dev_name(&ibdev->dev), sizeof(kdev->name));
 
-	/* One PD per device, shared by every connection on it. */
-	kdev->pd = ib_alloc_pd(ibdev, 0);
-	if (IS_ERR(kdev->pd)) {
-		ret = PTR_ERR(kdev->pd);
-		pr_err("%s: ib_alloc_pd failed: %d\n", kdev->name, ret);
-		goto out_free;
-	}
-
 	ret = krdma_sysfs_add_device(kdev);
 	if (ret)
-		goto out_pd;
+		goto out_free;
 
 	mutex_lock(&krdma_lock);
 	list_add_tail(&kdev->list, &krdma_devices);
@@ -84,8 +76,6 @@ static int krdma_add_one(struct ib_device *ibdev)
 	pr_info("%s: added\n", kdev->name);
 	return 0;
 
-out_pd:
-	ib_dealloc_pd(kdev->pd);
 out_free:
 	kfree(kdev);
 	return ret;
@@ -107,7 +97,6 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	wait_for_completion(&kdev->released);
 
 	krdma_sysfs_del_device(kdev);
-	ib_dealloc_pd(kdev->pd);
 	pr_info("%s: removed\n", kdev->name);
 	kfree(kdev);
 }

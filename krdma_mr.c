@@ -3,9 +3,10 @@
  * krdma memory exposure: fast registration (IB_WR_REG_MR) of local memory
  * for remote access, tokens, and invalidation (IB_WR_LOCAL_INV).
  *
- * Every registration has its own MR and a fresh key: nothing else of this
- * host's memory is reachable by the peer, and a revoked token's rkey is
- * never valid again (ib_inc_rkey on each registration).
+ * Every registration has its own MR and a fresh key, in its connection's
+ * own PD: nothing else of this host's memory is reachable by the peer, no
+ * other connection can use the token, and a revoked token's rkey is never
+ * valid again (ib_inc_rkey on each registration).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -141,6 +142,10 @@ void krdma_conn_release_mrs(struct krdma_conn *conn)
  * @nents: entries in @sg
  * @access: KRDMA_ACCESS_* rights granted to the peer (at least one)
  *
+ * The token works on @conn only: its MR is in the connection's own PD, and
+ * an access through any other QP (another peer, or another connection of
+ * the same peer) fails with a remote access error.
+ *
  * The region must fit one MR (the device's max_fast_reg_page_list_len
  * pages) and have no gaps between entries (all but the first start on a
  * page, all but the last end on one).
@@ -199,7 +204,7 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 	kmr->mapped = ib_dma_map_sg(ibdev, sg, nents, DMA_BIDIRECTIONAL);
 	if (!kmr->mapped)
 		goto out_free;
-	kmr->mr = ib_alloc_mr(conn->kdev->pd, IB_MR_TYPE_MEM_REG, npages);
+	kmr->mr = ib_alloc_mr(conn->pd, IB_MR_TYPE_MEM_REG, npages);
 	if (IS_ERR(kmr->mr)) {
 		ret = PTR_ERR(kmr->mr);
 		kmr->mr = NULL;

@@ -782,7 +782,7 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 	a.cqe.done = krdma_atomic_done;
 	sge.addr = dma;
 	sge.length = sizeof(u64);
-	sge.lkey = conn->kdev->pd->local_dma_lkey;
+	sge.lkey = conn->pd->local_dma_lkey;
 	wr.wr.wr_cqe = &a.cqe;
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;

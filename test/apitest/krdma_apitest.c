@@ -1599,6 +1599,47 @@ out:
 }
 
 /*
+ * A one-sided access with a token the peer must refuse returned @op_ret on
+ * @c.  RoCE: the work completion says remote access error (-EACCES).
+ * iWARP: the peer sends a TERMINATE and drops the connection.  A WRITE
+ * fully sent by then has completed (0); one still being sent completes
+ * with a local QP operation error (siw: -EIO); a READ, or anything queued,
+ * is flushed (-ECONNRESET).  Either way @c fails with that error.
+ * Returns the connection's error, or 0 after at_fail().
+ */
+static int at_expect_denied(struct at_test *t, struct krdma_conn *c,
+			    bool write, int op_ret)
+{
+	int err;
+
+	if (at_iwarp) {
+		if (op_ret != -EIO && op_ret != -ECONNRESET &&
+		    !(write && op_ret == 0)) {
+			at_fail(t, "%s with the denied token: got %d, expected %s",
+				write ? "write" : "read", op_ret,
+				write ? "0, -EIO or -ECONNRESET" :
+					"-EIO or -ECONNRESET");
+			return 0;
+		}
+	} else if (!at_expect(t, op_ret, -EACCES, "%s with the denied token",
+			      write ? "write" : "read")) {
+		return 0;
+	}
+	err = at_wait_conn_error(c);
+	if (!err) {
+		at_fail(t, "krdma_conn_error still 0 5 s after the denied %s (returned %d)",
+			write ? "write" : "read", op_ret);
+		return 0;
+	}
+	if (at_iwarp ? err != -EIO && err != -ECONNRESET : err != -EACCES) {
+		at_fail(t, "krdma_conn_error: got %d, expected %s", err,
+			at_iwarp ? "-EIO or -ECONNRESET" : "-EACCES");
+		return 0;
+	}
+	return err;
+}
+
+/*
  * One-sided access the server did not allow (@how: no write right, a
  * revoked token, a forged key): the operation fails with the remote access
  * error, the connection errors out, the server's memory is untouched.
@@ -1667,37 +1708,9 @@ static void at_denied(struct at_test *t, enum at_denied how, int nseg)
 		op_ret = krdma_write(c, osg, onents, &tok, 0, AT_TIMEOUT);
 	else
 		op_ret = krdma_read(c, osg, onents, &tok, 0, AT_TIMEOUT);
-	/*
-	 * RoCE: the work completion says remote access error (-EACCES).
-	 * iWARP: the peer sends a TERMINATE and drops the connection.  A
-	 * WRITE fully sent by then has completed (0); one still being sent
-	 * completes with a local QP operation error (siw: -EIO); a READ, or
-	 * anything queued, is flushed (-ECONNRESET).
-	 */
-	if (at_iwarp) {
-		if (op_ret != -EIO && op_ret != -ECONNRESET &&
-		    !(write && op_ret == 0)) {
-			at_fail(t, "%s with the denied token: got %d, expected %s",
-				write ? "write" : "read", op_ret,
-				write ? "0, -EIO or -ECONNRESET" :
-					"-EIO or -ECONNRESET");
-			goto out_local;
-		}
-	} else if (!at_expect(t, op_ret, -EACCES, "%s with the denied token",
-			      write ? "write" : "read")) {
+	err = at_expect_denied(t, c, write, op_ret);
+	if (!err)
 		goto out_local;
-	}
-	err = at_wait_conn_error(c);
-	if (!err) {
-		at_fail(t, "krdma_conn_error still 0 5 s after the denied %s (returned %d)",
-			write ? "write" : "read", op_ret);
-		goto out_local;
-	}
-	if (at_iwarp ? err != -EIO && err != -ECONNRESET : err != -EACCES) {
-		at_fail(t, "krdma_conn_error: got %d, expected %s", err,
-			at_iwarp ? "-EIO or -ECONNRESET" : "-EACCES");
-		goto out_local;
-	}
 	/* Nothing more goes through, with the connection's error. */
 	ret = krdma_read(c, l.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
 	if (!at_expect(t, ret, err, "read after the error"))
@@ -1801,6 +1814,73 @@ static void sc_token_addr(struct at_test *t)
 		reg.tok[0].addr);
 out:
 	krdma_close(c);
+}
+
+/*
+ * #22 item 2: a token works only on the connection it was issued on.  Two
+ * connections to one server (two peers, as far as it can tell): the second
+ * uses the first's token to write (@write) or read.  The access is refused
+ * as a forged key is, the server's memory and our buffer keep their bytes,
+ * and the first connection still reads through its token.  Before krdma
+ * gave each connection its own PD, the foreign access went through.
+ */
+static void at_foreign(struct at_test *t, bool write)
+{
+	const u32 len = 8192, plen = 4096;
+	u64 bg = 0x7600 + write, data = 0x7700 + write;
+	struct krdma_conn *c1, *c2;
+	struct at_local l;
+	struct at_reg reg;
+	int op_ret, ret;
+	u32 mis = 0;
+
+	c1 = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c1)
+		return;
+	c2 = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c2)
+		goto out1;
+	if (!at_reg(t, c1, len, AT_RW, bg, 0, &reg))
+		goto out2;
+	if (!at_local_init(t, &l, 1, &plen, &mis))
+		goto out2;
+	at_local_fill(&l, data);
+	if (write)
+		op_ret = krdma_write(c2, l.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
+	else
+		op_ret = krdma_read(c2, l.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
+	if (!at_expect_denied(t, c2, write, op_ret))
+		goto out_local;
+	if (!write && !at_local_check(t, &l, data, "buffer of the refused read"))
+		goto out_local;
+	if (!at_verify(t, c1, reg.id, 0, len, bg, 0))
+		goto out_local;
+	at_local_zero(&l);
+	ret = krdma_read(c1, l.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "read through the issuing connection") ||
+	    !at_local_check(t, &l, bg, "read through the issuing connection"))
+		goto out_local;
+	if (!at_req(t, c1, AT_FREE, reg.id, 0, 0, 0, 0, NULL))
+		goto out_local;
+	pr_info("%s: %s through another connection returned %d, connection error %d\n",
+		t->name, write ? "write" : "read", op_ret,
+		krdma_conn_error(c2));
+out_local:
+	at_local_free(&l);
+out2:
+	krdma_close(c2);
+out1:
+	krdma_close(c1);
+}
+
+static void sc_foreign_write(struct at_test *t)
+{
+	at_foreign(t, true);
+}
+
+static void sc_foreign_read(struct at_test *t)
+{
+	at_foreign(t, false);
 }
 
 /* #22 item 1: the refused work request is not the one with the cqe. */
@@ -2522,6 +2602,8 @@ static const struct at_scenario {
 	{ "forged_rkey", sc_forged_rkey },
 	{ "revoked_multiwr", sc_revoked_multiwr },
 	{ "forged_multiwr", sc_forged_multiwr },
+	{ "foreign_write", sc_foreign_write },
+	{ "foreign_read", sc_foreign_read },
 	{ "send_nowait", sc_send_nowait },
 	{ "token_addr", sc_token_addr },
 	{ "imm_stream", sc_imm_stream },
