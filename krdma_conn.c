@@ -250,12 +250,17 @@ void krdma_conn_set_error_flush(struct krdma_conn *conn)
 	__krdma_conn_set_error(conn, -ECONNRESET, true);
 }
 
-int krdma_conn_qp_get(struct krdma_conn *conn)
+/*
+ * A reference on the QP for a post: 0, or why there is none.  @failed: a
+ * connection in the error state will do, as long as teardown has not
+ * begun (krdma_mr_revoke(): its QP may still admit remote access).
+ */
+int __krdma_conn_qp_get(struct krdma_conn *conn, bool failed)
 {
 	int ret = 0;
 
 	spin_lock_bh(&conn->lock);
-	if (krdma_conn_usable(conn))
+	if (krdma_conn_usable(conn) || (failed && conn->qp_ok))
 		conn->qp_users++;
 	else
 		ret = conn->error ?: -ENOTCONN;

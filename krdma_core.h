@@ -256,7 +256,13 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 				      const char *name);
 void krdma_remove_device_users(struct krdma_device *kdev);
 void krdma_close_all(void);
-int krdma_conn_qp_get(struct krdma_conn *conn);
+int __krdma_conn_qp_get(struct krdma_conn *conn, bool failed);
+
+static inline int krdma_conn_qp_get(struct krdma_conn *conn)
+{
+	return __krdma_conn_qp_get(conn, false);
+}
+
 void krdma_conn_qp_put(struct krdma_conn *conn);
 bool krdma_accept_ready(struct krdma_listener *l);
 

@@ -355,6 +355,24 @@ void krdma_conn_destroy_qp(struct krdma_conn *conn)
 	}
 }
 
+/*
+ * Test knob: a peer that sends a malformed message, with its QP left in
+ * RTS (the connection fails with -EPROTO, nothing else happens).
+ */
+static bool fault_malformed;
+module_param(fault_malformed, bool, 0644);
+MODULE_PARM_DESC(fault_malformed,
+		 "test: send a message starting with \"" KRDMA_FAULT_MALFORMED
+		 "\" with a header of unknown type");
+
+static bool krdma_fault_malformed(const void *buf, size_t len)
+{
+	const size_t n = sizeof(KRDMA_FAULT_MALFORMED) - 1;
+
+	return unlikely(fault_malformed) && len >= n &&
+	       !memcmp(buf, KRDMA_FAULT_MALFORMED, n);
+}
+
 /* ---- receive ------------------------------------------------------- */
 
 static int krdma_post_recv(struct krdma_conn *conn, struct krdma_rx *rx)
@@ -748,6 +766,8 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 	tx = list_first_entry(&conn->tx_free, struct krdma_tx, list);
 	list_del_init(&tx->list);
 	flags = krdma_credit_hdr_ctl_ack(&conn->cr) ? KRDMA_MSG_F_CTL_ACK : 0;
+	if (krdma_fault_malformed(buf, len))
+		type = KRDMA_MSG_BAD;
 	krdma_msg_encode(tx->buf, type, flags,
 			 krdma_credit_hdr_credits(&conn->cr), len);
 	memcpy(tx->buf + KRDMA_HDR_LEN, buf, len);

@@ -306,11 +306,19 @@ EXPORT_SYMBOL_GPL(krdma_mr_token);
  * krdma_mr_revoke - invalidate a registration's token
  * @kmr: the registration
  *
- * After this returns 0 every remote access with the token fails (and puts
- * the peer's connection into the error state).
+ * When this returns, every remote access with the token fails (and puts
+ * the peer's connection into the error state).  On a working connection
+ * that is a LOCAL_INV.  A connection that failed may still have its QP in
+ * RTS (a malformed message from the peer fails the connection but moves
+ * nothing), so the invalidation is posted there too; if it cannot be, or
+ * does not complete, the connection is torn down here: its QP moved to
+ * ERROR and drained, its registrations deregistered.  The connection's
+ * owner still closes it as usual.
  *
- * Return: 0, or the error of the invalidation (the connection is then in
- * the error state and no remote access can happen either).
+ * Context: process context; sleeps until the device has done it (at most
+ * 30 s, and teardown's drain).
+ *
+ * Return: 0; the token is dead then.
  */
 int krdma_mr_revoke(struct krdma_mr *kmr)
 {
@@ -318,12 +326,9 @@ int krdma_mr_revoke(struct krdma_mr *kmr)
 	struct ib_send_wr wr = {};
 	int ret;
 
-	ret = krdma_conn_qp_get(conn);
-	if (ret) {
-		/* A QP that is not connected admits no remote access. */
-		kmr->valid = false;
-		return 0;
-	}
+	ret = __krdma_conn_qp_get(conn, true);
+	if (ret)
+		goto teardown;
 	if (!kmr->valid || kmr->released) {
 		krdma_conn_qp_put(conn);
 		return 0;
@@ -331,10 +336,20 @@ int krdma_mr_revoke(struct krdma_mr *kmr)
 	wr.opcode = IB_WR_LOCAL_INV;
 	wr.ex.invalidate_rkey = kmr->mr->rkey;
 	ret = krdma_mr_post_wait(kmr, &wr);
-	if (!ret)
-		kmr->valid = false;
 	krdma_conn_qp_put(conn);
-	return ret;
+	if (!ret) {
+		kmr->valid = false;
+		return 0;
+	}
+teardown:
+	/*
+	 * No QP to post on (teardown runs or ran: it deregisters the MR), or
+	 * the invalidation failed: the QP is in ERROR, but only the drain
+	 * says the responder is done with what arrived before.
+	 */
+	krdma_conn_teardown(conn, 0);
+	kmr->valid = false;
+	return 0;
 }
 EXPORT_SYMBOL_GPL(krdma_mr_revoke);
 

@@ -59,6 +59,7 @@ enum krdma_msg_type {
 	KRDMA_MSG_DATA = 1,	/* carries a user message */
 	KRDMA_MSG_CREDIT = 2,	/* only returns credits */
 	KRDMA_MSG_IMM = 3,	/* a write-with-immediate notice: be32 imm */
+	KRDMA_MSG_BAD = 0xff,	/* never valid: the fault_malformed test knob */
 };
 
 #define KRDMA_MSG_IMM_LEN	4	/* the payload of a KRDMA_MSG_IMM */

@@ -151,6 +151,14 @@ int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout);
 int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		  struct krdma_recv_info *info, long timeout);
 
+/*
+ * Tests only: with krdma's fault_malformed module parameter set, a message
+ * whose payload starts with these bytes goes out with a malformed header,
+ * as from a broken or hostile peer (Documentation/ABI/testing/
+ * sysfs-kernel-krdma).
+ */
+#define KRDMA_FAULT_MALFORMED	"krdma-fault:malformed"
+
 /* Memory exposure */
 struct krdma_mr *krdma_reg_buf(struct krdma_conn *conn, void *buf,
 			       size_t len, int access);

@@ -116,12 +116,23 @@ enum at_op {
 	 * The verdict goes to AT_RESULT.
 	 */
 	AT_IMM_SINK,
+	/*
+	 * AT_REVOKED: reply arg 1 once the server revoked the region after
+	 * its connection failed (AT_MODE_REVOKE_ON_ERROR), else 0; status:
+	 * the revoke's error.
+	 */
+	AT_REVOKED,
 };
 
 enum at_mode {
 	AT_MODE_GENERIC,
 	AT_MODE_MSG_SIZES,
 	AT_MODE_FLOOD,
+	/*
+	 * When the connection fails, revoke its regions, then keep it (and
+	 * them) until the client frees them over another connection.
+	 */
+	AT_MODE_REVOKE_ON_ERROR,
 };
 
 struct at_msg {
@@ -216,6 +227,7 @@ static const char *at_op_str(u8 op)
 		[AT_REVOKE] = "REVOKE", [AT_FREE] = "FREE",
 		[AT_RESULT] = "RESULT", [AT_CLOSE] = "CLOSE", [AT_NOP] = "NOP",
 		[AT_REPLY] = "REPLY", [AT_IMM_SINK] = "IMM_SINK",
+		[AT_REVOKED] = "REVOKED",
 	};
 
 	return op < ARRAY_SIZE(names) && names[op] ? names[op] : "?";
@@ -232,6 +244,7 @@ struct at_region {
 	u8			*buf;
 	u64			len;
 	bool			vmem;
+	int			revoked;	/* AT_REVOKED's answer */
 	int			nmr;
 	struct krdma_mr		*mr[AT_MAX_TOK];
 };
@@ -245,6 +258,7 @@ struct at_handler {
 	struct list_head	list;		/* at_handlers */
 	struct task_struct	*task;
 	struct krdma_conn	*conn;
+	u16			mode;		/* from the HELLO */
 	bool			started;
 	bool			finished;
 	u8			*buf;		/* max_msg bytes */
@@ -418,6 +432,9 @@ static int at_srv_region_op(const struct at_msg *m, struct at_region *r,
 		else
 			rep->arg = cpu_to_be64(READ_ONCE(*word));
 		return 0;
+	case AT_REVOKED:
+		rep->arg = cpu_to_be64(r->revoked > 0);
+		return min(r->revoked, 0);
 	case AT_REVOKE:
 		for (i = 0; i < r->nmr; i++) {
 			int err = krdma_mr_revoke(r->mr[i]);
@@ -619,6 +636,41 @@ static void at_srv_imm_sink(struct at_handler *h, const struct at_msg *m)
 	h->res_arg = i;
 }
 
+/*
+ * AT_MODE_REVOKE_ON_ERROR: the connection failed with @err.  Revoke every
+ * region registered on it, then wait (at most 30 s) until the client,
+ * over another connection, has tried the tokens and freed the regions.
+ */
+static void at_srv_revoke_on_error(struct at_handler *h, int err)
+{
+	unsigned long end = jiffies + 30 * HZ;
+	struct at_region *r;
+	bool mine;
+	int i, ret;
+
+	pr_info("server: connection failed (%d), revoking its regions\n", err);
+	mutex_lock(&at_regions_lock);
+	list_for_each_entry(r, &at_regions, list) {
+		if (r->owner != h)
+			continue;
+		r->revoked = 1;
+		for (i = 0; i < r->nmr; i++) {
+			ret = krdma_mr_revoke(r->mr[i]);
+			if (ret)
+				r->revoked = ret;
+		}
+	}
+	mutex_unlock(&at_regions_lock);
+	do {
+		msleep(50);
+		mine = false;
+		mutex_lock(&at_regions_lock);
+		list_for_each_entry(r, &at_regions, list)
+			mine |= r->owner == h;
+		mutex_unlock(&at_regions_lock);
+	} while (mine && !kthread_should_stop() && time_before(jiffies, end));
+}
+
 static int at_handler_fn(void *data)
 {
 	struct at_handler *h = data;
@@ -643,7 +695,8 @@ static int at_handler_fn(void *data)
 	memset(&rep, 0, sizeof(rep));
 	if (at_srv_reply(h, 0, &rep))
 		goto out;
-	switch (be16_to_cpu(m->mode)) {
+	h->mode = be16_to_cpu(m->mode);
+	switch (h->mode) {
 	case AT_MODE_MSG_SIZES:
 		at_srv_msg_sizes(h);
 		break;
@@ -654,8 +707,11 @@ static int at_handler_fn(void *data)
 
 	for (;;) {
 		ret = at_recv(h->conn, h->buf, max, MAX_SCHEDULE_TIMEOUT);
-		if (ret < 0)
+		if (ret < 0) {
+			if (h->mode == AT_MODE_REVOKE_ON_ERROR)
+				at_srv_revoke_on_error(h, ret);
 			break;
+		}
 		if (ret != sizeof(*m) || m->magic != cpu_to_be32(AT_MAGIC)) {
 			pr_warn("server: unexpected message of %d bytes\n", ret);
 			continue;
@@ -1883,6 +1939,92 @@ static void sc_foreign_read(struct at_test *t)
 	at_foreign(t, false);
 }
 
+/*
+ * #22 item 3: a revoke on a connection that failed is true.  We make the
+ * server's connection fail with a malformed message (krdma's
+ * fault_malformed knob), which leaves its QP in RTS; the server revokes
+ * the region; then our access with the token, over the connection we
+ * still have, must fail and leave the server's memory (write) or our
+ * buffer (read) as they were.  Before, revoke took the failed connection
+ * for one that admits no remote access and returned 0 at once.
+ */
+static void at_revoke_failed(struct at_test *t, bool write)
+{
+	const u32 len = 8192, plen = 4096;
+	u64 bg = 0x7800 + write, data = 0x7900 + write;
+	static const char bad[] = KRDMA_FAULT_MALFORMED;
+	unsigned long end = jiffies + 10 * HZ;
+	struct krdma_conn *c, *c2;
+	struct at_msg rep;
+	struct at_local l;
+	struct at_reg reg;
+	int op_ret, ret;
+	u32 mis = 0;
+
+	c = at_open(t, AT_MODE_REVOKE_ON_ERROR, 0, 0, 0);
+	if (!c)
+		return;
+	c2 = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c2)
+		goto out1;
+	if (!at_reg(t, c, len, AT_RW, bg, 0, &reg))
+		goto out2;
+	if (!at_local_init(t, &l, 1, &plen, &mis))
+		goto out2;
+	ret = krdma_read(c, l.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "read before the failure") ||
+	    !at_local_check(t, &l, bg, "read before the failure"))
+		goto out_local;
+	ret = krdma_send(c, bad, sizeof(bad), AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "send of the malformed message"))
+		goto out_local;
+	for (;;) {
+		if (!at_req(t, c2, AT_REVOKED, reg.id, 0, 0, 0, 0, &rep))
+			goto out_local;
+		if (be64_to_cpu(rep.arg))
+			break;
+		if (time_after(jiffies, end)) {
+			at_fail(t, "the server's connection did not fail in 10 s (is krdma's fault_malformed set?)");
+			goto out_local;
+		}
+		msleep(50);
+	}
+	at_local_fill(&l, data);
+	if (write)
+		op_ret = krdma_write(c, l.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
+	else
+		op_ret = krdma_read(c, l.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
+	if (!op_ret && !(write && at_iwarp)) {
+		at_fail(t, "%s with the token revoked on the failed connection: 0",
+			write ? "write" : "read");
+		goto out_local;
+	}
+	if (!write && !at_local_check(t, &l, data, "buffer of the refused read"))
+		goto out_local;
+	if (!at_verify(t, c2, reg.id, 0, len, bg, 0))
+		goto out_local;
+	at_req(t, c2, AT_FREE, reg.id, 0, 0, 0, 0, NULL);
+	pr_info("%s: %s after the revoke returned %d, connection error %d\n",
+		t->name, write ? "write" : "read", op_ret,
+		at_wait_conn_error(c));
+out_local:
+	at_local_free(&l);
+out2:
+	krdma_close(c2);
+out1:
+	krdma_close(c);
+}
+
+static void sc_revoke_failed_write(struct at_test *t)
+{
+	at_revoke_failed(t, true);
+}
+
+static void sc_revoke_failed_read(struct at_test *t)
+{
+	at_revoke_failed(t, false);
+}
+
 /* #22 item 1: the refused work request is not the one with the cqe. */
 static void sc_revoked_multiwr(struct at_test *t)
 {
@@ -2604,6 +2746,8 @@ static const struct at_scenario {
 	{ "forged_multiwr", sc_forged_multiwr },
 	{ "foreign_write", sc_foreign_write },
 	{ "foreign_read", sc_foreign_read },
+	{ "revoke_failed_write", sc_revoke_failed_write },
+	{ "revoke_failed_read", sc_revoke_failed_read },
 	{ "send_nowait", sc_send_nowait },
 	{ "token_addr", sc_token_addr },
 	{ "imm_stream", sc_imm_stream },

@@ -16,6 +16,8 @@ args=(port=7471 "dev=$DEV" "scenarios=${KRDMA_APITEST_SCENARIOS:-all}")
 
 rdma_dev_up
 krdma_load
+# revoke_failed_*: the client's malformed message (include/krdma.h).
+echo 1 >/sys/module/krdma/parameters/fault_malformed || fail "fault_malformed"
 start=$(dmesg | wc -l)
 # The module's lines since it was loaded.
 at_log() { dmesg | tail -n +"$((start + 1))" | grep -o 'krdma_apitest: .*'; }
