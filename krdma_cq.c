@@ -21,6 +21,7 @@
 #include <rdma/rw.h>
 
 #include "krdma_core.h"
+#include "krdma_queue.h"
 
 #define KRDMA_HDR_LEN	sizeof(struct krdma_msg_hdr)
 
@@ -247,35 +248,18 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	struct ib_device *ibdev = conn->kdev->ibdev;
 	const struct ib_device_attr *a = &ibdev->attrs;
 	struct ib_qp_init_attr qa = {};
-	u32 max_wr = a->max_qp_wr;
-	u32 send_wr, recv_wr, rw_wr, send_sge;
+	struct krdma_queue_sizes q;
 	int ret;
 
-	/*
-	 * Send queue: the data sends, one credit message, a registration and
-	 * an invalidation per registered region in flight, the one-sided
-	 * operations (rdma_rw adds its own share below), and the drain WR.
-	 * One-sided chunks are split into WRs by the device's SGE limits.
-	 */
-	conn->rw_chunk_pages = KRDMA_RW_CHUNK_PAGES;
-	if (a->max_fast_reg_page_list_len &&
-	    a->max_fast_reg_page_list_len < conn->rw_chunk_pages)
-		conn->rw_chunk_pages = a->max_fast_reg_page_list_len;
-	/*
-	 * rdma_rw splits a chunk into WRs of at most the QP's max_send_sge
-	 * SGEs (max_sge_rd for READ): size the SQ for what it will post.
-	 */
-	send_sge = clamp_t(u32, a->max_send_sge, 1, KRDMA_MAX_SEND_SGE);
-	rw_wr = DIV_ROUND_UP(conn->rw_chunk_pages,
-			     min_t(u32, send_sge, a->max_sge_rd ?: 1));
-	send_wr = conn->depth + 1 + 2 * conn->depth + conn->depth * rw_wr + 1;
-	recv_wr = conn->depth + 1 + 1;
-	if (send_wr > max_wr || recv_wr > max_wr) {
-		pr_warn("%s: depth %u needs %u work requests, %s allows %u\n",
-			conn->name, conn->depth, max(send_wr, recv_wr),
-			conn->kdev->name, max_wr);
-		return -EINVAL;
+	/* Every kind of work request has its slots (krdma_queue.h). */
+	ret = krdma_queue_sizes(conn->depth, KRDMA_RW_CHUNK_PAGES,
+				KRDMA_MAX_SEND_SGE, a, &q);
+	if (ret) {
+		pr_warn("%s: depth %u needs %u %s, %s has %u\n", conn->name,
+			conn->depth, q.need, q.limit, conn->kdev->name, q.have);
+		return ret;
 	}
+	conn->rw_chunk_pages = q.chunk_pages;
 
 	/*
 	 * A PD per connection (#22 item 2): rxe and siw, like HCAs, admit a
@@ -294,9 +278,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	if (ret)
 		goto out_bufs;
 
-	conn->cq_size = send_wr + recv_wr + conn->depth * 3;
-	if (conn->cq_size > a->max_cqe)
-		conn->cq_size = a->max_cqe;
+	conn->cq_size = q.cqe;
 	conn->cq = ib_cq_pool_get(ibdev, conn->cq_size, -1, IB_POLL_SOFTIRQ);
 	if (IS_ERR(conn->cq)) {
 		ret = PTR_ERR(conn->cq);
@@ -312,9 +294,9 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	qa.sq_sig_type = IB_SIGNAL_REQ_WR;
 	qa.qp_type = IB_QPT_RC;
 	qa.port_num = conn->port;
-	qa.cap.max_send_wr = send_wr;
-	qa.cap.max_recv_wr = recv_wr;
-	qa.cap.max_send_sge = send_sge;
+	qa.cap.max_send_wr = q.send_wr;
+	qa.cap.max_recv_wr = q.recv_wr;
+	qa.cap.max_send_sge = q.send_sge;
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_rdma_ctxs = conn->depth;
 	ret = rdma_create_qp(conn->cm_id, conn->pd, &qa);
@@ -947,8 +929,8 @@ static void krdma_imm_done(struct ib_cq *cq, struct ib_wc *wc)
  * peer a credit ack (krdma_credit_imm_needs_hdr) the notice goes as a
  * KRDMA_MSG_IMM message instead, which the peer delivers the same way.
  */
-int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
-		   long timeout)
+static int __krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey,
+			    u32 imm, long timeout)
 {
 	struct krdma_imm_ctx c = { .conn = conn };
 	__be32 wire = cpu_to_be32(imm);
@@ -1010,6 +992,20 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 	}
 	ret = krdma_wait_posted(conn, &c.done, "write-with-immediate notice");
 	return ret ?: c.status;
+}
+
+/* A write-with-immediate takes a send queue slot, like every posted WR. */
+int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
+		   long timeout)
+{
+	int ret;
+
+	ret = krdma_slots_get(conn, 1, !timeout);
+	if (ret)
+		return ret;
+	ret = __krdma_post_imm(conn, raddr, rkey, imm, timeout);
+	krdma_slots_put(conn, 1);
+	return ret;
 }
 
 /* Teardown: whoever still waits learns the connection is gone. */

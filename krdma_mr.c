@@ -51,11 +51,28 @@ static void krdma_mr_wr_done(struct ib_cq *cq, struct ib_wc *wc)
  * and complete in microseconds, behind whatever the send queue holds.
  */
 
+static int __krdma_mr_post_wait(struct krdma_mr *kmr,
+				struct ib_send_wr *wr);
+
 /*
- * Post one registration or invalidation WR and wait for it.  Called with
- * a QP reference (krdma_conn_qp_get()), and returns with it.
+ * Post one registration or invalidation WR and wait for it, in a send
+ * queue slot.  Called with a QP reference (krdma_conn_qp_get()), and
+ * returns with it.
  */
 static int krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
+{
+	struct krdma_conn *conn = kmr->conn;
+	int ret;
+
+	ret = krdma_slots_get(conn, 1, false);
+	if (ret)
+		return ret;
+	ret = __krdma_mr_post_wait(kmr, wr);
+	krdma_slots_put(conn, 1);
+	return ret;
+}
+
+static int __krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 {
 	struct krdma_conn *conn = kmr->conn;
 	int ret;

@@ -116,25 +116,17 @@ static void krdma_rw_op_complete(struct krdma_rw_op *op, bool unlink)
 {
 	struct krdma_conn *conn = op->conn;
 	struct krdma_req *req = op->req;
-	bool wake;
 	int i;
 
 	op->finished = true;
 	for (i = 0; i < op->nr_chunks; i++)
 		krdma_rw_chunk_destroy(op, &op->chunks[i]);
-	spin_lock_bh(&conn->lock);
-	conn->rw_slots -= op->nr_chunks;
-	if (unlink)
+	if (unlink) {
+		spin_lock_bh(&conn->lock);
 		list_del(&op->link);
-	/*
-	 * Only a poster waiting for slots wants this wakeup: waking conn->wq
-	 * on every completion would also wake the service thread and every
-	 * other sleeper on the connection, for nothing.
-	 */
-	wake = conn->rw_waiters;
-	spin_unlock_bh(&conn->lock);
-	if (wake)
-		wake_up_all(&conn->wq);
+		spin_unlock_bh(&conn->lock);
+	}
+	krdma_slots_put(conn, op->nr_chunks);
 
 	req->status = op->status;
 	req->len = op->status ? 0 : op->len;
@@ -219,6 +211,69 @@ static bool krdma_rw_slots_free(struct krdma_conn *conn, int n)
 	ok = !conn->qp_ok || conn->rw_slots + n <= conn->depth;
 	spin_unlock_bh(&conn->lock);
 	return ok;
+}
+
+/**
+ * krdma_slots_get - take send queue slots for work requests
+ * @conn: the connection
+ * @n: slots: one per one-sided chunk, atomic, registration, invalidation
+ *     or write-with-immediate (krdma_queue.h sized the QP for @depth)
+ * @nowait: fail with -EAGAIN instead of sleeping
+ *
+ * Context: process context, or any with @nowait.  Works on a connection
+ * in the error state as long as teardown has not begun (a revoke posts
+ * there).
+ *
+ * Return: 0, -EAGAIN, -ERESTARTSYS, or the connection's error.
+ */
+int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait)
+{
+	int ret;
+
+	for (;;) {
+		spin_lock_bh(&conn->lock);
+		if (!conn->qp_ok) {
+			ret = conn->error ?: -ENOTCONN;
+			spin_unlock_bh(&conn->lock);
+			return ret;
+		}
+		if (conn->rw_slots + n <= conn->depth) {
+			conn->rw_slots += n;
+			spin_unlock_bh(&conn->lock);
+			return 0;
+		}
+		if (nowait) {
+			spin_unlock_bh(&conn->lock);
+			return -EAGAIN;
+		}
+		conn->rw_waiters++;
+		spin_unlock_bh(&conn->lock);
+		ret = wait_event_interruptible(conn->wq,
+					       krdma_rw_slots_free(conn, n));
+		spin_lock_bh(&conn->lock);
+		conn->rw_waiters--;
+		spin_unlock_bh(&conn->lock);
+		if (ret)
+			return ret;
+	}
+}
+
+/* Give back slots of krdma_slots_get(); any context. */
+void krdma_slots_put(struct krdma_conn *conn, u32 n)
+{
+	bool wake;
+
+	spin_lock_bh(&conn->lock);
+	conn->rw_slots -= n;
+	/*
+	 * Only a poster waiting for slots wants this wakeup: waking conn->wq
+	 * on every completion would also wake the service thread and every
+	 * other sleeper on the connection, for nothing.
+	 */
+	wake = conn->rw_waiters;
+	spin_unlock_bh(&conn->lock);
+	if (wake)
+		wake_up_all(&conn->wq);
 }
 
 /* Is the one-sided access [offset, offset + len) inside the token? */
@@ -353,33 +408,9 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 	n = op->nr_chunks;
 
 	/* Wait for slots before taking MRs from the QP's pool. */
-	for (;;) {
-		spin_lock_bh(&conn->lock);
-		if (!conn->qp_ok) {
-			ret = conn->error ?: -ENOTCONN;
-			spin_unlock_bh(&conn->lock);
-			goto out_op;
-		}
-		if (conn->rw_slots + n <= conn->depth) {
-			conn->rw_slots += n;
-			spin_unlock_bh(&conn->lock);
-			break;
-		}
-		if (nowait) {
-			spin_unlock_bh(&conn->lock);
-			ret = -EAGAIN;
-			goto out_op;
-		}
-		conn->rw_waiters++;
-		spin_unlock_bh(&conn->lock);
-		ret = wait_event_interruptible(conn->wq,
-					       krdma_rw_slots_free(conn, n));
-		spin_lock_bh(&conn->lock);
-		conn->rw_waiters--;
-		spin_unlock_bh(&conn->lock);
-		if (ret)
-			goto out_op;
-	}
+	ret = krdma_slots_get(conn, n, nowait);
+	if (ret)
+		goto out_op;
 
 	for (i = 0, n = 0; i < nparts; i++) {
 		u64 raddr = parts[i].token->addr + parts[i].offset, done = 0;
@@ -437,10 +468,7 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 	return 0;
 
 out_slots:
-	spin_lock_bh(&conn->lock);
-	conn->rw_slots -= op->nr_chunks;
-	spin_unlock_bh(&conn->lock);
-	wake_up_all(&conn->wq);
+	krdma_slots_put(conn, op->nr_chunks);
 out_op:
 	for (i = 0; i < op->nr_chunks; i++)
 		krdma_rw_chunk_destroy(op, &op->chunks[i]);
@@ -793,6 +821,9 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 	wr.compare_add = compare_add;
 	wr.swap = swap;
 
+	ret = krdma_slots_get(conn, 1, false);
+	if (ret)
+		goto out_unmap;
 	spin_lock_bh(&conn->lock);
 	ret = conn->qp_ok ? ib_post_send(conn->qp, &wr.wr, NULL) : -ENOTCONN;
 	spin_unlock_bh(&conn->lock);
@@ -803,6 +834,7 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 			krdma_conn_qp_put(conn);
 			krdma_conn_teardown(conn, -ETIMEDOUT);
 			wait_for_completion(&a.done);
+			krdma_slots_put(conn, 1);
 			ib_dma_unmap_single(ibdev, dma, sizeof(*buf),
 					    DMA_FROM_DEVICE);
 			kfree(buf);
@@ -810,6 +842,8 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 		}
 		ret = a.status;
 	}
+	krdma_slots_put(conn, 1);
+out_unmap:
 	ib_dma_unmap_single(ibdev, dma, sizeof(*buf), DMA_FROM_DEVICE);
 	if (!ret) {
 		*old = *buf;

@@ -32,6 +32,7 @@
 #include "krdma_credit.h"
 #include "krdma_state.h"
 #include "krdma_token.h"
+#include "krdma_queue.h"
 #include "krdma_abi.c"
 
 /* ------------------------------------------------------------------ */
@@ -2429,6 +2430,105 @@ static void token_ib_access(struct kunit *test)
 	}
 }
 
+/* krdma_queue.h: what a depth asks of the device, and what is refused */
+
+/* rxe's limits as 6.1 and 6.12 report them */
+static const struct ib_device_attr queue_rxe = {
+	.max_qp_wr = 0x4000, .max_cqe = 0x7fff, .max_send_sge = 32,
+	.max_sge_rd = 32, .max_fast_reg_page_list_len = 512,
+};
+
+/* siw's: one SGE per READ, 256 pages per MR */
+static const struct ib_device_attr queue_siw = {
+	.max_qp_wr = 0x8000, .max_cqe = 0x8000 * 100, .max_send_sge = 6,
+	.max_sge_rd = 1, .max_fast_reg_page_list_len = 256,
+};
+
+static void queue_sizes_rxe(struct kunit *test)
+{
+	struct krdma_queue_sizes q;
+
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(1, 256, 32, &queue_rxe, &q), 0);
+	KUNIT_EXPECT_EQ(test, q.chunk_pages, 256u);
+	KUNIT_EXPECT_EQ(test, q.send_sge, 32u);
+	KUNIT_EXPECT_EQ(test, q.rw_wr, 8u);
+	/* a message, the credit message, a slot of 8 WRs, the drain */
+	KUNIT_EXPECT_EQ(test, q.send_wr, 1u + 1 + 8 + 1);
+	KUNIT_EXPECT_EQ(test, q.recv_wr, 3u);
+	KUNIT_EXPECT_EQ(test, q.cqe, 11u + 3 + 3);
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(1024, 256, 32, &queue_rxe, &q), 0);
+	KUNIT_EXPECT_EQ(test, q.send_wr, 1024u + 1 + 1024 * 8 + 1);
+	KUNIT_EXPECT_EQ(test, q.cqe, q.send_wr + 3 * 1024 + 1026);
+}
+
+static void queue_sizes_siw(struct kunit *test)
+{
+	struct krdma_queue_sizes q;
+	u32 d;
+
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(32, 256, 32, &queue_siw, &q), 0);
+	KUNIT_EXPECT_EQ(test, q.send_sge, 6u);
+	KUNIT_EXPECT_EQ(test, q.rw_wr, 256u);
+	KUNIT_EXPECT_EQ(test, q.send_wr, 32u + 1 + 32 * 256 + 1);
+	/* The deepest queue siw holds: (0x8000 - 2) / (1 + 256 + 3). */
+	d = (0x8000 - 2) / 260;
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(d, 256, 32, &queue_siw, &q), 0);
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(d + 1, 256, 32, &queue_siw, &q),
+			-EINVAL);
+	KUNIT_EXPECT_STREQ(test, q.limit, "send queue entries");
+	KUNIT_EXPECT_EQ(test, q.need, (d + 1) * 260 + 2);
+	KUNIT_EXPECT_EQ(test, q.have, 0x8000u);
+}
+
+/* A depth whose completions do not fit the device's CQ is refused. */
+static void queue_sizes_cq_refused(struct kunit *test)
+{
+	struct ib_device_attr a = queue_rxe;
+	struct krdma_queue_sizes q;
+
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(64, 256, 32, &a, &q), 0);
+	a.max_cqe = q.cqe;
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(64, 256, 32, &a, &q), 0);
+	a.max_cqe = q.cqe - 1;
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(64, 256, 32, &a, &q), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, q.limit, "completion queue entries");
+	KUNIT_EXPECT_EQ(test, q.need, a.max_cqe + 1);
+	KUNIT_EXPECT_EQ(test, q.have, a.max_cqe);
+}
+
+/* Nothing wraps at the largest depth on a device with tiny limits. */
+static void queue_sizes_no_overflow(struct kunit *test)
+{
+	struct ib_device_attr a = queue_siw;
+	struct krdma_queue_sizes q;
+
+	a.max_qp_wr = 16;
+	a.max_fast_reg_page_list_len = 0;	/* no limit: 256 pages */
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(1, 256, 32, &a, &q), -EINVAL);
+	KUNIT_EXPECT_EQ(test, q.chunk_pages, 256u);
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(U32_MAX, 256, 32, &a, &q),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, q.need, U32_MAX);
+	a.max_qp_wr = 1 << 30;
+	a.max_cqe = 1 << 30;
+	a.max_sge_rd = 0;	/* taken as 1 */
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(4, 256, 32, &a, &q), 0);
+	KUNIT_EXPECT_EQ(test, q.rw_wr, 256u);
+}
+
+static struct kunit_case krdma_queue_cases[] = {
+	KUNIT_CASE(queue_sizes_rxe),
+	KUNIT_CASE(queue_sizes_siw),
+	KUNIT_CASE(queue_sizes_cq_refused),
+	KUNIT_CASE(queue_sizes_no_overflow),
+	{}
+};
+
+static struct kunit_suite krdma_queue_suite = {
+	.name = "krdma_queue",
+	.test_cases = krdma_queue_cases,
+};
+
 static struct kunit_case krdma_token_cases[] = {
 	KUNIT_CASE(token_range_inside),
 	KUNIT_CASE(token_range_outside),
@@ -2740,7 +2840,7 @@ static struct kunit_suite krdma_abi_suite = {
 
 kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite,
 		  &krdma_credit_suite, &krdma_state_suite, &krdma_token_suite,
-		  &krdma_abi_suite);
+		  &krdma_abi_suite, &krdma_queue_suite);
 
 MODULE_DESCRIPTION("KUnit tests of krdma's pure logic");
 MODULE_LICENSE("GPL");
