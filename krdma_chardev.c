@@ -10,6 +10,10 @@
  * transfer: connections are torn down first (in-flight operations end with
  * an error), then registrations are released and their pages unpinned.
  *
+ * Pinned pages are charged to the registering process's RLIMIT_MEMLOCK
+ * (mm->pinned_vm, as ib_umem does for verbs users) for as long as they stay
+ * pinned, unless it has CAP_IPC_LOCK.
+ *
  * Lifetime of a handle's object: the xarray holds one reference and every
  * ioctl using the object holds another for its duration.  Taking a handle
  * out of the table (CLOSE, UNREG, release) also shuts the object down, so
@@ -27,6 +31,8 @@
 #include <linux/mm.h>
 #include <linux/uaccess.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/mm.h>
+#include <linux/capability.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <uapi/linux/krdma.h>
@@ -66,6 +72,9 @@ struct krdma_cd_obj {
 			struct krdma_cd_obj	*conn_obj;
 			struct page		**pages;
 			unsigned long		npages;
+			/* pinned_vm of @mm charged with @charged pages */
+			struct mm_struct	*mm;
+			unsigned long		charged;
 			bool			dirty;
 			struct sg_table		sgt;
 			struct mutex		lock;	/* revoke vs revoke */
@@ -135,6 +144,7 @@ static void krdma_cd_unwatch(struct krdma_cd_obj *obj)
 }
 
 static void krdma_cd_obj_put(struct krdma_cd_obj *obj);
+static void krdma_cd_unpin(struct krdma_cd_obj *obj, bool dirty);
 
 /* The last reference: release the krdma object.  Process context. */
 static void krdma_cd_obj_release(struct kref *ref)
@@ -154,10 +164,7 @@ static void krdma_cd_obj_release(struct kref *ref)
 	case KRDMA_IOC_TYPE_MR:
 		/* Revoked and unmapped before the pages go back. */
 		krdma_mr_free(obj->mr.kmr);
-		sg_free_table(&obj->mr.sgt);
-		unpin_user_pages_dirty_lock(obj->mr.pages, obj->mr.npages,
-					    obj->mr.dirty);
-		kvfree(obj->mr.pages);
+		krdma_cd_unpin(obj, obj->mr.dirty);
 		krdma_cd_obj_put(obj->mr.conn_obj);
 		break;
 	}
@@ -547,6 +554,44 @@ out:
 	return ret;
 }
 
+/*
+ * Charge @npages to the caller's RLIMIT_MEMLOCK before pinning them, as
+ * ib_umem does: mm->pinned_vm, unless the caller has CAP_IPC_LOCK.  The
+ * charge stays on this mm (held by mmgrab()) until krdma_cd_uncharge(),
+ * whichever process or context releases the registration.
+ */
+static int krdma_cd_charge(struct krdma_cd_obj *obj, unsigned long npages)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	unsigned long pinned;
+
+	pinned = atomic64_add_return(npages, &mm->pinned_vm);
+	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		krdma_cd_warn("REG: pinning %lu KiB would exceed RLIMIT_MEMLOCK (%lu KiB, %lu KiB pinned already)\n",
+			      npages << (PAGE_SHIFT - 10),
+			      rlimit(RLIMIT_MEMLOCK) >> 10,
+			      (pinned - npages) << (PAGE_SHIFT - 10));
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	obj->mr.mm = mm;
+	obj->mr.charged = npages;
+	return 0;
+}
+
+/* Give back exactly what krdma_cd_charge() took, to the mm it took it from. */
+static void krdma_cd_uncharge(struct krdma_cd_obj *obj)
+{
+	if (!obj->mr.mm)
+		return;
+	atomic64_sub(obj->mr.charged, &obj->mr.mm->pinned_vm);
+	mmdrop(obj->mr.mm);
+	obj->mr.mm = NULL;
+	obj->mr.charged = 0;
+}
+
 /* Pin [buf, buf + len) of the caller for as long as a registration lives. */
 static int krdma_cd_pin(struct krdma_cd_obj *obj, u64 buf, u64 len,
 			bool write)
@@ -557,14 +602,14 @@ static int krdma_cd_pin(struct krdma_cd_obj *obj, u64 buf, u64 len,
 	int ret;
 
 	npages = (offset_in_page(buf) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	ret = krdma_cd_charge(obj, npages);
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
 	obj->mr.pages = kvmalloc_array(npages, sizeof(struct page *),
 				       GFP_KERNEL);
 	if (!obj->mr.pages)
-		return -ENOMEM;
-	/*
-	 * /dev/krdma is root only, so the pages are not charged to
-	 * RLIMIT_MEMLOCK as ib_umem does for unprivileged verbs users.
-	 */
+		goto uncharge;
 	while (done < npages) {
 		ret = pin_user_pages_fast(start + done * PAGE_SIZE,
 					  min_t(unsigned long, npages - done,
@@ -589,7 +634,18 @@ unpin:
 	kvfree(obj->mr.pages);
 	obj->mr.pages = NULL;
 	obj->mr.npages = 0;
+uncharge:
+	krdma_cd_uncharge(obj);
 	return ret;
+}
+
+/* Undo krdma_cd_pin() (@dirty: the peer may have written to the pages). */
+static void krdma_cd_unpin(struct krdma_cd_obj *obj, bool dirty)
+{
+	sg_free_table(&obj->mr.sgt);
+	unpin_user_pages_dirty_lock(obj->mr.pages, obj->mr.npages, dirty);
+	kvfree(obj->mr.pages);
+	krdma_cd_uncharge(obj);
 }
 
 static long krdma_cd_reg(struct krdma_cd_session *s, union krdma_cd_arg *a,
@@ -644,9 +700,7 @@ static long krdma_cd_reg(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	return 0;
 
 out_unpin:
-	sg_free_table(&obj->mr.sgt);
-	unpin_user_pages(obj->mr.pages, obj->mr.npages);
-	kvfree(obj->mr.pages);
+	krdma_cd_unpin(obj, false);
 out_obj:
 	kfree(obj);
 out_conn:

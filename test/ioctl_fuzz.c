@@ -17,6 +17,15 @@
  *	same calls.  Afterwards a fresh session must still work and every
  *	connection must be gone once the sessions are closed.
  *
+ *   ioctl_fuzz memlock IP PORT
+ *	Pinned pages against RLIMIT_MEMLOCK; run under a small "ulimit -l"
+ *	(at most 512 KiB) without CAP_IPC_LOCK.  A REG past the limit fails
+ *	with ENOMEM, one within it works and moves data, and every way a
+ *	registration ends (UNREG, a failed REG, CLOSE of its connection, the
+ *	end of the session, another process of the session) gives the
+ *	charge back to the process that registered, as VmPin in
+ *	/proc/self/status shows.  Uses ports PORT..PORT+1.
+ *
  * Prints "ok"/"not ok" lines; exits 0 when everything passed.
  */
 #define _GNU_SOURCE
@@ -35,6 +44,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -830,6 +840,227 @@ static int run_errors(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- memlock: pinned pages against RLIMIT_MEMLOCK -------------------- */
+
+/* A "Name: value" field of /proc/self/status, or -1. */
+static long long proc_status(const char *name, int base)
+{
+	size_t n = strlen(name);
+	long long v = -1;
+	char line[256];
+	FILE *f;
+
+	f = fopen("/proc/self/status", "r");
+	if (!f)
+		bail("/proc/self/status");
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, name, n) && line[n] == ':') {
+			v = strtoll(line + n + 1, NULL, base);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* This process's mm->pinned_vm in KiB. */
+static long long vm_pin(void)
+{
+	return proc_status("VmPin", 10);
+}
+
+static void expect_pin(long long want, const char *when)
+{
+	long long got = vm_pin();
+
+	ok(got == want, "VmPin %lld kB %s (expected %lld)", got, when, want);
+}
+
+/* RECV on @h until the peer's disconnect shows (ECONNRESET). */
+static int wait_disconnect(int fd, __u32 h)
+{
+	char buf[64];
+	int e = 0, i;
+
+	for (i = 0; i < 50; i++) {
+		e = recv_msg(fd, h, buf, sizeof(buf), 100, NULL);
+		if (e != ETIMEDOUT)
+			break;
+	}
+	return e;
+}
+
+static int run_memlock(void)
+{
+	const __u32 rw = KRDMA_IOC_ACCESS_REMOTE_READ |
+			 KRDMA_IOC_ACCESS_REMOTE_WRITE;
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *mem, *src, *back, *hole;
+	long long base, lim_kib, caps;
+	struct krdma_ioc_reg r, r2 = {};
+	struct rlimit rl;
+	__u32 l, c, a;
+	size_t lim;
+	int fd, pfd[2], status;
+	pid_t pid;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl))
+		bail("getrlimit");
+	caps = proc_status("CapEff", 16);
+	/* CAP_IPC_LOCK is bit 14: with it the limit does not apply. */
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 512 * 1024 ||
+	    rl.rlim_cur < (rlim_t)page || rl.rlim_cur % page || caps < 0 ||
+	    (caps & (1LL << 14))) {
+		errno = 0;
+		bail("needs ulimit -l <= 512 KiB and no CAP_IPC_LOCK (limit %llu, CapEff %llx)",
+		     (unsigned long long)rl.rlim_cur, caps);
+	}
+	lim = rl.rlim_cur;
+	lim_kib = lim / 1024;
+	printf("# RLIMIT_MEMLOCK %zu bytes, CapEff %llx\n", lim, caps);
+
+	mem = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	hole = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED || hole == MAP_FAILED)
+		bail("mmap");
+	munmap(hole + page, page);
+	src = malloc(lim);
+	back = malloc(lim);
+	if (!src || !back)
+		bail("malloc");
+	memset(mem, 0, 1 << 20);
+	memset(hole, 0, page);
+
+	fd = dev_open();
+	l = listen_on(fd, 0);
+	c = connect_to(fd, 0);
+	a = accept_on(fd, l);
+	base = vm_pin();
+	ok(base >= 0, "VmPin before any REG: %lld kB", base);
+
+	/* Past the limit, at it, and one page beyond it. */
+	expect(reg(fd, a, mem, 1 << 20, rw, NULL), ENOMEM,
+	       "REG of 1 MiB over RLIMIT_MEMLOCK");
+	expect_pin(base, "after the refused REG");
+	expect(reg(fd, a, mem, lim, rw, &r), 0, "REG of RLIMIT_MEMLOCK bytes");
+	expect_pin(base + lim_kib, "with RLIMIT_MEMLOCK bytes registered");
+	expect(reg(fd, a, mem + lim, 1, rw, NULL), ENOMEM,
+	       "REG of one more page");
+	expect_pin(base + lim_kib, "after the refused extra page");
+
+	/* Data through the registration, both ways, byte for byte. */
+	fill(src, lim, 11);
+	expect(rdma(fd, c, true, src, lim, &r.token, 0), 0,
+	       "WRITE into the registration");
+	ok(!memcmp(mem, src, lim), "the registered memory holds the bytes written");
+	fill(mem, lim, 12);
+	expect(rdma(fd, c, false, back, lim, &r.token, 0), 0,
+	       "READ from the registration");
+	ok(!memcmp(back, mem, lim), "READ got the registered bytes");
+
+	/* UNREG gives the charge back: the same REG works again. */
+	expect(close_h(fd, KRDMA_IOC_UNREG, r.mr), 0, "UNREG");
+	expect_pin(base, "after UNREG");
+	expect(reg(fd, a, mem, lim, rw, &r), 0, "REG of the same size again");
+	expect_pin(base + lim_kib, "after the second REG");
+	expect(close_h(fd, KRDMA_IOC_UNREG, r.mr), 0, "UNREG it");
+	expect_pin(base, "after the second UNREG");
+
+	/* A REG that fails half way: one page pinned, the next unmapped. */
+	expect(reg(fd, a, hole, 2 * page, rw, NULL), EFAULT,
+	       "REG of a page and an unmapped one");
+	expect_pin(base, "after the partly pinned REG");
+
+	/*
+	 * A connection the peer tore down: its registration stays charged
+	 * until it is closed; a REG that fails after pinning is not.
+	 */
+	expect(reg(fd, a, mem, lim, rw, &r), 0, "REG on a connection");
+	expect(close_h(fd, KRDMA_IOC_CLOSE, c), 0, "CLOSE its peer");
+	expect(wait_disconnect(fd, a), ECONNRESET,
+	       "the connection sees the disconnect");
+	expect_pin(base + lim_kib, "with a registration on a dead connection");
+	ok(reg(fd, a, mem, page, rw, NULL) != 0,
+	   "REG on the dead connection fails after pinning");
+	expect_pin(base + lim_kib, "after that failed REG");
+	expect(close_h(fd, KRDMA_IOC_CLOSE, a), 0,
+	       "CLOSE the connection with its registration");
+	expect_pin(base, "after CLOSE of the connection");
+
+	/* The end of the session. */
+	c = connect_to(fd, 0);
+	a = accept_on(fd, l);
+	expect(reg(fd, a, mem, lim, rw, &r), 0, "REG, then close the session");
+	close(fd);
+	expect_pin(base, "after closing the session");
+
+	/*
+	 * Another process of the session: the charge belongs to the
+	 * process that registered, whoever releases the registration.
+	 */
+	fd = dev_open();
+	l = listen_on(fd, 1);
+	c = connect_to(fd, 1);
+	a = accept_on(fd, l);
+	expect(reg(fd, a, mem, lim, rw, &r), 0, "REG in a new session");
+	expect_pin(base + lim_kib, "with it registered");
+	if (pipe(pfd))
+		bail("pipe");
+	pid = fork();
+	if (pid < 0)
+		bail("fork");
+	if (!pid) {
+		long long mine = vm_pin(), after;
+		int e = close_h(fd, KRDMA_IOC_UNREG, r.mr);
+
+		after = vm_pin();
+		/* ... and a registration of the child's own, left behind. */
+		if (!e)
+			e = reg(fd, a, mem, lim, rw, &r2);
+		if (write(pfd[1], &e, sizeof(e)) != sizeof(e) ||
+		    write(pfd[1], &mine, sizeof(mine)) != sizeof(mine) ||
+		    write(pfd[1], &after, sizeof(after)) != sizeof(after) ||
+		    write(pfd[1], &r2.mr, sizeof(r2.mr)) != sizeof(r2.mr))
+			_exit(1);
+		_exit(0);
+	}
+	{
+		long long mine = -1, after = -1;
+		int e = -1;
+
+		close(pfd[1]);
+		if (read(pfd[0], &e, sizeof(e)) != sizeof(e) ||
+		    read(pfd[0], &mine, sizeof(mine)) != sizeof(mine) ||
+		    read(pfd[0], &after, sizeof(after)) != sizeof(after) ||
+		    read(pfd[0], &r2.mr, sizeof(r2.mr)) != sizeof(r2.mr))
+			bail("the child did not report");
+		waitpid(pid, &status, 0);
+		close(pfd[0]);
+		ok(WIFEXITED(status) && !WEXITSTATUS(status),
+		   "the child exited (status 0x%x)", status);
+		expect(e, 0, "a child UNREGs the parent's registration, then REGs");
+		ok(after == mine, "the child's VmPin stays %lld kB (%lld)", mine,
+		   after);
+	}
+	expect_pin(base, "in the parent after the child's UNREG");
+	expect(close_h(fd, KRDMA_IOC_UNREG, r2.mr), 0,
+	       "UNREG of the (exited) child's registration");
+	expect_pin(base, "in the parent after that UNREG");
+	expect(reg(fd, a, mem, lim, rw, &r), 0, "REG of the whole limit again");
+	close(fd);
+	expect_pin(base, "at the end");
+	expect_no_conns("after the memlock sessions");
+
+	munmap(mem, 1 << 20);
+	munmap(hole, page);
+	free(src);
+	free(back);
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
+
 /* ---- fuzz ----------------------------------------------------------- */
 
 static __u64 rng;
@@ -1172,7 +1403,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s errors|fuzz IP PORT [SEED [ITERATIONS]]\n",
+		fprintf(stderr, "usage: %s errors|fuzz|memlock IP PORT [SEED [ITERATIONS]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -1188,6 +1419,8 @@ int main(int argc, char **argv)
 	base_port = atoi(argv[3]);
 	if (!strcmp(argv[1], "errors"))
 		return run_errors();
+	if (!strcmp(argv[1], "memlock"))
+		return run_memlock();
 	if (!strcmp(argv[1], "fuzz")) {
 		__u64 seed = argc > 4 ? strtoull(argv[4], NULL, 0) :
 				(__u64)time(NULL);

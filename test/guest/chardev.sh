@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # /dev/krdma and krdmactl: the ioctl ABI rejects bad input with exact errno
-# values (test/ioctl_fuzz.c errors), two krdmactl processes do send/recv,
+# values (test/ioctl_fuzz.c errors), pinned pages are charged to
+# RLIMIT_MEMLOCK (ioctl_fuzz memlock), two krdmactl processes do send/recv,
 # RDMA WRITE and READ checked byte for byte, sessions killed mid-transfer
 # clean up, and a bounded random ioctl pass leaves the kernel healthy.
 # topo: single
@@ -117,6 +118,21 @@ cat "$tmp/errors.log"
 dmesg | tail -n +"$((before + 1))" | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: SEND: handle .* is not a connection of this session" ||
 	fail "no dmesg line for a SEND on a foreign handle"
 no_conns_left "after ioctl_fuzz errors"
+
+# ---- pinned pages against RLIMIT_MEMLOCK -------------------------------
+# As root CAP_IPC_LOCK lifts the limit (as for verbs users): drop it from
+# the bounding and inheritable sets, so that ioctl_fuzz runs without it.
+log "[$SECONDS s] pinned pages against RLIMIT_MEMLOCK"
+command -v setpriv >/dev/null || fail "no setpriv (util-linux): cannot drop CAP_IPC_LOCK"
+dmesg_mark
+(ulimit -l 64 && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock \
+	"$fuzz" memlock "$MY_IP" 7440) >"$tmp/memlock.log" 2>&1
+rc=$?
+cat "$tmp/memlock.log"
+[ $rc = 0 ] || fail "ioctl_fuzz memlock: $(grep -m1 -E '^(not ok|Bail)' "$tmp/memlock.log")"
+dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: REG: pinning 1024 KiB would exceed RLIMIT_MEMLOCK (64 KiB, 0 KiB pinned already)" ||
+	fail "no dmesg line for the REG over RLIMIT_MEMLOCK: $(dmesg_new | grep -m1 RLIMIT_MEMLOCK)"
+no_conns_left "after ioctl_fuzz memlock"
 
 # ---- two processes: listen/send, recv, serve/client --------------------
 log "[$SECONDS s] two processes: listen/send, recv, serve/client"

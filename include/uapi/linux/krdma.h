@@ -248,9 +248,12 @@ struct krdma_ioc_msg {
  * @reserved: in: 0
  *
  * The pages stay pinned until the registration is released (UNREG, CLOSE
- * of it or of its connection, or the end of the session).
+ * of it or of its connection, or the end of the session), and are charged
+ * to the registering process's RLIMIT_MEMLOCK (mm->pinned_vm, VmPin in
+ * /proc/PID/status) for that long, as verbs memory registrations are.
  * Errors: E2BIG (larger than one region), EOPNOTSUPP (atomic access on a
- * device without atomics), EFAULT.
+ * device without atomics), ENOMEM (the pages would pass RLIMIT_MEMLOCK and
+ * the caller lacks CAP_IPC_LOCK), EFAULT.
  */
 struct krdma_ioc_reg {
 	__u32	handle;
