@@ -17,7 +17,7 @@
 #include "krdma_cmd.h"
 
 const char krdma_cmd_usage[] =
-"listen name=NAME addr=IP:PORT [depth=N] [msg=BYTES]\n"
+"listen name=NAME addr=IP:PORT [depth=N] [msg=BYTES] [backlog=N]\n"
 "unlisten name=NAME\n"
 "connect name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
 "disconnect name=NAME\n"
@@ -28,7 +28,7 @@ const char krdma_cmd_usage[] =
 
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
-	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_NR,
+	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_BACKLOG, K_NR,
 };
 
 static const char * const krdma_keys[K_NR] = {
@@ -36,7 +36,7 @@ static const char * const krdma_keys[K_NR] = {
 	[K_DEPTH] = "depth", [K_MSG] = "msg", [K_TIMEOUT] = "timeout_ms",
 	[K_TOS] = "tos", [K_HELLO] = "hello", [K_OP] = "op",
 	[K_SIZE] = "size", [K_COUNT] = "count", [K_SGE] = "sge",
-	[K_SECS] = "secs", [K_BATCH] = "batch",
+	[K_SECS] = "secs", [K_BATCH] = "batch", [K_BACKLOG] = "backlog",
 };
 
 struct krdma_verb {
@@ -49,7 +49,8 @@ struct krdma_verb {
 #define B(k) (1u << (k))
 static const struct krdma_verb krdma_verbs[] = {
 	{ "listen", KRDMA_CMD_LISTEN,
-	  B(K_NAME) | B(K_ADDR) | B(K_DEPTH) | B(K_MSG), B(K_NAME) | B(K_ADDR) },
+	  B(K_NAME) | B(K_ADDR) | B(K_DEPTH) | B(K_MSG) | B(K_BACKLOG),
+	  B(K_NAME) | B(K_ADDR) },
 	{ "unlisten", KRDMA_CMD_UNLISTEN, B(K_NAME), B(K_NAME) },
 	{ "connect", KRDMA_CMD_CONNECT,
 	  B(K_NAME) | B(K_ADDR) | B(K_SRC) | B(K_DEPTH) | B(K_MSG) |
@@ -230,7 +231,8 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	case K_COUNT:
 	case K_SGE:
 	case K_SECS:
-	case K_BATCH: {
+	case K_BATCH:
+	case K_BACKLOG: {
 		u32 val;
 
 		ret = krdma_parse_size(v, &val);
@@ -273,6 +275,10 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 		case K_BATCH:
 			lim = KRDMA_MAX_DEPTH;
 			cmd->batch = val;
+			break;
+		case K_BACKLOG:
+			lim = KRDMA_MAX_BACKLOG;
+			cmd->backlog = val;
 			break;
 		default:
 			lim = KRDMA_TEST_MAX_SGE;

@@ -59,6 +59,7 @@ struct krdma_cmd {
 	u32			sge;
 	u32			secs;		/* bench */
 	u32			batch;		/* bench */
+	u32			backlog;	/* listen */
 };
 
 int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,

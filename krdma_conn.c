@@ -63,6 +63,8 @@ static void krdma_conn_opts_fill(struct krdma_conn_opts *o,
 		o->max_msg_size = KRDMA_DEFAULT_MSG_SIZE;
 	if (!o->timeout_ms)
 		o->timeout_ms = 5000;
+	if (!o->backlog)
+		o->backlog = KRDMA_DEFAULT_BACKLOG;
 }
 
 static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
@@ -77,6 +79,11 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 		pr_warn("message size %u out of range %zu..%u\n",
 			o->max_msg_size, sizeof(struct krdma_token_wire),
 			KRDMA_MAX_MSG_SIZE);
+		return -EINVAL;
+	}
+	if (o->backlog > KRDMA_MAX_BACKLOG) {
+		pr_warn("backlog %u out of range 1..%u\n", o->backlog,
+			KRDMA_MAX_BACKLOG);
 		return -EINVAL;
 	}
 	return 0;
@@ -143,9 +150,29 @@ static int krdma_conn_publish(struct krdma_conn *conn)
 }
 
 /* Returns true for the one caller that took @conn off the list. */
+/*
+ * The connection is no longer its listener's to hold (krdma_accept() took
+ * it, or it is gone): it stops counting against the backlog.
+ */
+static void krdma_conn_unhold(struct krdma_conn *conn)
+{
+	struct krdma_listener *l = conn->listener;
+
+	if (!l)
+		return;
+	spin_lock_bh(&l->lock);
+	if (conn->held) {
+		conn->held = false;
+		l->held--;
+	}
+	spin_unlock_bh(&l->lock);
+}
+
 static bool krdma_conn_unpublish(struct krdma_conn *conn)
 {
 	bool was = false;
+
+	krdma_conn_unhold(conn);
 
 	mutex_lock(&krdma_lock);
 	if (!list_empty(&conn->list)) {
@@ -748,6 +775,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 	struct krdma_conn *conn;
 	char name[48];
 	int reason, ret;
+	bool full;
 
 	reason = krdma_hello_decode(ev->param.conn.private_data,
 				    ev->param.conn.private_data_len, &remote);
@@ -762,18 +790,36 @@ static int krdma_connect_request(struct krdma_listener *l,
 	opts = l->opts;
 	opts.queue_depth = neg.queue_depth;
 	opts.max_msg_size = neg.max_msg_size;
+	/* A peer cannot make the listener hold more than its backlog. */
 	spin_lock_bh(&l->lock);
-	snprintf(name, sizeof(name), "%s.%u", l->name, l->next_child++);
+	full = l->held >= l->opts.backlog;
+	if (!full) {
+		l->held++;
+		snprintf(name, sizeof(name), "%s.%u", l->name,
+			 l->next_child++);
+	}
 	spin_unlock_bh(&l->lock);
+	if (full) {
+		pr_warn_ratelimited("%s: backlog of %u full, rejected connection from %pISpc\n",
+				    l->name, l->opts.backlog,
+				    &id->route.addr.dst_addr);
+		reason = KRDMA_REJ_BUSY;
+		goto reject;
+	}
 
 	reason = KRDMA_REJ_RESOURCES;
 	conn = krdma_conn_alloc(&opts, name);
-	if (!conn)
+	if (!conn) {
+		spin_lock_bh(&l->lock);
+		l->held--;
+		spin_unlock_bh(&l->lock);
 		goto reject;
+	}
 	conn->cm_id = id;
 	conn->ibdev = id->device;
 	conn->orphan = true;
 	conn->listener = l;
+	conn->held = true;
 	kobject_get(&l->kobj);
 	krdma_credit_init(&conn->cr, conn->depth);
 	memcpy(&conn->laddr, &id->route.addr.src_addr, sizeof(conn->laddr));
@@ -819,6 +865,7 @@ free_conn:
 		krdma_device_put(conn->kdev);
 		conn->kdev = NULL;
 	}
+	krdma_conn_unhold(conn);
 	krdma_conn_put(conn);
 reject:
 	spin_lock_bh(&l->lock);
@@ -947,7 +994,9 @@ fail:
  *
  * Return: the connection, or an ERR_PTR: -ECONNREFUSED (nobody listens),
  * -EPROTONOSUPPORT (peer speaks another krdma version), -EPROTO (not a krdma
- * peer), -EINVAL (bad parameters), -ETIMEDOUT, -EHOSTUNREACH, -ENODEV.
+ * peer), -EINVAL (bad parameters), -ETIMEDOUT, -EHOSTUNREACH, -ENODEV,
+ * -EBUSY (the listener's backlog is full), -ENOMEM (the peer was out of
+ * resources).
  */
 struct krdma_conn *krdma_connect(const struct sockaddr *dst,
 				 const struct sockaddr *src,
@@ -1088,8 +1137,14 @@ struct krdma_conn *krdma_accept(struct krdma_listener *l, long timeout)
 	spin_lock_bh(&l->lock);
 	conn = list_first_entry_or_null(&l->accept_q, struct krdma_conn,
 					accept_entry);
-	if (conn)
+	if (conn) {
 		list_del_init(&conn->accept_entry);
+		/* The caller's now: it no longer counts against the backlog. */
+		if (conn->held) {
+			conn->held = false;
+			l->held--;
+		}
+	}
 	spin_unlock_bh(&l->lock);
 	if (conn)
 		return conn;

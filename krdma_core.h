@@ -117,6 +117,7 @@ struct krdma_conn {
 	struct list_head	list;		/* krdma_conns, krdma_lock */
 	struct list_head	accept_entry;	/* listener's accept queue */
 	struct krdma_listener	*listener;	/* passive side: where from */
+	bool			held;		/* in listener->held */
 	bool			active;
 	bool			sysfs_owned;	/* closed by "disconnect" */
 	struct krdma_conn_opts	opts;
@@ -171,6 +172,7 @@ struct krdma_conn {
 	u32			rw_slots;	/* one-sided chunks in flight */
 	u32			rw_waiters;	/* waiting for rw_slots */
 	u32			rw_chunk_pages;	/* pages per rdma_rw context */
+	u32			max_reg_pages;	/* in one registration */
 	struct list_head	rw_ops;		/* one-sided ops posted */
 	int			qp_event_err;	/* a fatal QP event's errno */
 	/* error is a placeholder: a flush's, or the peer's disconnect */
@@ -211,6 +213,7 @@ struct krdma_listener {
 	u32			accepted;
 	u32			rejected;
 	u32			next_child;
+	u32			held;		/* against opts.backlog */
 };
 
 static inline bool krdma_conn_usable(struct krdma_conn *conn)

@@ -260,6 +260,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 		return ret;
 	}
 	conn->rw_chunk_pages = q.chunk_pages;
+	conn->max_reg_pages = a->max_fast_reg_page_list_len;
 
 	/*
 	 * A PD per connection (#22 item 2): rxe and siw, like HCAs, admit a

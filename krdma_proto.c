@@ -91,6 +91,7 @@ const char *krdma_rej_str(int reason)
 		[KRDMA_REJ_PARAMS]	= "queue depth or message size out of range",
 		[KRDMA_REJ_RESOURCES]	= "out of resources",
 		[KRDMA_REJ_DEVICE]	= "device going away",
+		[KRDMA_REJ_BUSY]	= "listener backlog full",
 	};
 
 	if (reason < 0 || reason >= KRDMA_REJ_MAX)
@@ -112,6 +113,8 @@ int krdma_rej_errno(int reason)
 		return -ENOMEM;
 	case KRDMA_REJ_DEVICE:
 		return -ENODEV;
+	case KRDMA_REJ_BUSY:
+		return -EBUSY;
 	default:
 		return -ECONNREFUSED;
 	}

@@ -38,6 +38,7 @@ enum krdma_rej_reason {
 	KRDMA_REJ_PARAMS,	/* depth or message size out of range */
 	KRDMA_REJ_RESOURCES,	/* passive side could not allocate */
 	KRDMA_REJ_DEVICE,	/* device going away */
+	KRDMA_REJ_BUSY,		/* the listener's backlog is full */
 	KRDMA_REJ_MAX,
 };
 

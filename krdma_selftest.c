@@ -25,6 +25,24 @@
 #define ST_TIMEOUT	(30 * HZ)
 #define ST_MAX_REGIONS	64
 
+/*
+ * What the service exposes to a peer is the server's to decide (#22 item
+ * 4): at most this many bytes per connection, with at most these rights.
+ * With a listener's backlog (KRDMA_DEFAULT_BACKLOG), that bounds what
+ * peers can make a listener hold.
+ */
+static unsigned int svc_expose_max = 16 << 20;
+module_param(svc_expose_max, uint, 0644);
+MODULE_PARM_DESC(svc_expose_max,
+		 "bytes the self-test service exposes to one peer at most (16 MiB)");
+
+static unsigned int svc_rights = KRDMA_ACCESS_REMOTE_READ |
+				 KRDMA_ACCESS_REMOTE_WRITE |
+				 KRDMA_ACCESS_REMOTE_ATOMIC;
+module_param(svc_rights, uint, 0644);
+MODULE_PARM_DESC(svc_rights,
+		 "rights the self-test service grants at most: KRDMA_ACCESS_* bits (7: read, write, atomic)");
+
 enum st_op {
 	ST_SETUP = 1,	/* expose len bytes (arg: access rights) */
 	ST_TOKEN,	/* reply: token arg of off regions */
@@ -139,7 +157,6 @@ static int st_reply(struct krdma_conn *conn, int status, u64 off)
 static int st_setup(struct krdma_conn *conn, struct st_exposed *e, u64 len,
 		    int access)
 {
-	struct krdma_device *kdev = conn->kdev;
 	struct krdma_token tok;
 	struct st_msg m;
 	u64 region, left;
@@ -147,11 +164,18 @@ static int st_setup(struct krdma_conn *conn, struct st_exposed *e, u64 len,
 	u32 i;
 
 	st_exp_free(e);
-	if (!kdev)
-		return -ENOTCONN;
+	if (len > READ_ONCE(svc_expose_max)) {
+		pr_warn_ratelimited("%s: self-test service: peer asked for %llu bytes, svc_expose_max is %u\n",
+				    conn->name, len, READ_ONCE(svc_expose_max));
+		return -E2BIG;
+	}
+	if (access & ~READ_ONCE(svc_rights)) {
+		pr_warn_ratelimited("%s: self-test service: peer asked for rights 0x%x, svc_rights is 0x%x\n",
+				    conn->name, access, READ_ONCE(svc_rights));
+		return -EACCES;
+	}
 	/* Each region is one MR: the device bounds how large that can be. */
-	region = (u64)kdev->ibdev->attrs.max_fast_reg_page_list_len *
-		 PAGE_SIZE;
+	region = (u64)conn->max_reg_pages * PAGE_SIZE;
 	region = min_t(u64, region, 1u << 30);
 	if (!len || DIV_ROUND_UP(len, region) > ST_MAX_REGIONS)
 		return -E2BIG;
@@ -312,6 +336,7 @@ static int krdma_svc_thread(void *arg)
 	struct krdma_conn *conn = arg;
 	struct krdma_selftest *st = conn->st;
 	u32 bufsz = conn->max_msg;
+	bool reaped = false;
 	void *buf;
 	int n;
 
@@ -331,6 +356,15 @@ static int krdma_svc_thread(void *arg)
 		}
 		if (n >= 0)
 			continue;	/* not a self-test message: dropped */
+		/*
+		 * The connection ended.  A passive one goes with its peer
+		 * (#22 item 4): it has no other owner to close it.
+		 */
+		if (!conn->active && !reaped && !kthread_should_stop() &&
+		    krdma_conn_error(conn)) {
+			krdma_sysfs_reap(conn);
+			reaped = true;
+		}
 		/* Stopped, or the connection ended: wait to be stopped. */
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (!kthread_should_stop())

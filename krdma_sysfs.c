@@ -456,6 +456,18 @@ static ssize_t lis_max_msg_size_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", to_listener(kobj)->opts.max_msg_size);
 }
 
+static ssize_t lis_backlog_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_listener(kobj)->opts.backlog);
+}
+
+static ssize_t lis_held_show(struct kobject *kobj,
+			     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(to_listener(kobj)->held));
+}
+
 static struct kobj_attribute lis_attr_addr =
 	__ATTR(addr, 0444, lis_addr_show, NULL);
 static struct kobj_attribute lis_attr_state =
@@ -468,6 +480,10 @@ static struct kobj_attribute lis_attr_queue_depth =
 	__ATTR(queue_depth, 0444, lis_queue_depth_show, NULL);
 static struct kobj_attribute lis_attr_max_msg_size =
 	__ATTR(max_msg_size, 0444, lis_max_msg_size_show, NULL);
+static struct kobj_attribute lis_attr_backlog =
+	__ATTR(backlog, 0444, lis_backlog_show, NULL);
+static struct kobj_attribute lis_attr_held =
+	__ATTR(held, 0444, lis_held_show, NULL);
 
 static struct attribute *krdma_lis_attrs[] = {
 	&lis_attr_addr.attr,
@@ -476,6 +492,8 @@ static struct attribute *krdma_lis_attrs[] = {
 	&lis_attr_rejected.attr,
 	&lis_attr_queue_depth.attr,
 	&lis_attr_max_msg_size.attr,
+	&lis_attr_backlog.attr,
+	&lis_attr_held.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(krdma_lis);
@@ -520,6 +538,68 @@ static void krdma_sysfs_close_conn(struct krdma_conn *conn)
 	krdma_close(conn);
 }
 
+/*
+ * Take the close of @conn; false if a "disconnect" (or a reap) has it.
+ * Of concurrent closers, exactly one gets it.
+ */
+static bool krdma_sysfs_take_close(struct krdma_conn *conn)
+{
+	bool mine;
+
+	spin_lock_bh(&conn->lock);
+	mine = !conn->sysfs_closing;
+	conn->sysfs_closing = true;
+	spin_unlock_bh(&conn->lock);
+	return mine;
+}
+
+struct krdma_reap {
+	struct work_struct	work;
+	struct krdma_conn	*conn;
+};
+
+static void krdma_sysfs_reap_work(struct work_struct *work)
+{
+	struct krdma_reap *r = container_of(work, struct krdma_reap, work);
+	struct krdma_conn *conn = r->conn;
+
+	/* Unload closes it otherwise (krdma_sysfs_stop()). */
+	down_read(&krdma_ctl_rwsem);
+	if (!krdma_ctl_stopped && krdma_sysfs_take_close(conn)) {
+		pr_info("%s: peer gone (%d), connection closed\n", conn->name,
+			krdma_conn_error(conn));
+		krdma_sysfs_close_conn(conn);
+	}
+	up_read(&krdma_ctl_rwsem);
+	krdma_conn_put(conn);
+	kfree(r);
+}
+
+/**
+ * krdma_sysfs_reap - close a passive connection whose peer left
+ * @conn: a connection accepted by a listener made through the control file
+ *
+ * Nobody else would close it: without this, each connection a peer opens
+ * and leaves would keep its QP, buffers and service thread until unload,
+ * and count against the listener's backlog for good.  Called by the
+ * connection's service thread once the connection has ended.
+ *
+ * Context: process context.
+ */
+void krdma_sysfs_reap(struct krdma_conn *conn)
+{
+	struct krdma_reap *r;
+
+	/* Without memory it stays until "disconnect" or unload. */
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return;
+	krdma_conn_get(conn);
+	r->conn = conn;
+	INIT_WORK(&r->work, krdma_sysfs_reap_work);
+	queue_work(krdma_wq, &r->work);
+}
+
 static int krdma_ctl_connect(struct krdma_cmd *cmd)
 {
 	struct krdma_conn_opts opts = {
@@ -559,6 +639,7 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 	struct krdma_conn_opts opts = {
 		.queue_depth = cmd->depth,
 		.max_msg_size = cmd->msg,
+		.backlog = cmd->backlog,
 	};
 	struct krdma_listener *l;
 
@@ -612,10 +693,7 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 		}
 		if (cmd->op == KRDMA_CMD_DISCONNECT) {
 			/* Of concurrent disconnects, one closes. */
-			spin_lock_bh(&conn->lock);
-			ret = conn->sysfs_closing ? -ENOENT : 0;
-			conn->sysfs_closing = true;
-			spin_unlock_bh(&conn->lock);
+			ret = krdma_sysfs_take_close(conn) ? 0 : -ENOENT;
 			if (ret)
 				pr_warn("disconnect: '%s' is being closed already\n",
 					cmd->name);

@@ -34,6 +34,8 @@ struct krdma_mr;
 #define KRDMA_MAX_DEPTH		1024
 #define KRDMA_DEFAULT_MSG_SIZE	4096
 #define KRDMA_MAX_MSG_SIZE	(1024 * 1024)
+#define KRDMA_DEFAULT_BACKLOG	16
+#define KRDMA_MAX_BACKLOG	1024
 
 /**
  * struct krdma_conn_opts - connection parameters
@@ -43,12 +45,19 @@ struct krdma_mr;
  *	to the smaller of the two sides' values
  * @timeout_ms: how long krdma_connect() may take (0: 5000)
  * @tos: type of service of the connection (0: default)
+ * @backlog: a listener's bound on the connections it holds for nobody yet
+ *	(0: KRDMA_DEFAULT_BACKLOG, at most KRDMA_MAX_BACKLOG): those being
+ *	set up and those waiting in the accept queue; for a listener made
+ *	through the control file, every connection it accepted that is still
+ *	open.  A connection request past it is rejected and the peer's
+ *	krdma_connect() returns -EBUSY.
  */
 struct krdma_conn_opts {
 	u32	queue_depth;
 	u32	max_msg_size;
 	u32	timeout_ms;
 	u8	tos;
+	u32	backlog;
 };
 
 /**

@@ -43,8 +43,9 @@ for r in $(seq 1 "$rounds"); do
 	ctl connect name=c1 addr=$PEER_IP:7500 || fail "round $r: connect"
 	wait_for 5 test -d $KRDMA_SYS/conns/l1.$((r - 1)) ||
 		fail "round $r: no passive end l1.$((r - 1))"
-	race c1
+	# The passive end first: once its peer is gone it is reaped.
 	race l1.$((r - 1))
+	race c1
 done
 # Racing the passive end's set-up: disconnect it while the connect that
 # makes it is still running.
@@ -59,12 +60,15 @@ for r in $(seq 1 "$rounds"); do
 	done
 	wait
 	ctl disconnect name=d1 2>/dev/null
-	[ ! -d $KRDMA_SYS/conns/l1.$n ] || ctl disconnect name=l1.$n ||
+	# Closed by us, or reaped once d1 was gone.
+	[ ! -d $KRDMA_SYS/conns/l1.$n ] || ctl disconnect name=l1.$n 2>/dev/null ||
+		wait_for 10 test ! -d $KRDMA_SYS/conns/l1.$n ||
 		fail "round $r: l1.$n cannot be closed"
 done
 rm -rf "$out"
 ctl unlisten name=l1 || fail "unlisten"
-[ -z "$(ls $KRDMA_SYS/conns)" ] || fail "connections left: $(ls $KRDMA_SYS/conns)"
+wait_for 30 eval '[ -z "$(ls $KRDMA_SYS/conns)" ]' ||
+	fail "connections left: $(ls $KRDMA_SYS/conns)"
 ps -e -o comm | grep -q '^krdma/' && fail "service threads left: $(ps -e -o comm | grep '^krdma/')"
 krdma_unload
 log "$rounds rounds each"

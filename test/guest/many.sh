@@ -10,7 +10,7 @@ N=${KRDMA_MANY:-64}
 rdma_dev_up
 krdma_load
 if [ "$ROLE" = B ]; then
-	ctl listen name=l1 addr=$MY_IP:7040 depth=8 || fail "listen"
+	ctl listen name=l1 addr=$MY_IP:7040 depth=8 backlog=$N || fail "listen"
 	barrier listening
 	barrier done 600
 	expect_eq "$(cat $KRDMA_SYS/listeners/l1/accepted)" $N "accepted"

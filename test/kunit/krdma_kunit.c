@@ -113,6 +113,12 @@ static void cmd_listen_ok(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cmd->depth, 32u);
 	KUNIT_EXPECT_EQ(test, cmd->msg, 65536u);
 	KUNIT_EXPECT_EQ(test, ntohl(in4(&cmd->addr)->sin_addr.s_addr), 0u);
+	KUNIT_EXPECT_EQ(test, cmd->backlog, 0u);
+
+	expect_ok(test, "listen name=l3 addr=10.1.2.3:7000 backlog=1024");
+	KUNIT_EXPECT_EQ(test, cmd->backlog, 1024u);
+	expect_ok(test, "listen name=l3 addr=10.1.2.3:7000 backlog=1");
+	KUNIT_EXPECT_EQ(test, cmd->backlog, 1u);
 }
 
 static void cmd_unlisten_disconnect_ok(struct kunit *test)
@@ -164,6 +170,10 @@ static void cmd_connect_all_keys(struct kunit *test)
 	expect_bad(test, "connect name=c1 addr=1.2.3.4:5 size=1", "unknown word 'size'");
 	expect_bad(test, "listen name=l1 addr=1.2.3.4:5 src=1.2.3.4", "unknown word 'src'");
 	expect_bad(test, "listen name=l1 addr=1.2.3.4:5 hello=1", "unknown word 'hello'");
+	expect_bad(test, "connect name=c1 addr=1.2.3.4:5 backlog=4", "unknown word 'backlog'");
+	expect_bad(test, "listen name=l1 addr=1.2.3.4:5 backlog=1025",
+		   "backlog=1025 out of range (at most 1024)");
+	expect_bad(test, "listen name=l1 addr=1.2.3.4:5 backlog=0", "backlog must not be 0");
 }
 
 /* Every parse starts from a zeroed command: nothing leaks from the last one. */
@@ -858,6 +868,7 @@ static void proto_rej_roundtrip(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_PARAMS), -EINVAL);
 	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_RESOURCES), -ENOMEM);
 	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_DEVICE), -ENODEV);
+	KUNIT_EXPECT_EQ(test, krdma_rej_errno(KRDMA_REJ_BUSY), -EBUSY);
 	KUNIT_EXPECT_EQ(test, krdma_rej_errno(0), -ECONNREFUSED);
 	KUNIT_EXPECT_STREQ(test, krdma_rej_str(-1), "unknown");
 	KUNIT_EXPECT_STREQ(test, krdma_rej_str(KRDMA_REJ_MAX), "unknown");
