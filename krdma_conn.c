@@ -595,9 +595,16 @@ static int krdma_active_established(struct krdma_conn *conn,
 			conn->name, &conn->raddr, krdma_rej_str(reason));
 		return krdma_rej_errno(reason);
 	}
+	/*
+	 * The QP is in RTS and receiving already (the CM moved it before
+	 * this event): conn->lock, as recv_done() takes it.  Nothing the
+	 * peer can have sent yet returns credits or needs one back.
+	 */
+	spin_lock_bh(&conn->lock);
 	conn->depth = remote.queue_depth;
 	conn->max_msg = remote.max_msg_size;
 	krdma_credit_init(&conn->cr, conn->depth);
+	spin_unlock_bh(&conn->lock);
 	return 0;
 }
 
@@ -825,20 +832,30 @@ static int krdma_connect_request(struct krdma_listener *l,
 	memcpy(&conn->laddr, &id->route.addr.src_addr, sizeof(conn->laddr));
 	memcpy(&conn->raddr, &id->route.addr.dst_addr, sizeof(conn->raddr));
 
+	/*
+	 * Visible before it takes the device's reference (#22 item 7):
+	 * device removal finds it by conn->ibdev and tears it down, which
+	 * waits for this handler (the core holds the child id's handler
+	 * mutex while it runs).  Had it taken the reference first, a
+	 * removal between the two would have waited for it for good.
+	 */
+	ret = krdma_conn_publish(conn);
+	if (ret) {
+		krdma_conn_unhold(conn);
+		krdma_conn_put(conn);
+		goto reject;
+	}
+	/* Events on the child id now go to the connection. */
+	id->context = &conn->ctx;
+
 	ret = krdma_conn_prepare(conn);
 	if (ret) {
 		if (ret == -ENODEV)
 			reason = KRDMA_REJ_DEVICE;
-		pr_warn("%s: cannot accept %pISpc: %d\n", l->name,
-			&conn->raddr, ret);
-		goto free_conn;
+		pr_warn_ratelimited("%s: cannot accept %pISpc: %d\n", l->name,
+				    &conn->raddr, ret);
+		goto fail;
 	}
-	ret = krdma_conn_publish(conn);
-	if (ret)
-		goto free_conn;
-
-	/* Events on the child id now go to the connection. */
-	id->context = &conn->ctx;
 	krdma_hello_encode(&hello, conn->depth, conn->max_msg);
 	krdma_fill_conn_param(conn, &param, &hello, sizeof(hello));
 	param.responder_resources = min_t(u32, param.responder_resources,
@@ -847,26 +864,27 @@ static int krdma_connect_request(struct krdma_listener *l,
 				      ev->param.conn.responder_resources);
 	ret = rdma_accept(id, &param);
 	if (ret) {
-		pr_warn("%s: rdma_accept failed: %d\n", conn->name, ret);
-		id->context = &l->ctx;
-		krdma_conn_unpublish(conn);
-		goto free_conn;
+		pr_warn_ratelimited("%s: rdma_accept failed: %d\n", conn->name,
+				    ret);
+		goto fail;
 	}
 	return 0;
 
-free_conn:
-	/* The core destroys the child id when we return non-zero. */
-	if (conn->qp)
-		ib_drain_qp(conn->qp);
-	krdma_conn_destroy_qp(conn);
-	conn->cm_id = NULL;
-	conn->torn_down = true;
-	if (conn->kdev) {
-		krdma_device_put(conn->kdev);
-		conn->kdev = NULL;
-	}
-	krdma_conn_unhold(conn);
-	krdma_conn_put(conn);
+fail:
+	/*
+	 * The id is the connection's now, and device removal may be
+	 * waiting to tear it down: never hand it back to the core (which
+	 * would destroy it under that waiter).  Reject the peer and let
+	 * the connection's teardown, which device removal serializes with,
+	 * release the QP, the device and the id; the orphan goes with it.
+	 */
+	spin_lock_bh(&l->lock);
+	l->rejected++;
+	spin_unlock_bh(&l->lock);
+	krdma_reject(id, reason);
+	krdma_conn_schedule_teardown(conn, ret);
+	return 0;
+
 reject:
 	spin_lock_bh(&l->lock);
 	l->rejected++;
@@ -1268,7 +1286,13 @@ again:
 	list_for_each_entry(l, &krdma_listeners, list) {
 		if (n + nl == cap)
 			break;
-		if (l->cm_id && l->cm_id->device == kdev->ibdev) {
+		bool on;
+
+		/* Listener close frees the id under close_mutex. */
+		mutex_lock(&l->close_mutex);
+		on = l->cm_id && l->cm_id->device == kdev->ibdev;
+		mutex_unlock(&l->close_mutex);
+		if (on) {
 			kobject_get(&l->kobj);
 			ls[nl++] = l;
 		}

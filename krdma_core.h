@@ -173,6 +173,8 @@ struct krdma_conn {
 	u32			rw_waiters;	/* waiting for rw_slots */
 	u32			rw_chunk_pages;	/* pages per rdma_rw context */
 	u32			max_reg_pages;	/* in one registration */
+	bool			dev_atomics;	/* the device does atomics */
+	bool			iwarp;		/* no immediate data */
 	struct list_head	rw_ops;		/* one-sided ops posted */
 	int			qp_event_err;	/* a fatal QP event's errno */
 	/* error is a placeholder: a flush's, or the peer's disconnect */

@@ -261,6 +261,8 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	}
 	conn->rw_chunk_pages = q.chunk_pages;
 	conn->max_reg_pages = a->max_fast_reg_page_list_len;
+	conn->dev_atomics = a->atomic_cap != IB_ATOMIC_NONE;
+	conn->iwarp = rdma_protocol_iwarp(ibdev, conn->port);
 
 	/*
 	 * A PD per connection (#22 item 2): rxe and siw, like HCAs, admit a

@@ -828,16 +828,15 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 		return -EOPNOTSUPP;
 	if (krdma_conn_error(conn))
 		return krdma_conn_error(conn);
-	if ((ops & KRDMA_TEST_ATOMIC) &&
-	    conn->kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE) {
+	/* What the device can do, recorded with the QP: teardown clears kdev. */
+	if ((ops & KRDMA_TEST_ATOMIC) && !conn->dev_atomics) {
 		pr_warn("%s: device %s has no atomics\n", conn->name,
-			conn->kdev->name);
+			conn->devname);
 		return -EOPNOTSUPP;
 	}
-	if ((ops & KRDMA_TEST_IMM) &&
-	    rdma_protocol_iwarp(conn->kdev->ibdev, conn->port)) {
+	if ((ops & KRDMA_TEST_IMM) && conn->iwarp) {
 		pr_warn("%s: device %s has no immediate data (iWARP)\n",
-			conn->name, conn->kdev->name);
+			conn->name, conn->devname);
 		return -EOPNOTSUPP;
 	}
 	mutex_lock(&st->lock);
