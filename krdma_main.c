@@ -64,9 +64,10 @@ static int krdma_add_one(struct ib_device *ibdev)
 	init_completion(&kdev->released);
 	strscpy(kdev->name, dev_name(&ibdev->dev), sizeof(kdev->name));
 
+	/* From here on the kobject's release frees kdev. */
 	ret = krdma_sysfs_add_device(kdev);
 	if (ret)
-		goto out_free;
+		return ret;
 
 	mutex_lock(&krdma_lock);
 	list_add_tail(&kdev->list, &krdma_devices);
@@ -75,10 +76,6 @@ static int krdma_add_one(struct ib_device *ibdev)
 	ib_set_client_data(ibdev, &krdma_ib_client, kdev);
 	pr_info("%s: added\n", kdev->name);
 	return 0;
-
-out_free:
-	kfree(kdev);
-	return ret;
 }
 
 static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
@@ -96,9 +93,8 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	krdma_device_put(kdev);
 	wait_for_completion(&kdev->released);
 
-	krdma_sysfs_del_device(kdev);
 	pr_info("%s: removed\n", kdev->name);
-	kfree(kdev);
+	krdma_sysfs_del_device(kdev);	/* frees kdev */
 }
 
 static struct ib_client krdma_ib_client = {

@@ -129,11 +129,13 @@ static struct attribute *krdma_dev_attrs[] = {
 ATTRIBUTE_GROUPS(krdma_dev);
 
 /*
- * The device's memory belongs to krdma_remove_one(), which frees it only
- * after kobject_del(): kernfs has drained every reader by then.
+ * The last reference to the kobject frees the device: the ib_client's
+ * remove callback drops it once every connection has let go of the device
+ * (kdev->ref), or the add callback when the directory cannot be made.
  */
 static void krdma_dev_kobj_release(struct kobject *kobj)
 {
+	kfree(to_kdev(kobj));
 }
 
 static const struct kobj_type krdma_dev_ktype = {
@@ -142,6 +144,7 @@ static const struct kobj_type krdma_dev_ktype = {
 	.default_groups	= krdma_dev_groups,
 };
 
+/* On failure @kdev is freed: its kobject's release did it. */
 int krdma_sysfs_add_device(struct krdma_device *kdev)
 {
 	int ret;
@@ -149,12 +152,13 @@ int krdma_sysfs_add_device(struct krdma_device *kdev)
 	ret = kobject_init_and_add(&kdev->kobj, &krdma_dev_ktype,
 				   krdma_devices_kobj, "%s", kdev->name);
 	if (ret) {
-		kobject_put(&kdev->kobj);
 		pr_err("%s: sysfs directory failed: %d\n", kdev->name, ret);
+		kobject_put(&kdev->kobj);
 	}
 	return ret;
 }
 
+/* Removes the directory and drops the last reference: frees @kdev. */
 void krdma_sysfs_del_device(struct krdma_device *kdev)
 {
 	kobject_del(&kdev->kobj);
