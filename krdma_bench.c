@@ -195,8 +195,8 @@ static bool kb_wait(struct krdma_bench *b,
 {
 	if (wait_event_timeout(b->wq, cond(b, s), KB_TIMEOUT))
 		return true;
-	pr_warn("%s: bench: no completion in %d s, failing the connection\n",
-		b->conn->name, KB_TIMEOUT / HZ);
+	pr_warn_ratelimited("%s: bench: no completion in %d s, failing the connection\n",
+			    b->conn->name, KB_TIMEOUT / HZ);
 	krdma_conn_teardown(b->conn, -ETIMEDOUT);
 	wait_event(b->wq, cond(b, s));
 	return false;
@@ -217,8 +217,8 @@ static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
 				       true)) == -EAGAIN) {
 		if (!wait_event_timeout(conn->wq, krdma_can_send(conn),
 					KB_TIMEOUT)) {
-			pr_warn("%s: bench: no credit from the peer in %d s, failing the connection\n",
-				conn->name, KB_TIMEOUT / HZ);
+			pr_warn_ratelimited("%s: bench: no credit from the peer in %d s, failing the connection\n",
+					    conn->name, KB_TIMEOUT / HZ);
 			krdma_conn_teardown(conn, -ETIMEDOUT);
 		}
 	}
@@ -423,11 +423,12 @@ static void kb_work(struct work_struct *work)
 		snprintf(b->status, sizeof(b->status), "failed: %d", ret);
 	b->running = false;
 	mutex_unlock(&b->lock);
-	pr_info("%s: bench %s size=%u depth=%u batch=%u: %s, %llu ops in %llu us (posting %llu ns/op, %u waits)\n",
-		conn->name, kb_op_names[b->op], b->size, b->window * b->batch,
-		b->batch, b->status,
-		b->ops, b->usecs, b->ops ? div64_u64(b->post_ns, b->ops) : 0,
-		b->sleeps);
+	pr_info_ratelimited("%s: bench %s size=%u depth=%u batch=%u: %s, %llu ops in %llu us (posting %llu ns/op, %u waits)\n",
+			    conn->name, kb_op_names[b->op], b->size,
+			    b->window * b->batch, b->batch, b->status,
+			    b->ops, b->usecs,
+			    b->ops ? div64_u64(b->post_ns, b->ops) : 0,
+			    b->sleeps);
 	krdma_conn_put(conn);
 }
 
@@ -494,15 +495,15 @@ int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
 		return -EINVAL;
 	}
 	if (op == KB_SEND && cmd->size > conn->max_msg) {
-		pr_warn("%s: bench size %u is more than the connection's %u-byte messages\n",
-			conn->name, cmd->size, conn->max_msg);
+		pr_warn_ratelimited("%s: bench size %u is more than the connection's %u-byte messages\n",
+				    conn->name, cmd->size, conn->max_msg);
 		return -EMSGSIZE;
 	}
 	if (op != KB_SEND && !cmd->size)
 		return -EINVAL;
 	if (op == KB_SEND && cmd->batch > 1) {
-		pr_warn("%s: bench batch= works with op=write and op=read\n",
-			conn->name);
+		pr_warn_ratelimited("%s: bench batch= works with op=write and op=read\n",
+				    conn->name);
 		return -EINVAL;
 	}
 

@@ -70,20 +70,21 @@ static void krdma_conn_opts_fill(struct krdma_conn_opts *o,
 static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 {
 	if (o->queue_depth < 1 || o->queue_depth > KRDMA_MAX_DEPTH) {
-		pr_warn("queue depth %u out of range 1..%u\n", o->queue_depth,
-			KRDMA_MAX_DEPTH);
+		pr_warn_ratelimited("queue depth %u out of range 1..%u\n",
+				    o->queue_depth, KRDMA_MAX_DEPTH);
 		return -EINVAL;
 	}
 	if (o->max_msg_size < sizeof(struct krdma_token_wire) ||
 	    o->max_msg_size > KRDMA_MAX_MSG_SIZE) {
-		pr_warn("message size %u out of range %zu..%u\n",
-			o->max_msg_size, sizeof(struct krdma_token_wire),
-			KRDMA_MAX_MSG_SIZE);
+		pr_warn_ratelimited("message size %u out of range %zu..%u\n",
+				    o->max_msg_size,
+				    sizeof(struct krdma_token_wire),
+				    KRDMA_MAX_MSG_SIZE);
 		return -EINVAL;
 	}
 	if (o->backlog > KRDMA_MAX_BACKLOG) {
-		pr_warn("backlog %u out of range 1..%u\n", o->backlog,
-			KRDMA_MAX_BACKLOG);
+		pr_warn_ratelimited("backlog %u out of range 1..%u\n",
+				    o->backlog, KRDMA_MAX_BACKLOG);
 		return -EINVAL;
 	}
 	return 0;
@@ -135,8 +136,8 @@ static int krdma_conn_publish(struct krdma_conn *conn)
 	list_for_each_entry(c, &krdma_conns, list) {
 		if (!strcmp(c->name, conn->name)) {
 			mutex_unlock(&krdma_lock);
-			pr_warn("connection name '%s' already in use\n",
-				conn->name);
+			pr_warn_ratelimited("connection name '%s' already in use\n",
+					    conn->name);
 			return -EEXIST;
 		}
 	}
@@ -591,8 +592,9 @@ static int krdma_active_established(struct krdma_conn *conn,
 			!remote.queue_depth))
 		reason = KRDMA_REJ_PARAMS;
 	if (reason) {
-		pr_warn("%s: peer %pISpc accepted with a bad handshake: %s\n",
-			conn->name, &conn->raddr, krdma_rej_str(reason));
+		pr_warn_ratelimited("%s: peer %pISpc accepted with a bad handshake: %s\n",
+				    conn->name, &conn->raddr,
+				    krdma_rej_str(reason));
 		return krdma_rej_errno(reason);
 	}
 	/*
@@ -617,8 +619,8 @@ static void krdma_passive_established(struct krdma_conn *conn)
 	ret = krdma_connect_done(conn, 0);
 	if (ret) {
 		/* Still an orphan: the teardown work frees it. */
-		pr_warn("%s: failed before it was established: %d\n",
-			conn->name, ret);
+		pr_warn_ratelimited("%s: failed before it was established: %d\n",
+				    conn->name, ret);
 		krdma_conn_schedule_teardown(conn, ret);
 		return;
 	}
@@ -647,8 +649,8 @@ static void krdma_passive_established(struct krdma_conn *conn)
 		/* -ESHUTDOWN: a "disconnect" already closes it. */
 		ret = krdma_svc_start(conn);
 		if (ret && ret != -ESHUTDOWN)
-			pr_warn("%s: no service thread, self-test will not answer: %d\n",
-				conn->name, ret);
+			pr_warn_ratelimited("%s: no service thread, self-test will not answer: %d\n",
+					    conn->name, ret);
 	}
 	/* Owned now: by the accept queue or by sysfs. */
 	conn->orphan = false;
@@ -676,8 +678,8 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		if (!ret)
 			ret = krdma_conn_do_connect(conn);
 		if (ret) {
-			pr_warn("%s: cannot connect to %pISpc: %d\n",
-				conn->name, &conn->raddr, ret);
+			pr_warn_ratelimited("%s: cannot connect to %pISpc: %d\n",
+					    conn->name, &conn->raddr, ret);
 			krdma_connect_done(conn, ret);
 		}
 		break;
@@ -696,14 +698,14 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		pdata = rdma_consumer_reject_data(id, ev, &plen);
 		reason = krdma_rej_decode(pdata, plen);
 		if (reason) {
-			pr_warn("%s: %pISpc rejected the connection: %s\n",
-				conn->name, &conn->raddr,
-				krdma_rej_str(reason));
+			pr_warn_ratelimited("%s: %pISpc rejected the connection: %s\n",
+					    conn->name, &conn->raddr,
+					    krdma_rej_str(reason));
 			ret = krdma_rej_errno(reason);
 		} else {
-			pr_warn("%s: %pISpc rejected the connection: %s\n",
-				conn->name, &conn->raddr,
-				rdma_reject_msg(id, ev->status));
+			pr_warn_ratelimited("%s: %pISpc rejected the connection: %s\n",
+					    conn->name, &conn->raddr,
+					    rdma_reject_msg(id, ev->status));
 			ret = -ECONNREFUSED;
 		}
 		krdma_connect_done(conn, ret);
@@ -716,8 +718,9 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		pr_warn("%s: %s (%d) for %pISpc\n", conn->name,
-			rdma_event_msg(ev->event), ev->status, &conn->raddr);
+		pr_warn_ratelimited("%s: %s (%d) for %pISpc\n",
+				    conn->name, rdma_event_msg(ev->event),
+				    ev->status, &conn->raddr);
 		ret = ev->event == RDMA_CM_EVENT_ADDR_ERROR ? -EHOSTUNREACH :
 		      ev->status == -ETIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED;
 		if (conn->state == KRDMA_CONN_CONNECTING)
@@ -743,8 +746,8 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		krdma_conn_event_locked(conn, KRDMA_CONN_EV_PEER_DISCONNECTED);
 		spin_unlock_bh(&conn->lock);
 		wake_up_all(&conn->wq);
-		pr_info("%s: disconnected by %pISpc\n", conn->name,
-			&conn->raddr);
+		pr_info_ratelimited("%s: disconnected by %pISpc\n", conn->name,
+				    &conn->raddr);
 		if (conn->orphan)
 			krdma_conn_schedule_teardown(conn, -ECONNRESET);
 		break;
@@ -789,8 +792,9 @@ static int krdma_connect_request(struct krdma_listener *l,
 	if (!reason)
 		reason = krdma_negotiate(&local, &remote, &neg);
 	if (reason) {
-		pr_warn("%s: rejected connection from %pISpc: %s\n", l->name,
-			&id->route.addr.dst_addr, krdma_rej_str(reason));
+		pr_warn_ratelimited("%s: rejected connection from %pISpc: %s\n",
+				    l->name, &id->route.addr.dst_addr,
+				    krdma_rej_str(reason));
 		goto reject;
 	}
 
@@ -970,8 +974,8 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 				(struct sockaddr *)dst,
 				KRDMA_RESOLVE_TIMEOUT_MS);
 	if (ret) {
-		pr_warn("%s: cannot resolve %pISpc: %d\n", conn->name, dst,
-			ret);
+		pr_warn_ratelimited("%s: cannot resolve %pISpc: %d\n",
+				    conn->name, dst, ret);
 		goto fail;
 	}
 
@@ -982,16 +986,17 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 		goto fail;
 	}
 	if (!left) {
-		pr_warn("%s: connecting to %pISpc timed out\n", conn->name,
-			dst);
+		pr_warn_ratelimited("%s: connecting to %pISpc timed out\n",
+				    conn->name, dst);
 		ret = -ETIMEDOUT;
 		goto fail;
 	}
 	ret = conn->cm_status;
 	if (ret)
 		goto fail;
-	pr_info("%s: connected to %pISpc on %s (depth %u, max message %u)\n",
-		conn->name, dst, conn->kdev->name, conn->depth, conn->max_msg);
+	pr_info_ratelimited("%s: connected to %pISpc on %s (depth %u, max message %u)\n",
+			    conn->name, dst, conn->kdev->name, conn->depth,
+			    conn->max_msg);
 	return conn;
 
 fail:
@@ -1080,7 +1085,8 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 	l->cm_id = id;
 	ret = rdma_bind_addr(id, (struct sockaddr *)addr);
 	if (ret) {
-		pr_warn("%s: cannot bind %pISpc: %d\n", l->name, addr, ret);
+		pr_warn_ratelimited("%s: cannot bind %pISpc: %d\n",
+				    l->name, addr, ret);
 		goto out_id;
 	}
 
@@ -1088,7 +1094,8 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 	list_for_each_entry(o, &krdma_listeners, list) {
 		if (!strcmp(o->name, l->name)) {
 			mutex_unlock(&krdma_lock);
-			pr_warn("listener name '%s' already in use\n", l->name);
+			pr_warn_ratelimited("listener name '%s' already in use\n",
+					    l->name);
 			ret = -EEXIST;
 			goto out_id;
 		}
@@ -1102,12 +1109,12 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 
 	ret = rdma_listen(id, KRDMA_LISTEN_BACKLOG);
 	if (ret) {
-		pr_warn("%s: cannot listen on %pISpc: %d\n", l->name, addr,
-			ret);
+		pr_warn_ratelimited("%s: cannot listen on %pISpc: %d\n",
+				    l->name, addr, ret);
 		krdma_listener_close(l);
 		return ERR_PTR(ret);
 	}
-	pr_info("%s: listening on %pISpc\n", l->name, addr);
+	pr_info_ratelimited("%s: listening on %pISpc\n", l->name, addr);
 	return l;
 
 out_id:
@@ -1238,7 +1245,7 @@ void krdma_listener_close(struct krdma_listener *l)
 		list_del_init(&l->list);
 	mutex_unlock(&krdma_lock);
 	krdma_sysfs_del_listener(l);
-	pr_info("%s: closed\n", l->name);
+	pr_info_ratelimited("%s: closed\n", l->name);
 	kobject_put(&l->kobj);
 }
 EXPORT_SYMBOL_GPL(krdma_listener_close);

@@ -255,8 +255,9 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	ret = krdma_queue_sizes(conn->depth, KRDMA_RW_CHUNK_PAGES,
 				KRDMA_MAX_SEND_SGE, a, &q);
 	if (ret) {
-		pr_warn("%s: depth %u needs %u %s, %s has %u\n", conn->name,
-			conn->depth, q.need, q.limit, conn->kdev->name, q.have);
+		pr_warn_ratelimited("%s: depth %u needs %u %s, %s has %u\n",
+				    conn->name, conn->depth, q.need, q.limit,
+				    conn->kdev->name, q.have);
 		return ret;
 	}
 	conn->rw_chunk_pages = q.chunk_pages;
@@ -273,7 +274,8 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	if (IS_ERR(conn->pd)) {
 		ret = PTR_ERR(conn->pd);
 		conn->pd = NULL;
-		pr_warn("%s: no protection domain: %d\n", conn->name, ret);
+		pr_warn_ratelimited("%s: no protection domain: %d\n",
+				    conn->name, ret);
 		return ret;
 	}
 
@@ -286,7 +288,8 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	if (IS_ERR(conn->cq)) {
 		ret = PTR_ERR(conn->cq);
 		conn->cq = NULL;
-		pr_warn("%s: no completion queue: %d\n", conn->name, ret);
+		pr_warn_ratelimited("%s: no completion queue: %d\n",
+				    conn->name, ret);
 		goto out_bufs;
 	}
 
@@ -304,7 +307,8 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	qa.cap.max_rdma_ctxs = conn->depth;
 	ret = rdma_create_qp(conn->cm_id, conn->pd, &qa);
 	if (ret) {
-		pr_warn("%s: rdma_create_qp failed: %d\n", conn->name, ret);
+		pr_warn_ratelimited("%s: rdma_create_qp failed: %d\n",
+				    conn->name, ret);
 		goto out_cq;
 	}
 	conn->qp = conn->cm_id->qp;
@@ -387,8 +391,8 @@ int krdma_conn_post_recvs(struct krdma_conn *conn)
 	for (i = 0; i < conn->nr_rx; i++) {
 		ret = krdma_post_recv(conn, &conn->rx[i]);
 		if (ret) {
-			pr_warn("%s: ib_post_recv failed: %d\n", conn->name,
-				ret);
+			pr_warn_ratelimited("%s: ib_post_recv failed: %d\n",
+					    conn->name, ret);
 			return ret;
 		}
 	}
@@ -442,8 +446,8 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	ib_dma_sync_single_for_cpu(conn->kdev->ibdev, rx->dma, wc->byte_len,
 				   DMA_FROM_DEVICE);
 	if (krdma_msg_decode(rx->buf, wc->byte_len, conn->max_msg, &info)) {
-		pr_warn("%s: malformed message from the peer (%u bytes)\n",
-			conn->name, wc->byte_len);
+		pr_warn_ratelimited("%s: malformed message from the peer (%u bytes)\n",
+				    conn->name, wc->byte_len);
 		atomic64_inc(&conn->stats.errors);
 		krdma_conn_set_error(conn, -EPROTO);
 		return;
@@ -456,10 +460,11 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		u32 have = conn->cr.credits;
 
 		spin_unlock(&conn->lock);
-		pr_warn("%s: flow control violated by the peer: %u credits%s returned with %u of %u in hand\n",
-			conn->name, info.credits,
-			info.flags & KRDMA_MSG_F_CTL_ACK ? " and a credit ack" : "",
-			have, conn->depth);
+		pr_warn_ratelimited("%s: flow control violated by the peer: %u credits%s returned with %u of %u in hand\n",
+				    conn->name, info.credits,
+				    info.flags & KRDMA_MSG_F_CTL_ACK ?
+				    " and a credit ack" : "",
+				    have, conn->depth);
 		atomic64_inc(&conn->stats.errors);
 		krdma_conn_set_error(conn, ret);
 		return;
@@ -647,8 +652,8 @@ static int krdma_post_ctl_locked(struct krdma_conn *conn)
 				      KRDMA_HDR_LEN, DMA_TO_DEVICE);
 	ret = ib_post_send(conn->qp, &wr, NULL);
 	if (ret) {
-		pr_warn("%s: posting a credit message failed: %d\n",
-			conn->name, ret);
+		pr_warn_ratelimited("%s: posting a credit message failed: %d\n",
+				    conn->name, ret);
 		conn->qp_ok = false;
 		return ret;
 	}
@@ -828,7 +833,8 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 	ret = krdma_post_msg_locked(conn, KRDMA_MSG_DATA, buf, len, req);
 	spin_unlock_bh(&conn->lock);
 	if (ret) {
-		pr_warn("%s: ib_post_send failed: %d\n", conn->name, ret);
+		pr_warn_ratelimited("%s: ib_post_send failed: %d\n",
+				    conn->name, ret);
 		krdma_conn_set_error(conn, ret);
 		return ret;
 	}
@@ -858,8 +864,9 @@ static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 {
 	if (wait_for_completion_timeout(done, KRDMA_POST_TIMEOUT))
 		return 0;
-	pr_warn("%s: %s not completed by the device in %u ms, failing the connection\n",
-		conn->name, what, jiffies_to_msecs(KRDMA_POST_TIMEOUT));
+	pr_warn_ratelimited("%s: %s not completed by the device in %u ms, failing the connection\n",
+			    conn->name, what,
+			    jiffies_to_msecs(KRDMA_POST_TIMEOUT));
 	krdma_conn_teardown(conn, -ETIMEDOUT);
 	wait_for_completion(done);
 	return -ETIMEDOUT;
@@ -982,8 +989,8 @@ static int __krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey,
 	}
 	spin_unlock_bh(&conn->lock);
 	if (ret) {
-		pr_warn("%s: posting a write-with-immediate notice failed: %d\n",
-			conn->name, ret);
+		pr_warn_ratelimited("%s: posting a write-with-immediate notice failed: %d\n",
+				    conn->name, ret);
 		krdma_conn_set_error(conn, ret);
 		return ret;
 	}

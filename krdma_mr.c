@@ -11,6 +11,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/random.h>
+#include <linux/ratelimit.h>
 #include <linux/slab.h>
 
 #include "krdma_core.h"
@@ -97,15 +98,20 @@ static int __krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	 * rest down as usual.
 	 */
 	if (!wait_for_completion_timeout(&kmr->done, KRDMA_POST_TIMEOUT)) {
+		/* One rate limit for both lines: the second explains the first. */
+		static DEFINE_RATELIMIT_STATE(rs, DEFAULT_RATELIMIT_INTERVAL,
+					      DEFAULT_RATELIMIT_BURST);
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+		bool say = __ratelimit(&rs);
 
-		pr_warn("%s: memory %s not completed in %u ms, failing the connection\n",
-			conn->name, wr->opcode == IB_WR_REG_MR ?
-			"registration" : "invalidation",
-			jiffies_to_msecs(KRDMA_POST_TIMEOUT));
+		if (say)
+			pr_warn("%s: memory %s not completed in %u ms, failing the connection\n",
+				conn->name, wr->opcode == IB_WR_REG_MR ?
+				"registration" : "invalidation",
+				jiffies_to_msecs(KRDMA_POST_TIMEOUT));
 		krdma_conn_set_error(conn, -ETIMEDOUT);
 		ret = ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
-		if (ret)
+		if (ret && say)
 			pr_warn("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
 				conn->name, ret);
 		wait_for_completion(&kmr->done);
@@ -182,7 +188,8 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 
 	ret = krdma_access_valid(access);
 	if (ret) {
-		pr_warn("%s: bad access rights 0x%x\n", conn->name, access);
+		pr_warn_ratelimited("%s: bad access rights 0x%x\n",
+				    conn->name, access);
 		return ERR_PTR(ret);
 	}
 	ret = krdma_sg_len(sg, nents, &len);
@@ -200,9 +207,9 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 	npages = (offset_in_page(sg->offset) + len + PAGE_SIZE - 1) >>
 		 PAGE_SHIFT;
 	if (npages > ibdev->attrs.max_fast_reg_page_list_len) {
-		pr_warn("%s: %llu bytes do not fit one MR (%u pages max)\n",
-			conn->name, len,
-			ibdev->attrs.max_fast_reg_page_list_len);
+		pr_warn_ratelimited("%s: %llu bytes do not fit one MR (%u pages max)\n",
+				    conn->name, len,
+				    ibdev->attrs.max_fast_reg_page_list_len);
 		ret = -E2BIG;
 		goto out_put;
 	}
@@ -230,8 +237,8 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 	ib_update_fast_reg_key(kmr->mr, ib_inc_rkey(kmr->mr->rkey));
 	n = ib_map_mr_sg(kmr->mr, sg, kmr->mapped, NULL, PAGE_SIZE);
 	if (n != kmr->mapped) {
-		pr_warn("%s: scatterlist has gaps, cannot register it as one region\n",
-			conn->name);
+		pr_warn_ratelimited("%s: scatterlist has gaps, cannot register it as one region\n",
+				    conn->name);
 		ret = n < 0 ? n : -EINVAL;
 		goto out_release;
 	}

@@ -282,8 +282,8 @@ static int krdma_token_check(struct krdma_conn *conn,
 			     u64 len)
 {
 	if (krdma_token_range(token->length, offset, len)) {
-		pr_warn("%s: access %llu+%llu outside the token's %u bytes\n",
-			conn->name, offset, len, token->length);
+		pr_warn_ratelimited("%s: access %llu+%llu outside the token's %u bytes\n",
+				    conn->name, offset, len, token->length);
 		return -ERANGE;
 	}
 	return 0;
@@ -424,8 +424,8 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 					       parts[i].token->rkey,
 					       krdma_rw_dir(write));
 			if (ret < 0) {
-				pr_warn("%s: rdma_rw_ctx_init failed: %d\n",
-					conn->name, ret);
+				pr_warn_ratelimited("%s: rdma_rw_ctx_init failed: %d\n",
+						    conn->name, ret);
 				goto out_slots;
 			}
 			ch->inited = true;
@@ -786,7 +786,8 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 		return ret;
 	ret = krdma_atomic_target(token, offset);
 	if (ret) {
-		pr_warn("%s: atomic target not 8-byte aligned\n", conn->name);
+		pr_warn_ratelimited("%s: atomic target not 8-byte aligned\n",
+				    conn->name);
 		return ret;
 	}
 	ret = krdma_conn_qp_get(conn);

@@ -261,8 +261,8 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 		e->imm_seed = seed;
 		ret = st_setup(conn, e, mlen, be32_to_cpu(m->arg));
 		if (ret) {
-			pr_warn("%s: self-test setup of %llu bytes failed: %d\n",
-				conn->name, mlen, ret);
+			pr_warn_ratelimited("%s: self-test setup of %llu bytes failed: %d\n",
+					    conn->name, mlen, ret);
 			st_exp_free(e);
 			st_reply(conn, ret, 0);
 		}
@@ -270,16 +270,17 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 	case ST_VERIFY:
 		bad = e->nr ? st_exp_pattern(e, seed, mlen, false) : 0;
 		if (bad >= 0)
-			pr_warn("%s: self-test data differs at byte %lld\n",
-				conn->name, bad);
+			pr_warn_ratelimited("%s: self-test data differs at byte %lld\n",
+					    conn->name, bad);
 		st_reply(conn, bad >= 0 ? -EILSEQ : 0, bad >= 0 ? bad : 0);
 		break;
 	case ST_VERIFY64:
 		ret = e->nr && *(u64 *)e->buf[0] == seed ? 0 : -EILSEQ;
 		if (ret)
-			pr_warn("%s: self-test atomic result %llu, expected %llu\n",
-				conn->name, e->nr ? *(u64 *)e->buf[0] : 0,
-				seed);
+			pr_warn_ratelimited("%s: self-test atomic result %llu, expected %llu\n",
+					    conn->name,
+					    e->nr ? *(u64 *)e->buf[0] : 0,
+					    seed);
 		st_reply(conn, ret, 0);
 		break;
 	case ST_FILL:
@@ -290,8 +291,8 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 		bad = krdma_pattern_check((const u8 *)m + sizeof(*m),
 					  len - sizeof(*m), seed, 0);
 		if (bad >= 0 || mlen != len - sizeof(*m)) {
-			pr_warn("%s: self-test message %llu bad at byte %lld\n",
-				conn->name, seed, bad);
+			pr_warn_ratelimited("%s: self-test message %llu bad at byte %lld\n",
+					    conn->name, seed, bad);
 			st_reply(conn, -EILSEQ, bad);
 		} else if (be32_to_cpu(m->arg)) {
 			/* The last of a batch: one reply for all of them. */
@@ -311,7 +312,8 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 		if (st->rtail - st->rhead < ARRAY_SIZE(st->replies))
 			st->replies[st->rtail++ % ARRAY_SIZE(st->replies)] = *m;
 		else
-			pr_warn("%s: self-test reply dropped\n", conn->name);
+			pr_warn_ratelimited("%s: self-test reply dropped\n",
+					    conn->name);
 		mutex_unlock(&st->lock);
 		wake_up_all(&conn->wq);
 		break;
@@ -326,8 +328,8 @@ static void st_serve_imm(struct krdma_conn *conn, struct krdma_selftest *st,
 	s64 bad = e->nr ? st_exp_pattern(e, e->imm_seed + imm, e->len, false) : 0;
 
 	if (bad >= 0)
-		pr_warn("%s: data announced by immediate %u differs at byte %lld\n",
-			conn->name, imm, bad);
+		pr_warn_ratelimited("%s: data announced by immediate %u differs at byte %lld\n",
+				    conn->name, imm, bad);
 	st_reply(conn, bad >= 0 ? -EILSEQ : 0, bad >= 0 ? bad : 0);
 }
 
@@ -711,9 +713,9 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 					       &s->req, true)) == -EAGAIN) {
 			if (!wait_event_timeout(conn->wq, krdma_can_send(conn),
 						st->timeout)) {
-				pr_warn("%s: no credit from the peer in %u ms, failing the connection\n",
-					conn->name,
-					jiffies_to_msecs(st->timeout));
+				pr_warn_ratelimited("%s: no credit from the peer in %u ms, failing the connection\n",
+						    conn->name,
+						    jiffies_to_msecs(st->timeout));
 				krdma_conn_teardown(conn, -ETIMEDOUT);
 			}
 		}
@@ -722,8 +724,8 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 	}
 	if (!wait_event_timeout(conn->wq, !atomic_read(&st->send_inflight),
 				st->timeout)) {
-		pr_warn("%s: self-test sends not acknowledged, failing the connection\n",
-			conn->name);
+		pr_warn_ratelimited("%s: self-test sends not acknowledged, failing the connection\n",
+				    conn->name);
 		krdma_conn_teardown(conn, -ETIMEDOUT);
 		wait_event(conn->wq, !atomic_read(&st->send_inflight));
 	}
@@ -814,7 +816,7 @@ static void krdma_test_work(struct work_struct *work)
 		snprintf(st->status, sizeof(st->status), "failed: %d", ret);
 	st->running = false;
 	mutex_unlock(&st->lock);
-	pr_info("%s: self-test %s\n", st->conn->name, st->status);
+	pr_info_ratelimited("%s: self-test %s\n", st->conn->name, st->status);
 	krdma_conn_put(st->conn);
 }
 
@@ -830,13 +832,13 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 		return krdma_conn_error(conn);
 	/* What the device can do, recorded with the QP: teardown clears kdev. */
 	if ((ops & KRDMA_TEST_ATOMIC) && !conn->dev_atomics) {
-		pr_warn("%s: device %s has no atomics\n", conn->name,
-			conn->devname);
+		pr_warn_ratelimited("%s: device %s has no atomics\n",
+				    conn->name, conn->devname);
 		return -EOPNOTSUPP;
 	}
 	if ((ops & KRDMA_TEST_IMM) && conn->iwarp) {
-		pr_warn("%s: device %s has no immediate data (iWARP)\n",
-			conn->name, conn->devname);
+		pr_warn_ratelimited("%s: device %s has no immediate data (iWARP)\n",
+				    conn->name, conn->devname);
 		return -EOPNOTSUPP;
 	}
 	mutex_lock(&st->lock);

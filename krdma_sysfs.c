@@ -570,8 +570,8 @@ static void krdma_sysfs_reap_work(struct work_struct *work)
 	/* Unload closes it otherwise (krdma_sysfs_stop()). */
 	down_read(&krdma_ctl_rwsem);
 	if (!krdma_ctl_stopped && krdma_sysfs_take_close(conn)) {
-		pr_info("%s: peer gone (%d), connection closed\n", conn->name,
-			krdma_conn_error(conn));
+		pr_info_ratelimited("%s: peer gone (%d), connection closed\n",
+				    conn->name, krdma_conn_error(conn));
 		krdma_sysfs_close_conn(conn);
 	}
 	up_read(&krdma_ctl_rwsem);
@@ -618,7 +618,8 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 	conn = krdma_conn_find(cmd->name);
 	if (conn) {
 		krdma_conn_put(conn);
-		pr_warn("connect: name '%s' already in use\n", cmd->name);
+		pr_warn_ratelimited("connect: name '%s' already in use\n",
+				    cmd->name);
 		return -EEXIST;
 	}
 	conn = __krdma_connect((struct sockaddr *)&cmd->addr,
@@ -629,7 +630,8 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 		return PTR_ERR(conn);
 	ret = krdma_svc_start(conn);
 	if (ret) {
-		pr_warn("connect: %s: no service thread: %d\n", cmd->name, ret);
+		pr_warn_ratelimited("connect: %s: no service thread: %d\n",
+				    cmd->name, ret);
 		krdma_close(conn);
 		return ret;
 	}
@@ -650,7 +652,8 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 	l = krdma_listener_find(cmd->name);
 	if (l) {
 		krdma_listener_put(l);
-		pr_warn("listen: name '%s' already in use\n", cmd->name);
+		pr_warn_ratelimited("listen: name '%s' already in use\n",
+				    cmd->name);
 		return -EEXIST;
 	}
 	l = __krdma_listen((struct sockaddr *)&cmd->addr, &opts, cmd->name);
@@ -676,7 +679,8 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 		if (!l || !l->sysfs_owned) {
 			if (l)
 				krdma_listener_put(l);
-			pr_warn("unlisten: no listener '%s'\n", cmd->name);
+			pr_warn_ratelimited("unlisten: no listener '%s'\n",
+					    cmd->name);
 			return -ENOENT;
 		}
 		krdma_listener_close(l);
@@ -689,18 +693,18 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 		if (!conn || !conn->sysfs_owned) {
 			if (conn)
 				krdma_conn_put(conn);
-			pr_warn("%s: no connection '%s' made through sysfs\n",
-				cmd->op == KRDMA_CMD_TEST ? "test" :
-				cmd->op == KRDMA_CMD_BENCH ? "bench" :
-				"disconnect", cmd->name);
+			pr_warn_ratelimited("%s: no connection '%s' made through sysfs\n",
+					    cmd->op == KRDMA_CMD_TEST ? "test" :
+					    cmd->op == KRDMA_CMD_BENCH ? "bench" :
+					    "disconnect", cmd->name);
 			return -ENOENT;
 		}
 		if (cmd->op == KRDMA_CMD_DISCONNECT) {
 			/* Of concurrent disconnects, one closes. */
 			ret = krdma_sysfs_take_close(conn) ? 0 : -ENOENT;
 			if (ret)
-				pr_warn("disconnect: '%s' is being closed already\n",
-					cmd->name);
+				pr_warn_ratelimited("disconnect: '%s' is being closed already\n",
+						    cmd->name);
 			else
 				krdma_sysfs_close_conn(conn);
 		} else if (cmd->op == KRDMA_CMD_BENCH) {
@@ -728,7 +732,7 @@ static ssize_t control_store(struct kobject *kobj, struct kobj_attribute *attr,
 		return -ENOMEM;
 	ret = krdma_cmd_parse(buf, count, cmd, err, sizeof(err));
 	if (ret) {
-		pr_warn("control: %s\n", err);
+		pr_warn_ratelimited("control: %s\n", err);
 		goto out;
 	}
 	down_read(&krdma_ctl_rwsem);

@@ -41,6 +41,30 @@ not_running() {
 dmesg_mark() { KRDMA_DMESG_MARK=$(dmesg | wc -l); }
 dmesg_new() { dmesg | tail -n +"$((${KRDMA_DMESG_MARK:-0} + 1))"; }
 
+# ratelimit_pace: every krdma log line that a peer or a user can repeat is
+# rate-limited, each line on its own with the kernel's default: 10 in 5 s,
+# then nothing until the 5 s are over (a later "callbacks suppressed" line
+# counts what was dropped).  A test that expects the line of each refused
+# command calls this before each one: it waits until 0.6 s have passed
+# since its last call, so at most 9 lines come in any 5 s and none is
+# dropped.  A burst of refusals without it (random input) fills the limit:
+# nap 5.5 s after one before counting lines again.  Without a fork.
+KRDMA_PACE_NEXT=0
+ratelimit_pace() {
+	local now wait t
+	if [ -z "${EPOCHREALTIME:-}" ]; then	# bash before 5.0
+		nap 0.6
+		return
+	fi
+	now=${EPOCHREALTIME//[!0-9]/}
+	wait=$((KRDMA_PACE_NEXT - now))
+	if [ "$wait" -gt 0 ]; then
+		printf -v t '%d.%06d' $((wait / 1000000)) $((wait % 1000000))
+		nap "$t"
+	fi
+	KRDMA_PACE_NEXT=$((${EPOCHREALTIME//[!0-9]/} + 600000))
+}
+
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 log() { echo "# $*"; }

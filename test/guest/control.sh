@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # The control file: reading prints the grammar; every malformed command
 # fails with the right errno and one dmesg line naming the bad word, and
-# changes nothing; a bounded random-input run leaves the module healthy.
+# changes nothing (the lines are rate-limited: the checks space the
+# refusals out, test/lib.sh ratelimit_pace); a bounded random-input run
+# leaves the module healthy.
 # topo: single
 # dev: rxe
 . "$(dirname "$0")/../lib.sh"
@@ -16,6 +18,7 @@ grep -q '^connect name=NAME addr=IP:PORT' $KRDMA_CTL || fail "grammar not printe
 bad() {	# bad ERRNO 'dmesg words' CMD...
 	local want=$1 words=$2
 	shift 2
+	ratelimit_pace
 	dmesg_mark
 	expect_ctl_err "$want" "$@"
 	n=$(dmesg_new | grep -c 'krdma: ')
@@ -45,11 +48,15 @@ bad ENOENT "no connection 'nosuch'" disconnect name=nosuch
 bad ENOENT "no connection 'nosuch'" test name=nosuch
 bad ENOENT "no listener 'nosuch'" unlisten name=nosuch
 printf 'listen name=x\001 addr=1.1.1.1:1' >/tmp/cmd
+ratelimit_pace
 dmesg_mark
 ( cat /tmp/cmd >$KRDMA_CTL ) 2>/dev/null && fail "non-printable command accepted"
 dmesg_new | grep -q "non-printable byte 0x01" || fail "non-printable byte not named"
 head -c 300 /dev/zero | tr '\0' a >/tmp/cmd
+ratelimit_pace
+dmesg_mark
 ( cat /tmp/cmd >$KRDMA_CTL ) 2>/dev/null && fail "overlong command accepted"
+dmesg_new | grep -q "command longer than 255 bytes" || fail "overlong command not named"
 
 # Nothing was created by any of that.
 expect_eq "$(ls $KRDMA_SYS/conns | wc -l)" 0 "connections after bad commands"
