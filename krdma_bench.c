@@ -476,11 +476,17 @@ int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
 	enum kb_op op;
 	int ret;
 
-	if (!conn->st || !conn->svc)
+	if (!conn->st || !conn->svc) {
+		pr_warn_ratelimited("bench: %s: no service thread on this connection\n",
+				    conn->name);
 		return -EOPNOTSUPP;
+	}
 	ret = krdma_conn_error(conn);
-	if (ret)
+	if (ret) {
+		pr_warn_ratelimited("bench: %s: connection is down: %d\n",
+				    conn->name, ret);
 		return ret;
+	}
 	switch (cmd->test_ops) {
 	case KRDMA_TEST_WRITE:
 		op = KB_WRITE;
@@ -492,6 +498,8 @@ int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
 		op = KB_SEND;
 		break;
 	default:
+		pr_warn_ratelimited("bench: %s: takes one op: write, read or send\n",
+				    conn->name);
 		return -EINVAL;
 	}
 	if (op == KB_SEND && cmd->size > conn->max_msg) {
@@ -499,8 +507,11 @@ int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
 				    conn->name, cmd->size, conn->max_msg);
 		return -EMSGSIZE;
 	}
-	if (op != KB_SEND && !cmd->size)
+	if (op != KB_SEND && !cmd->size) {
+		pr_warn_ratelimited("bench: %s: size=0 works only with op=send\n",
+				    conn->name);
 		return -EINVAL;
+	}
 	if (op == KB_SEND && cmd->batch > 1) {
 		pr_warn_ratelimited("%s: bench batch= works with op=write and op=read\n",
 				    conn->name);
@@ -508,10 +519,15 @@ int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
 	}
 
 	b = kb_get(conn);
-	if (!b)
+	if (!b) {
+		pr_warn_ratelimited("bench: %s: no memory for the bench\n",
+				    conn->name);
 		return -ENOMEM;
+	}
 	mutex_lock(&b->lock);
 	if (b->running) {
+		pr_warn_ratelimited("bench: %s: a bench runs on it already\n",
+				    conn->name);
 		ret = -EBUSY;
 		goto out;
 	}

@@ -65,6 +65,17 @@ static const struct krdma_verb krdma_verbs[] = {
 	  B(K_NAME) | B(K_OP) | B(K_SIZE) },
 };
 
+/* The verb of @op, for log lines. */
+const char *krdma_cmd_verb(enum krdma_cmd_op op)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(krdma_verbs); i++)
+		if (krdma_verbs[i].op == op)
+			return krdma_verbs[i].verb;
+	return "control";
+}
+
 /* "IPv4:PORT" or "[IPv6]:PORT", or a bare address (port 0). */
 int krdma_parse_addr(const char *s, struct sockaddr_storage *ss)
 {

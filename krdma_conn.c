@@ -329,6 +329,9 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	mutex_lock(&conn->teardown_mutex);
 	if (conn->torn_down)
 		goto out;
+	if (err == -ENODEV)
+		pr_warn_ratelimited("%s: RDMA device removed, connection closed\n",
+				    conn->name);
 
 	if (conn->cm_id) {
 		rdma_lock_handler(conn->cm_id);
@@ -668,8 +671,11 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		conn->ibdev = id->device;
 		ret = rdma_resolve_route(id, KRDMA_RESOLVE_TIMEOUT_MS);
-		if (ret)
+		if (ret) {
+			pr_warn_ratelimited("%s: cannot resolve a route to %pISpc: %d\n",
+					    conn->name, &conn->raddr, ret);
 			krdma_connect_done(conn, ret);
+		}
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		memcpy(&conn->laddr, &id->route.addr.src_addr,
@@ -686,7 +692,14 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (conn->active) {
 			ret = krdma_active_established(conn, ev);
-			krdma_connect_done(conn, ret);
+			if (ret) {
+				krdma_connect_done(conn, ret);
+				break;
+			}
+			ret = krdma_connect_done(conn, 0);
+			if (ret)
+				pr_warn_ratelimited("%s: failed before it was established: %d\n",
+						    conn->name, ret);
 		} else {
 			krdma_passive_established(conn);
 		}
@@ -944,8 +957,11 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 		return ERR_PTR(ret);
 
 	conn = krdma_conn_alloc(&opts, name);
-	if (!conn)
+	if (!conn) {
+		pr_warn_ratelimited("%s: no memory for a connection\n",
+				    name && *name ? name : "connect");
 		return ERR_PTR(-ENOMEM);
+	}
 	conn->active = true;
 	conn->test_hello = test_hello;
 	memcpy(&conn->raddr, dst, dst->sa_family == AF_INET6 ?
@@ -954,6 +970,8 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 	id = rdma_create_id(&init_net, krdma_cm_handler, &conn->ctx,
 			    RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id)) {
+		pr_warn_ratelimited("%s: cannot create an rdma_cm id: %ld\n",
+				    conn->name, PTR_ERR(id));
 		krdma_conn_put(conn);
 		return ERR_CAST(id);
 	}
@@ -982,6 +1000,8 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 	left = wait_for_completion_killable_timeout(&conn->cm_done,
 						    msecs_to_jiffies(opts.timeout_ms));
 	if (left < 0) {
+		pr_warn_ratelimited("%s: connecting to %pISpc interrupted\n",
+				    conn->name, dst);
 		ret = left;
 		goto fail;
 	}
@@ -1054,9 +1074,13 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 	struct rdma_cm_id *id;
 	int ret;
 
-	l = kzalloc(sizeof(*l), GFP_KERNEL);
-	if (!l)
+	/* Not the allocator's warning: the line below names the listener. */
+	l = kzalloc(sizeof(*l), GFP_KERNEL | __GFP_NOWARN);
+	if (!l) {
+		pr_warn_ratelimited("%s: no memory for a listener\n",
+				    name && *name ? name : "listen");
 		return ERR_PTR(-ENOMEM);
+	}
 	kobject_init(&l->kobj, &krdma_listener_ktype);
 	krdma_conn_opts_fill(&l->opts, in_opts);
 	ret = krdma_conn_opts_check(&l->opts);
@@ -1080,6 +1104,8 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 			    RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id)) {
 		ret = PTR_ERR(id);
+		pr_warn_ratelimited("%s: cannot create an rdma_cm id: %d\n",
+				    l->name, ret);
 		goto out_put;
 	}
 	l->cm_id = id;

@@ -826,10 +826,17 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 	struct krdma_selftest *st = conn->st;
 	int ret = 0;
 
-	if (!st || !conn->svc)
+	if (!st || !conn->svc) {
+		pr_warn_ratelimited("test: %s: no service thread on this connection\n",
+				    conn->name);
 		return -EOPNOTSUPP;
-	if (krdma_conn_error(conn))
-		return krdma_conn_error(conn);
+	}
+	ret = krdma_conn_error(conn);
+	if (ret) {
+		pr_warn_ratelimited("test: %s: connection is down: %d\n",
+				    conn->name, ret);
+		return ret;
+	}
 	/* What the device can do, recorded with the QP: teardown clears kdev. */
 	if ((ops & KRDMA_TEST_ATOMIC) && !conn->dev_atomics) {
 		pr_warn_ratelimited("%s: device %s has no atomics\n",
@@ -843,6 +850,8 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 	}
 	mutex_lock(&st->lock);
 	if (st->running) {
+		pr_warn_ratelimited("test: %s: a self-test or a bench runs on it already\n",
+				    conn->name);
 		ret = -EBUSY;
 	} else {
 		st->running = true;

@@ -404,7 +404,10 @@ int krdma_sysfs_add_conn(struct krdma_conn *conn)
 	int ret;
 
 	ret = kobject_add(&conn->kobj, krdma_conns_kobj, "%s", conn->name);
-	if (!ret)
+	if (ret)
+		pr_warn_ratelimited("%s: sysfs directory failed: %d\n",
+				    conn->name, ret);
+	else
 		conn->in_sysfs = true;
 	return ret;
 }
@@ -518,7 +521,10 @@ int krdma_sysfs_add_listener(struct krdma_listener *l)
 	int ret;
 
 	ret = kobject_add(&l->kobj, krdma_listeners_kobj, "%s", l->name);
-	if (!ret)
+	if (ret)
+		pr_warn_ratelimited("%s: sysfs directory failed: %d\n",
+				    l->name, ret);
+	else
 		l->in_sysfs = true;
 	return ret;
 }
@@ -694,9 +700,7 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 			if (conn)
 				krdma_conn_put(conn);
 			pr_warn_ratelimited("%s: no connection '%s' made through sysfs\n",
-					    cmd->op == KRDMA_CMD_TEST ? "test" :
-					    cmd->op == KRDMA_CMD_BENCH ? "bench" :
-					    "disconnect", cmd->name);
+					    krdma_cmd_verb(cmd->op), cmd->name);
 			return -ENOENT;
 		}
 		if (cmd->op == KRDMA_CMD_DISCONNECT) {
@@ -717,6 +721,7 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 		krdma_conn_put(conn);
 		return ret;
 	}
+	pr_warn_ratelimited("control: command %d not handled\n", cmd->op);
 	return -EINVAL;
 }
 
@@ -727,16 +732,25 @@ static ssize_t control_store(struct kobject *kobj, struct kobj_attribute *attr,
 	char err[128];
 	int ret;
 
-	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
-	if (!cmd)
+	/* Not the allocator's warning: the line below says what failed. */
+	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL | __GFP_NOWARN);
+	if (!cmd) {
+		pr_warn_ratelimited("control: no memory for the command\n");
 		return -ENOMEM;
+	}
 	ret = krdma_cmd_parse(buf, count, cmd, err, sizeof(err));
 	if (ret) {
 		pr_warn_ratelimited("control: %s\n", err);
 		goto out;
 	}
 	down_read(&krdma_ctl_rwsem);
-	ret = krdma_ctl_stopped ? -ENODEV : krdma_ctl_exec(cmd);
+	if (krdma_ctl_stopped) {
+		pr_warn_ratelimited("%s: %s: krdma is being unloaded\n",
+				    krdma_cmd_verb(cmd->op), cmd->name);
+		ret = -ENODEV;
+	} else {
+		ret = krdma_ctl_exec(cmd);
+	}
 	up_read(&krdma_ctl_rwsem);
 out:
 	kfree(cmd);
