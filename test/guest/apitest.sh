@@ -13,6 +13,19 @@
 ko=$BUILD/apitest/krdma_apitest.ko
 [ -f "$ko" ] || fail "$ko not built"
 args=(port=7471 "dev=$DEV" "scenarios=${KRDMA_APITEST_SCENARIOS:-all}")
+# rxe re-executes a completed local work request (REG_MR, LOCAL_INV) when
+# it rewinds its send queue to retransmit an earlier one (rxe_requester():
+# req_retry() resets wqe_index to the oldest uncompleted WQE, and
+# rxe_do_local_ops() runs whatever local op it finds there again): the
+# second REG_MR finds its MR valid ("rxe_reg_fast_mr: mr->lkey = ... not
+# free") and the QP stops.  Over loopback nothing is retransmitted; between
+# two guests under TCG packets are lost, and sq_mix, which mixes hundreds
+# of registrations with RDMA traffic, meets it (seen on 6.1).  Its subject,
+# krdma's send queue accounting, does not depend on the link: it runs on
+# one guest only.
+if [ "$TOPO" = pair ] && [ "$DEV" = rxe ]; then
+	args+=(exclude=sq_mix)
+fi
 
 rdma_dev_up
 krdma_load
