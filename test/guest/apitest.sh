@@ -20,7 +20,7 @@ args=(port=7471 "dev=$DEV" "scenarios=${KRDMA_APITEST_SCENARIOS:-all}")
 # second REG_MR finds its MR valid ("rxe_reg_fast_mr: mr->lkey = ... not
 # free") and the QP stops.  Over loopback nothing is retransmitted; between
 # two guests under TCG packets are lost, and sq_mix, which mixes hundreds
-# of registrations with RDMA traffic, meets it (seen on 6.1).  Its subject,
+# of registrations with RDMA traffic, meets it (6.1 and 6.12).  Its subject,
 # krdma's send queue accounting, does not depend on the link: it runs on
 # one guest only.
 if [ "$TOPO" = pair ] && [ "$DEV" = rxe ]; then
