@@ -251,14 +251,19 @@ static void krdma_conn_cause_locked(struct krdma_conn *conn, int err,
 	conn->error_weak = weak;
 }
 
-static void __krdma_conn_set_error(struct krdma_conn *conn, int err,
+/* Returns whether the connection had no error before. */
+static bool __krdma_conn_set_error(struct krdma_conn *conn, int err,
 				   bool weak)
 {
+	bool first;
+
 	spin_lock_bh(&conn->lock);
+	first = !conn->error;
 	krdma_conn_cause_locked(conn, err, weak);
 	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
+	return first;
 }
 
 /* Record the first error and move to the error state; wakes every waiter. */
@@ -275,7 +280,14 @@ void krdma_conn_set_error(struct krdma_conn *conn, int err)
  */
 void krdma_conn_set_error_flush(struct krdma_conn *conn)
 {
-	__krdma_conn_set_error(conn, -ECONNRESET, true);
+	/*
+	 * The first sign of trouble on a working connection: say so, or a
+	 * device that moves its QP to ERROR without an error completion
+	 * (rxe after a failed local operation it re-ran) fails it silently.
+	 */
+	if (__krdma_conn_set_error(conn, -ECONNRESET, true))
+		pr_warn_ratelimited("%s: work requests flushed: the QP left RTS, no cause reported (yet)\n",
+				    conn->name);
 }
 
 /*
