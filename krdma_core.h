@@ -298,6 +298,7 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 		     u32 sge, u32 timeout_ms);
 int krdma_svc_start(struct krdma_conn *conn);
 void krdma_svc_stop(struct krdma_conn *conn);
+void krdma_svc_disable(void);
 
 /* krdma_mr.c */
 void krdma_conn_release_mrs(struct krdma_conn *conn);

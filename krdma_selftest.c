@@ -921,14 +921,29 @@ ssize_t krdma_test_show(struct krdma_conn *conn, int what, char *buf)
  * krdma_svc_stop() ran (a "disconnect" came first).  The passive side
  * calls this from its CM handler, racing the control file.
  */
+static DEFINE_MUTEX(krdma_svc_gate);	/* krdma_svc_off */
+static bool krdma_svc_off;
+
+/*
+ * Unload: no service thread starts after this returns, so the threads
+ * that exist are the ones krdma_sysfs_stop() finds on conn->svc.
+ */
+void krdma_svc_disable(void)
+{
+	mutex_lock(&krdma_svc_gate);
+	krdma_svc_off = true;
+	mutex_unlock(&krdma_svc_gate);
+}
+
 int krdma_svc_start(struct krdma_conn *conn)
 {
 	struct krdma_selftest *st;
 	struct task_struct *t;
 	int ret = 0;
 
+	mutex_lock(&krdma_svc_gate);
 	mutex_lock(&conn->svc_lock);
-	if (conn->svc_closed) {
+	if (conn->svc_closed || krdma_svc_off) {
 		ret = -ESHUTDOWN;
 		goto out;
 	}
@@ -954,6 +969,7 @@ int krdma_svc_start(struct krdma_conn *conn)
 	ret = 0;
 out:
 	mutex_unlock(&conn->svc_lock);
+	mutex_unlock(&krdma_svc_gate);
 	return ret;
 }
 

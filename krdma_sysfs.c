@@ -850,12 +850,18 @@ void krdma_sysfs_stop(void)
 	down_write(&krdma_ctl_rwsem);
 	krdma_ctl_stopped = true;
 	up_write(&krdma_ctl_rwsem);
+	/*
+	 * A passive connection can still be established (and would start
+	 * its thread) while this runs: from here on none starts, and every
+	 * thread that did is on its conn->svc, set under the same gate.
+	 */
+	krdma_svc_disable();
 
 	do {
 		found = NULL;
 		mutex_lock(&krdma_lock);
 		list_for_each_entry(conn, &krdma_conns, list) {
-			if (conn->svc) {
+			if (READ_ONCE(conn->svc)) {
 				found = conn;
 				krdma_conn_get(found);
 				break;
