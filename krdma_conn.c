@@ -411,19 +411,28 @@ out:
 	mutex_unlock(&conn->teardown_mutex);
 }
 
-static void krdma_teardown_work(struct work_struct *work)
+/*
+ * After teardown: a passive connection nobody took yet (in set-up, not in
+ * an accept queue) has nobody to close it, so it goes now.
+ */
+static void krdma_conn_reap_orphan(struct krdma_conn *conn)
 {
-	struct krdma_conn *conn = container_of(work, struct krdma_conn,
-					       teardown_work);
 	bool reap;
 
-	krdma_conn_teardown(conn, conn->error ?: -ECONNRESET);
-	/* A passive connection nobody took yet has nobody to close it. */
 	spin_lock_bh(&conn->lock);
 	reap = conn->orphan && list_empty(&conn->accept_entry);
 	spin_unlock_bh(&conn->lock);
 	if (reap && krdma_conn_unpublish(conn))
 		krdma_conn_put(conn);	/* the owner's (nobody's) reference */
+}
+
+static void krdma_teardown_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(work, struct krdma_conn,
+					       teardown_work);
+
+	krdma_conn_teardown(conn, conn->error ?: -ECONNRESET);
+	krdma_conn_reap_orphan(conn);
 	krdma_conn_put(conn);	/* the work's reference */
 }
 
@@ -796,6 +805,15 @@ static int krdma_reject(struct rdma_cm_id *id, int reason)
 	return rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
+/*
+ * Test knob: a passive connection sleeps this long once it holds its
+ * device, so that device removal meets it there (test/guest/devstorm.sh).
+ */
+static unsigned int fault_accept_delay_ms;
+module_param(fault_accept_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fault_accept_delay_ms,
+		 "test: sleep this long in a connection request after taking the device");
+
 static int krdma_connect_request(struct krdma_listener *l,
 				 struct rdma_cm_id *id,
 				 struct rdma_cm_event *ev)
@@ -885,6 +903,8 @@ static int krdma_connect_request(struct krdma_listener *l,
 				    &conn->raddr, ret);
 		goto fail;
 	}
+	if (unlikely(fault_accept_delay_ms))
+		msleep(fault_accept_delay_ms);
 	krdma_hello_encode(&hello, conn->depth, conn->max_msg);
 	krdma_fill_conn_param(conn, &param, &hello, sizeof(hello));
 	param.responder_resources = min_t(u32, param.responder_resources,
@@ -1353,6 +1373,8 @@ again:
 	}
 	for (i = 0; i < n; i++) {
 		krdma_conn_teardown(conns[i], -ENODEV);
+		/* One in set-up when its device went (devstorm.sh). */
+		krdma_conn_reap_orphan(conns[i]);
 		krdma_conn_put(conns[i]);
 	}
 	kfree(conns);

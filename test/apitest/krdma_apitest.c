@@ -2042,7 +2042,7 @@ static void sc_revoke_failed_read(struct at_test *t)
  * least room to spare.
  */
 #define AT_MIX_THREADS	64
-#define AT_MIX_ROUNDS	16
+#define AT_MIX_ROUNDS	8
 #define AT_MIX_SEGS	128
 #define AT_MIX_LEN	(AT_MIX_SEGS * AT_SEG)
 

@@ -19,6 +19,9 @@ out=$(mktemp -d)
 
 rdma_dev_up
 krdma_load
+# Widen the window: each connection request holds its device 200 ms
+# before it goes on (Documentation/ABI: fault_accept_delay_ms).
+echo 200 >/sys/module/krdma/parameters/fault_accept_delay_ms || fail "fault_accept_delay_ms"
 ctl listen name=ls addr=0.0.0.0:$port backlog=64 || fail "listen"
 
 # writer ID: connect, disconnect, again, until told to stop; counts.
@@ -47,6 +50,7 @@ for r in $(seq 1 "$rounds"); do
 done
 touch "$stop"
 wait
+echo 0 >/sys/module/krdma/parameters/fault_accept_delay_ms
 total=0 ok=0
 for w in 1 2 3 4; do
 	read -r a b <"$out/$w"
@@ -60,8 +64,15 @@ log "$rounds removals; $total connects, $ok of them connected"
 for c in $(ls $KRDMA_SYS/conns); do
 	case $c in w*) ctl disconnect name=$c 2>/dev/null ;; esac
 done
-wait_for 30 eval '[ -z "$(ls $KRDMA_SYS/conns)" ]' ||
-	fail "connections left: $(ls $KRDMA_SYS/conns)"
+# left: each connection still there, with its state and error.
+left() {
+	local c
+
+	for c in "$KRDMA_SYS"/conns/*; do
+		[ -e "$c" ] && echo "$(basename "$c") $(cat "$c/state") $(cat "$c/error")"
+	done | paste -sd, -
+}
+wait_for 30 eval '[ -z "$(ls $KRDMA_SYS/conns)" ]' || fail "connections left: $(left)"
 ctl unlisten name=ls || fail "unlisten"
 # The device is back and usable.
 ctl listen name=l2 addr=$MY_IP:$((port + 1)) || fail "listen after the storm"
