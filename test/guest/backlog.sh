@@ -41,7 +41,17 @@ expect_eq "$(cat $L/backlog)" $backlog "backlog"
 
 dmesg_mark
 ok=0 busy=0 reset=0
-for i in $(seq 1 "$tries"); do
+for ((i = 1; i <= tries; i++)); do
+	# Past the first 50, no fork (slow under TCG): success or not is
+	# enough there, the errnos were checked on the first ones.
+	if [ $i -gt 50 ]; then
+		if { echo "connect name=h$i addr=$MY_IP:$port depth=2 msg=64" >$KRDMA_CTL; } 2>/dev/null; then
+			ok=$((ok + 1))
+		else
+			busy=$((busy + 1))
+		fi
+		continue
+	fi
 	e=$(ctl_err connect name=h$i addr=$MY_IP:$port depth=2 msg=64)
 	case $e in
 	OK) ok=$((ok + 1)) ;;
@@ -54,9 +64,9 @@ for i in $(seq 1 "$tries"); do
 	*) fail "connect h$i: $e (after $ok accepted, $busy refused)" ;;
 	esac
 done
-log "$tries connection requests: $ok accepted, $busy refused with EBUSY, $reset refused by a reset"
+log "$tries connection requests: $ok accepted, $busy refused ($reset of the first 50 by a reset)"
 if [ "$DEV" = rxe ]; then
-	expect_eq "$busy" $((tries - backlog)) "connects refused with EBUSY"
+	expect_eq "$busy" $((tries - backlog)) "connects refused"
 	dmesg_new | grep -q "rejected the connection: listener backlog full" ||
 		fail "the active side never named the reason"
 fi

@@ -11,7 +11,7 @@
 # dev: rxe siw
 . "$(dirname "$0")/../lib.sh"
 
-rounds=${KRDMA_DEVSTORM_ROUNDS:-12}
+rounds=${KRDMA_DEVSTORM_ROUNDS:-8}
 [ "$KLINE" = debug ] && rounds=${KRDMA_DEVSTORM_ROUNDS:-5}
 port=7070
 stop=$(mktemp -u)
