@@ -680,29 +680,6 @@ static void krdma_passive_established(struct krdma_conn *conn)
 	conn->orphan = false;
 }
 
-/*
- * A connection still in its listener's accept queue whose peer left: take
- * it out (unless krdma_accept() took it first) and make it an orphan again,
- * so that its teardown work reaps it.  It would only hold a place in the
- * backlog until somebody accepted a dead connection.
- */
-static bool krdma_conn_unqueue(struct krdma_conn *conn)
-{
-	struct krdma_listener *l = conn->listener;
-	bool mine = false;
-
-	if (!l || conn->sysfs_owned)
-		return false;
-	spin_lock_bh(&l->lock);
-	if (!list_empty(&conn->accept_entry)) {
-		list_del_init(&conn->accept_entry);
-		WRITE_ONCE(conn->orphan, true);
-		mine = true;
-	}
-	spin_unlock_bh(&l->lock);
-	return mine;
-}
-
 static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 			    struct rdma_cm_event *ev)
 {
@@ -805,7 +782,7 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		wake_up_all(&conn->wq);
 		pr_info_ratelimited("%s: disconnected by %pISpc\n", conn->name,
 				    &conn->raddr);
-		if (conn->orphan || krdma_conn_unqueue(conn))
+		if (conn->orphan)
 			krdma_conn_schedule_teardown(conn, -ECONNRESET);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:

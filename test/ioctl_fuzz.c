@@ -230,6 +230,15 @@ static int close_h(int fd, unsigned long cmd, __u32 h)
 	return io(fd, cmd, &c);
 }
 
+/* Take every connection queued on listener @l now, and close it. */
+static void drain_accepts(int fd, __u32 l)
+{
+	struct krdma_ioc_accept a = { .handle = l, .timeout_ms = 0 };
+
+	while (!ioctl(fd, KRDMA_IOC_ACCEPT, &a))
+		close_h(fd, KRDMA_IOC_CLOSE, a.conn);
+}
+
 static int query(int fd, __u32 h, struct krdma_ioc_query *q)
 {
 	memset(q, 0, sizeof(*q));
@@ -814,15 +823,18 @@ static int run_errors(void)
 			if (e2 && e2 != ETIMEDOUT)
 				fails++;
 			/*
-			 * One that made it is a connection like any other:
-			 * closed here, its passive end, never accepted,
-			 * leaves the accept queue (else they would fill the
-			 * listener's backlog of 16 and later connects would
-			 * get EBUSY).
+			 * One that made it is a connection like any other,
+			 * and so is a passive end established just as its
+			 * peer gave up: closed here, else they would fill
+			 * the listener's backlog of 16 and later connects
+			 * would get EBUSY.
 			 */
 			if (!e2)
 				close_h(fd, KRDMA_IOC_CLOSE, cq.handle);
+			drain_accepts(fd, l);
 		}
+		usleep(200000);
+		drain_accepts(fd, l);
 		ok(!fails, "CONNECT with 1..30 ms timeouts: only ETIMEDOUT failures");
 		expect(close_h(fd, KRDMA_IOC_CLOSE, l), 0, "CLOSE their listener");
 	}
