@@ -50,6 +50,9 @@ install: modules
 check:
 	tools/check
 
+stress:
+	tools/stress
+
 demo:
 	tools/demo
 
@@ -63,4 +66,4 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null || true
 	rm -rf build tools/krdmactl
 
-.PHONY: all modules tools install check demo bench shell clean
+.PHONY: all modules tools install check stress demo bench shell clean

@@ -9,7 +9,9 @@
 #	every name a FILTER may hold
 # A test is DIR/NAME.sh (DIR: test/guest).  Its "# topo:" and "# dev:"
 # lines say where it runs; "# kernel: LINE..." limits it to those kernel
-# lines.  The debug line adds "kmemleak" (test/kmemleak.sh, once per boot,
+# lines; "# check-kernel: LINE..." limits it further in make check, where
+# time is short (KRDMA_STRESS=1, make stress, runs it on every line its
+# "# kernel:" allows).  The debug line adds "kmemleak" (test/kmemleak.sh, once per boot,
 # after the last device's tests).  FILTER (tools/check --tests, KRDMA_TESTS):
 # only the tests it names.  Only bash, no fork per test: it runs in the
 # guest under TCG too.
@@ -50,15 +52,17 @@ topo=$1 devs=$2 kline=$3 filter=${4:-}
 names=() topos=() tdevs=() klines=()
 for f in "$dir"/*.sh; do
 	[ -f "$f" ] || continue
-	t=${f##*/} tp='' dv='' kl=''
+	t=${f##*/} tp='' dv='' kl='' ck=''
 	while IFS= read -r l; do
 		case "$l" in
 		"# topo:"*)	tp+=" ${l#"# topo:"}" ;;
 		"# dev:"*)	dv+=" ${l#"# dev:"}" ;;
 		# "-" marks a test with a kernel line (an empty one runs nowhere).
 		"# kernel:"*)	kl+=" - ${l#"# kernel:"}" ;;
+		"# check-kernel:"*) ck+=" - ${l#"# check-kernel:"}" ;;
 		esac
 	done <"$f"
+	[ "${KRDMA_STRESS:-0}" = 1 ] || kl=${ck:-$kl}
 	names+=("${t%.sh}") topos+=("$tp") tdevs+=("$dv") klines+=("$kl")
 done
 

@@ -88,6 +88,9 @@ MODULE_PARM_DESC(exclude, "comma-separated scenarios scenarios=all leaves out");
 static unsigned int flood_count = 4000;
 module_param(flood_count, uint, 0444);
 MODULE_PARM_DESC(flood_count, "messages sent by msg_order_flood");
+static unsigned int mix_threads = 64;
+module_param(mix_threads, uint, 0444);
+MODULE_PARM_DESC(mix_threads, "threads of sq_mix (1 to 64)");
 
 #define AT_MAGIC	0x4b415054	/* "KAPT" */
 #define AT_MAX_TOK	8
@@ -2041,7 +2044,7 @@ static void sc_revoke_failed_read(struct at_test *t)
  * WRITE is in the server's memory.  At depth 1 the send queue has the
  * least room to spare.
  */
-#define AT_MIX_THREADS	64
+#define AT_MIX_THREADS	64	/* at most; mix_threads run */
 #define AT_MIX_ROUNDS	8
 #define AT_MIX_SEGS	128
 #define AT_MIX_LEN	(AT_MIX_SEGS * AT_SEG)
@@ -2120,7 +2123,8 @@ static int at_mix_fn(void *data)
 
 static void at_sq_mix(struct at_test *t, u32 depth)
 {
-	const u64 dlen = AT_MIX_THREADS * AT_MIX_LEN;
+	const int nthr = clamp_t(int, mix_threads, 1, AT_MIX_THREADS);
+	const u64 dlen = (u64)nthr * AT_MIX_LEN;
 	bool atomics = !at_iwarp;	/* siw has no atomics */
 	struct at_reg ctr, data;
 	struct krdma_conn *c;
@@ -2128,7 +2132,7 @@ static void at_sq_mix(struct at_test *t, u32 depth)
 	struct at_mix *m;
 	int i, k, started = 0;
 
-	m = kcalloc(AT_MIX_THREADS, sizeof(*m), GFP_KERNEL);
+	m = kcalloc(nthr, sizeof(*m), GFP_KERNEL);
 	if (!m) {
 		at_fail(t, "out of memory");
 		return;
@@ -2142,7 +2146,7 @@ static void at_sq_mix(struct at_test *t, u32 depth)
 		goto out;
 	if (atomics && !at_req(t, c, AT_SET64, ctr.id, 0, 0, 0, 0, NULL))
 		goto out;
-	for (i = 0; i < AT_MIX_THREADS; i++) {
+	for (i = 0; i < nthr; i++) {
 		struct task_struct *task;
 
 		m[i].c = c;
@@ -2181,7 +2185,7 @@ static void at_sq_mix(struct at_test *t, u32 depth)
 			goto out;
 		}
 	}
-	if (started < AT_MIX_THREADS)
+	if (started < nthr)
 		goto out;
 	if (!at_expect(t, krdma_conn_error(c), 0, "krdma_conn_error"))
 		goto out;
@@ -2189,23 +2193,23 @@ static void at_sq_mix(struct at_test *t, u32 depth)
 		if (!at_req(t, c, AT_GET64, ctr.id, 0, 0, 0, 0, &rep))
 			goto out;
 		if (!at_expect(t, be64_to_cpu(rep.arg),
-			       AT_MIX_THREADS * AT_MIX_ROUNDS,
+			       nthr * AT_MIX_ROUNDS,
 			       "the counter after every fetch-add"))
 			goto out;
 	}
-	for (i = 0; i < AT_MIX_THREADS; i++)
+	for (i = 0; i < nthr; i++)
 		if (!at_verify(t, c, data.id, (u64)i * AT_MIX_LEN, AT_MIX_LEN,
 			       at_mix_seed(i, AT_MIX_ROUNDS - 1), 0))
 			goto out;
 	at_req(t, c, AT_FREE, ctr.id, 0, 0, 0, 0, NULL);
 	at_req(t, c, AT_FREE, data.id, 0, 0, 0, 0, NULL);
 	pr_info("%s: depth %u: %d threads x %d rounds of %sregistration, revoke, send, write\n",
-		t->name, depth, AT_MIX_THREADS, AT_MIX_ROUNDS,
+		t->name, depth, nthr, AT_MIX_ROUNDS,
 		atomics ? "fetch-add, " : "");
 out:
 	krdma_close(c);
 out_free:
-	for (i = 0; i < AT_MIX_THREADS; i++) {
+	for (i = 0; i < nthr; i++) {
 		free_page((unsigned long)m[i].page);
 		kfree(m[i].buf);
 	}

@@ -26,6 +26,11 @@ args=(port=7471 "dev=$DEV" "scenarios=${KRDMA_APITEST_SCENARIOS:-all}")
 if [ "$TOPO" = pair ] && [ "$DEV" = rxe ]; then
 	args+=(exclude=sq_mix)
 fi
+# sq_mix: 64 threads overran the old send queue under TCG (16 did not);
+# the debug kernel, 15 times slower there, runs the 16 of issue #22.
+if [ "$KLINE" = debug ]; then
+	args+=(mix_threads=16)
+fi
 
 rdma_dev_up
 krdma_load

@@ -3,7 +3,8 @@
 # #22 item 4: a peer cannot make a listener's host allocate without bound.
 # A hostile peer (here, through the control file on the same host) sends
 # 1000 connection requests to a listener with backlog=8: 8 are accepted,
-# the rest are refused with EBUSY and counted.  It then sends 100
+# the rest are refused with EBUSY and counted.  It then sends 100 (make
+# stress: 1000)
 # self-test setup requests larger than the service allows (svc_expose_max)
 # and with rights it does not grant (svc_rights): each is refused with a
 # dmesg line and nothing is exposed.  Kernel memory (Slab + VmallocUsed +
@@ -13,12 +14,14 @@
 # topo: single
 # dev: rxe siw
 # kernel: 6.1 6.12
+# check-kernel: 6.12
 . "$(dirname "$0")/../lib.sh"
 
 port=7050
 backlog=8
 tries=${KRDMA_BACKLOG_TRIES:-1000}
 setups=${KRDMA_BACKLOG_SETUPS:-100}
+[ "${KRDMA_STRESS:-0}" = 1 ] && setups=${KRDMA_BACKLOG_SETUPS:-1000}
 L=$KRDMA_SYS/listeners/lb
 P=/sys/module/krdma/parameters
 

@@ -5,9 +5,9 @@
 # changes nothing; every refused well-formed command (name in use, busy,
 # connection down) names its connection or listener and the reason, and
 # so does every failed write of random well-formed and malformed commands
-# (KRDMA_CONTROL_CHECKED, default 60; seed KRDMA_CONTROL_SEED, default the
+# (KRDMA_CONTROL_CHECKED, default 40; seed KRDMA_CONTROL_SEED, default the
 # day of the year), also under failslab where the kernel has it (debug:
-# KRDMA_CONTROL_FAILSLAB commands, default 60).  The lines are rate-
+# KRDMA_CONTROL_FAILSLAB commands, default 40).  The lines are rate-
 # limited: these checks space the refusals out (test/lib.sh
 # ratelimit_pace).  A bounded unchecked random-input run at the end leaves
 # the module healthy.
@@ -239,7 +239,7 @@ fs=/sys/kernel/debug/failslab fs_prob=()
 
 RANDOM=$seed
 dmesg_mark
-run_cmds "${KRDMA_CONTROL_CHECKED:-60}"
+run_cmds "${KRDMA_CONTROL_CHECKED:-40}"
 check_run "random commands (seed $seed)"
 log "random commands (seed $seed): ${#cmds[@]} written, $nfailed refused, each with its line"
 clean_up
@@ -280,7 +280,7 @@ if [ -e $fs/require-start ] && [ -e /proc/self/make-it-fail ]; then
 	RANDOM=$((seed + 1))
 	dmesg_mark
 	echo 1 >/proc/self/make-it-fail
-	run_cmds "${KRDMA_CONTROL_FAILSLAB:-60}"
+	run_cmds "${KRDMA_CONTROL_FAILSLAB:-40}"
 	echo 0 >/proc/self/make-it-fail
 	read -r left <$fs/times
 	fs_restore

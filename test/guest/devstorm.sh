@@ -9,10 +9,14 @@
 # kernel KASAN and lockdep watch too; the suite scans dmesg).
 # topo: single
 # dev: rxe siw
+# check-kernel: 6.12 debug
 . "$(dirname "$0")/../lib.sh"
 
-rounds=${KRDMA_DEVSTORM_ROUNDS:-8}
+# make check: 4 removals (5 on the debug kernel, where KASAN and lockdep
+# watch); make stress (KRDMA_STRESS=1): 100.
+rounds=${KRDMA_DEVSTORM_ROUNDS:-4}
 [ "$KLINE" = debug ] && rounds=${KRDMA_DEVSTORM_ROUNDS:-5}
+[ "${KRDMA_STRESS:-0}" = 1 ] && rounds=${KRDMA_DEVSTORM_ROUNDS:-100}
 port=7070
 stop=$(mktemp -u)
 out=$(mktemp -d)
