@@ -91,6 +91,7 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 }
 
 static void krdma_teardown_work(struct work_struct *work);
+static void krdma_conn_ev_work(struct work_struct *work);
 
 static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 					   const char *name)
@@ -121,6 +122,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	mutex_init(&conn->teardown_mutex);
 	mutex_init(&conn->svc_lock);
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
+	INIT_WORK(&conn->ev_work, krdma_conn_ev_work);
 	spin_lock_init(&conn->lock);
 	init_waitqueue_head(&conn->wq);
 	return conn;
@@ -218,9 +220,118 @@ struct krdma_listener *krdma_listener_find(const char *name)
 	return found;
 }
 
+/* ---- the consumer's event callback --------------------------------- */
+
+#define KRDMA_EVP_UP	BIT(0)	/* KRDMA_EVENT_ESTABLISHED */
+#define KRDMA_EVP_END	BIT(1)	/* what ended it */
+
+/*
+ * Queue an event for the consumer's callback, with conn->lock held.  The
+ * end of a connection is told only to a consumer that was told it was
+ * established (a passive one that failed in set-up was nobody's), and a
+ * connection that ended before that is told both, in order.
+ */
+static void krdma_conn_ev_queue_locked(struct krdma_conn *conn, u8 what)
+{
+	const struct krdma_conn_ops *ops = conn->opts.ops;
+
+	if (!ops || !ops->event || conn->ev_off)
+		return;
+	if (what == KRDMA_EVP_UP) {
+		conn->ev_up = true;
+		if (conn->state != KRDMA_CONN_CONNECTED)
+			what |= KRDMA_EVP_END;
+	} else if (!conn->ev_up) {
+		return;
+	}
+	conn->ev_pending |= what;
+	/* The work's reference; a queued work holds one already. */
+	krdma_conn_get(conn);
+	if (!queue_work(krdma_wq, &conn->ev_work))
+		krdma_conn_put(conn);
+}
+
+static void krdma_conn_ev_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(work, struct krdma_conn,
+					       ev_work);
+	const struct krdma_conn_ops *ops = conn->opts.ops;
+	enum krdma_event ev;
+	u8 pending;
+	int err;
+
+	spin_lock_bh(&conn->lock);
+	pending = conn->ev_off ? 0 : conn->ev_pending;
+	conn->ev_pending = 0;
+	err = conn->error ?: -ECONNRESET;
+	if (err == -ENODEV)
+		ev = KRDMA_EVENT_DEVICE_REMOVAL;
+	else if (conn->state == KRDMA_CONN_DISCONNECTED)
+		ev = KRDMA_EVENT_DISCONNECTED;
+	else
+		ev = KRDMA_EVENT_ERROR;
+	spin_unlock_bh(&conn->lock);
+
+	if (pending & KRDMA_EVP_UP)
+		ops->event(conn, KRDMA_EVENT_ESTABLISHED, 0);
+	if (pending & KRDMA_EVP_END)
+		ops->event(conn, ev, err);
+	krdma_conn_put(conn);	/* the work's reference */
+}
+
+/* The consumer established @conn (or took it from its listener). */
+static void krdma_conn_ev_up(struct krdma_conn *conn)
+{
+	spin_lock_bh(&conn->lock);
+	conn->orphan = false;
+	krdma_conn_ev_queue_locked(conn, KRDMA_EVP_UP);
+	spin_unlock_bh(&conn->lock);
+}
+
+/* krdma_close(): no callback runs once this returns. */
+static void krdma_conn_ev_stop(struct krdma_conn *conn)
+{
+	spin_lock_bh(&conn->lock);
+	conn->ev_off = true;
+	spin_unlock_bh(&conn->lock);
+	if (cancel_work_sync(&conn->ev_work))
+		krdma_conn_put(conn);
+}
+
+/**
+ * krdma_conn_priv - the consumer's pointer of a connection
+ * @conn: the connection
+ *
+ * Context: any.
+ * Return: what krdma_conn_opts.priv (of the connection, or of the listener
+ * that accepted it) or krdma_conn_set_priv() gave.
+ */
+void *krdma_conn_priv(struct krdma_conn *conn)
+{
+	return READ_ONCE(conn->opts.priv);
+}
+EXPORT_SYMBOL_GPL(krdma_conn_priv);
+
+/**
+ * krdma_conn_set_priv - set the consumer's pointer of a connection
+ * @conn: the connection
+ * @priv: the pointer
+ *
+ * A passive consumer sets its own per-connection state from the
+ * ESTABLISHED event.
+ *
+ * Context: any; krdma never reads the pointer itself.
+ */
+void krdma_conn_set_priv(struct krdma_conn *conn, void *priv)
+{
+	WRITE_ONCE(conn->opts.priv, priv);
+}
+EXPORT_SYMBOL_GPL(krdma_conn_set_priv);
+
 /*
  * Every change of conn->state: the move krdma_conn_next_state() allows,
- * or none (false).  Called with conn->lock held.
+ * or none (false).  Called with conn->lock held.  A connection that ends
+ * other than by its owner's close tells its consumer.
  */
 static bool krdma_conn_event_locked(struct krdma_conn *conn,
 				    enum krdma_conn_event ev)
@@ -230,6 +341,9 @@ static bool krdma_conn_event_locked(struct krdma_conn *conn,
 	if (next < 0)
 		return false;
 	conn->state = next;
+	if (ev != KRDMA_CONN_EV_TEARDOWN_OK &&
+	    (next == KRDMA_CONN_DISCONNECTED || next == KRDMA_CONN_ERROR))
+		krdma_conn_ev_queue_locked(conn, KRDMA_EVP_END);
 	return true;
 }
 
@@ -450,13 +564,18 @@ void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err)
 
 /**
  * krdma_close - disconnect and release a connection
- * @conn: connection from krdma_connect() or krdma_accept()
+ * @conn: connection from krdma_connect(), krdma_accept() or a listener's
+ *	ESTABLISHED event
  *
- * Outstanding operations complete with an error before this returns.
- * @conn must not be used afterwards.
+ * Outstanding operations complete with an error before this returns, and
+ * no event callback of @conn runs any more.  @conn must not be used
+ * afterwards.
+ *
+ * Context: process context; sleeps.  Not from @conn's own event callback.
  */
 void krdma_close(struct krdma_conn *conn)
 {
+	krdma_conn_ev_stop(conn);
 	krdma_conn_teardown(conn, 0);
 	if (krdma_conn_unpublish(conn))
 		krdma_conn_put(conn);
@@ -637,7 +756,7 @@ static int krdma_active_established(struct krdma_conn *conn,
 static void krdma_passive_established(struct krdma_conn *conn)
 {
 	struct krdma_listener *l = conn->listener;
-	bool queued = false;
+	bool queued = false, handed = false;
 	int ret;
 
 	ret = krdma_connect_done(conn, 0);
@@ -651,15 +770,20 @@ static void krdma_passive_established(struct krdma_conn *conn)
 	spin_lock_bh(&l->lock);
 	if (!l->closed) {
 		l->accepted++;
-		if (!l->sysfs_owned) {
+		if (!conn->opts.ops) {
 			list_add_tail(&conn->accept_entry, &l->accept_q);
 			queued = true;
+		} else {
+			handed = true;
 		}
 	}
 	spin_unlock_bh(&l->lock);
-	if (queued) {
-		wake_up_all(&l->wq);
-	} else if (!l->sysfs_owned) {
+	if (handed) {
+		/* The consumer's from its ESTABLISHED event on. */
+		krdma_conn_ev_up(conn);
+		return;
+	}
+	if (!queued) {
 		/*
 		 * The listener closed meanwhile and nobody will take this
 		 * one.  It stays an orphan, so that the teardown work also
@@ -668,16 +792,9 @@ static void krdma_passive_established(struct krdma_conn *conn)
 		krdma_conn_schedule_teardown(conn, -ECONNABORTED);
 		return;
 	}
-	if (l->sysfs_owned) {
-		conn->sysfs_owned = true;
-		/* -ESHUTDOWN: a "disconnect" already closes it. */
-		ret = krdma_svc_start(conn);
-		if (ret && ret != -ESHUTDOWN)
-			pr_warn_ratelimited("%s: no service thread, self-test will not answer: %d\n",
-					    conn->name, ret);
-	}
-	/* Owned now: by the accept queue or by sysfs. */
+	/* Owned now, by the accept queue. */
 	conn->orphan = false;
+	wake_up_all(&l->wq);
 }
 
 static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
@@ -1049,6 +1166,7 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 	pr_info_ratelimited("%s: connected to %pISpc on %s (depth %u, max message %u)\n",
 			    conn->name, dst, conn->kdev->name, conn->depth,
 			    conn->max_msg);
+	krdma_conn_ev_up(conn);
 	return conn;
 
 fail:
@@ -1186,7 +1304,9 @@ out_put:
 /**
  * krdma_listen - listen for connections
  * @addr: local address and port (a wildcard address listens on every device)
- * @opts: parameters offered to peers, or NULL for the defaults
+ * @opts: parameters offered to peers, or NULL for the defaults; with
+ *	@opts->ops, each connection accepted is handed to the consumer by
+ *	its KRDMA_EVENT_ESTABLISHED event instead of krdma_accept()
  *
  * Return: the listener, or an ERR_PTR (-EADDRINUSE, -EADDRNOTAVAIL, ...).
  */
@@ -1204,12 +1324,19 @@ EXPORT_SYMBOL_GPL(krdma_listen);
  *
  * Return: the connection (close it with krdma_close()), or an ERR_PTR:
  * -ETIMEDOUT, -ERESTARTSYS on a signal, -ENODEV if the listener was closed
- * or its device went away.
+ * or its device went away, -EINVAL if the listener has an event callback
+ * (its connections are handed over by their ESTABLISHED event).
  */
 struct krdma_conn *krdma_accept(struct krdma_listener *l, long timeout)
 {
 	struct krdma_conn *conn = NULL;
 	long left;
+
+	if (l->opts.ops) {
+		pr_warn_ratelimited("%s: has an event callback: accept refused\n",
+				    l->name);
+		return ERR_PTR(-EINVAL);
+	}
 
 	left = wait_event_interruptible_timeout(l->wq,
 						!list_empty_careful(&l->accept_q) ||

@@ -181,6 +181,12 @@ struct krdma_conn {
 	bool			error_weak;
 	size_t			buf_size;	/* rx/tx buffers' mapped size */
 
+	/* Events for opts.ops (include/krdma.h), under conn->lock. */
+	struct work_struct	ev_work;
+	u8			ev_pending;	/* KRDMA_EVP_* */
+	bool			ev_up;		/* ESTABLISHED queued */
+	bool			ev_off;		/* krdma_close() began */
+
 	struct list_head	mrs;		/* registrations on this conn */
 	struct krdma_stats	stats;
 

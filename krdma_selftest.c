@@ -338,7 +338,6 @@ static int krdma_svc_thread(void *arg)
 	struct krdma_conn *conn = arg;
 	struct krdma_selftest *st = conn->st;
 	u32 bufsz = conn->max_msg;
-	bool reaped = false;
 	void *buf;
 	int n;
 
@@ -359,15 +358,9 @@ static int krdma_svc_thread(void *arg)
 		if (n >= 0)
 			continue;	/* not a self-test message: dropped */
 		/*
-		 * The connection ended.  A passive one goes with its peer
-		 * (#22 item 4): it has no other owner to close it.
+		 * Stopped, or the connection ended: wait to be stopped (a
+		 * passive one is closed from its event callback, #22 item 4).
 		 */
-		if (!conn->active && !reaped && !kthread_should_stop() &&
-		    krdma_conn_error(conn)) {
-			krdma_sysfs_reap(conn);
-			reaped = true;
-		}
-		/* Stopped, or the connection ended: wait to be stopped. */
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (!kthread_should_stop())
 			schedule();
@@ -919,7 +912,7 @@ ssize_t krdma_test_show(struct krdma_conn *conn, int what, char *buf)
 /*
  * Give a sysfs-owned connection its service thread; -ESHUTDOWN once
  * krdma_svc_stop() ran (a "disconnect" came first).  The passive side
- * calls this from its CM handler, racing the control file.
+ * calls this from its ESTABLISHED event, racing the control file.
  */
 static DEFINE_MUTEX(krdma_svc_gate);	/* krdma_svc_off */
 static bool krdma_svc_off;

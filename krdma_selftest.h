@@ -23,7 +23,4 @@ void krdma_test_free(struct krdma_conn *conn);
 int krdma_selftest_init(void);
 void krdma_selftest_exit(void);
 
-/* krdma_sysfs.c: close a passive connection whose peer left */
-void krdma_sysfs_reap(struct krdma_conn *conn);
-
 #endif /* KRDMA_SELFTEST_H */

@@ -591,12 +591,12 @@ static void krdma_sysfs_reap_work(struct work_struct *work)
  *
  * Nobody else would close it: without this, each connection a peer opens
  * and leaves would keep its QP, buffers and service thread until unload,
- * and count against the listener's backlog for good.  Called by the
- * connection's service thread once the connection has ended.
+ * and count against the listener's backlog for good.  Called from the
+ * connection's event callback once the connection has ended.
  *
  * Context: process context.
  */
-void krdma_sysfs_reap(struct krdma_conn *conn)
+static void krdma_sysfs_reap(struct krdma_conn *conn)
 {
 	struct krdma_reap *r;
 
@@ -646,12 +646,40 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 	return 0;
 }
 
+/*
+ * The connections of a listener made through the control file: on
+ * ESTABLISHED each is the control file's (a "disconnect" may close it) and
+ * gets its self-test service thread; when it ends (its peer left, it
+ * failed, its device went), it is closed, since nobody else would.
+ */
+static void krdma_ctl_passive_event(struct krdma_conn *conn,
+				    enum krdma_event ev, int error)
+{
+	int ret;
+
+	if (ev != KRDMA_EVENT_ESTABLISHED) {
+		krdma_sysfs_reap(conn);
+		return;
+	}
+	WRITE_ONCE(conn->sysfs_owned, true);
+	/* -ESHUTDOWN: a "disconnect", or unload, closes it already. */
+	ret = krdma_svc_start(conn);
+	if (ret && ret != -ESHUTDOWN)
+		pr_warn_ratelimited("%s: no service thread, self-test will not answer: %d\n",
+				    conn->name, ret);
+}
+
+static const struct krdma_conn_ops krdma_ctl_passive_ops = {
+	.event	= krdma_ctl_passive_event,
+};
+
 static int krdma_ctl_listen(struct krdma_cmd *cmd)
 {
 	struct krdma_conn_opts opts = {
 		.queue_depth = cmd->depth,
 		.max_msg_size = cmd->msg,
 		.backlog = cmd->backlog,
+		.ops = &krdma_ctl_passive_ops,
 	};
 	struct krdma_listener *l;
 

@@ -38,6 +38,45 @@ struct krdma_mr;
 #define KRDMA_MAX_BACKLOG	1024
 
 /**
+ * enum krdma_event - what a connection's event callback is told
+ * @KRDMA_EVENT_ESTABLISHED: the connection is usable.  First, and once.
+ *	On the passive side it hands the connection over: the listener's
+ *	consumer owns it from here on and must krdma_close() it.
+ * @KRDMA_EVENT_DISCONNECTED: the peer disconnected (error -ECONNRESET).
+ * @KRDMA_EVENT_ERROR: the connection failed; the error says why (the work
+ *	completion's status as an errno, -ETIMEDOUT, -EPROTO, ...).
+ * @KRDMA_EVENT_DEVICE_REMOVAL: its RDMA device went away (error -ENODEV);
+ *	the connection's RDMA resources are released already.
+ *
+ * After ESTABLISHED at most one of the other three comes: the first thing
+ * that ended the connection, with the cause known then (krdma_conn_error()
+ * may name a more precise one later, when a completion that explains a
+ * flush arrives).  A connection closed by its owner gets none of them.
+ */
+enum krdma_event {
+	KRDMA_EVENT_ESTABLISHED,
+	KRDMA_EVENT_DISCONNECTED,
+	KRDMA_EVENT_ERROR,
+	KRDMA_EVENT_DEVICE_REMOVAL,
+};
+
+/**
+ * struct krdma_conn_ops - a consumer's callbacks
+ * @event: a connection's state changed (enum krdma_event); @error is 0
+ *	for ESTABLISHED, else the negative errno that ended it.
+ *
+ * Context: process context, from krdma's workqueue, one call at a time
+ * per connection and in order.  The callback may sleep and may call any
+ * krdma function but krdma_close() of @conn itself, which waits for the
+ * callback (schedule the close instead).  No callback runs once
+ * krdma_close() has returned.
+ */
+struct krdma_conn_ops {
+	void	(*event)(struct krdma_conn *conn, enum krdma_event ev,
+			 int error);
+};
+
+/**
  * struct krdma_conn_opts - connection parameters
  * @queue_depth: messages in flight each way (0: KRDMA_DEFAULT_DEPTH); the
  *	two sides settle on the smaller of their values
@@ -50,7 +89,13 @@ struct krdma_mr;
  *	set up and those waiting in the accept queue; for a listener made
  *	through the control file, every connection it accepted that is still
  *	open.  A connection request past it is rejected and the peer's
- *	krdma_connect() returns -EBUSY.
+ *	krdma_connect() returns -EBUSY.  A listener with @ops counts each
+ *	connection it handed over until that is closed.
+ * @ops: callbacks for the connection, or for every connection a listener
+ *	accepts (NULL: none; connections then wait for krdma_accept()).
+ *	The table must outlive the connections.
+ * @priv: the consumer's pointer, for krdma_conn_priv(); a listener's
+ *	connections start with the listener's.
  */
 struct krdma_conn_opts {
 	u32	queue_depth;
@@ -58,6 +103,8 @@ struct krdma_conn_opts {
 	u32	timeout_ms;
 	u8	tos;
 	u32	backlog;
+	const struct krdma_conn_ops	*ops;
+	void	*priv;
 };
 
 /**
@@ -150,6 +197,8 @@ void krdma_close(struct krdma_conn *conn);
 int krdma_conn_error(struct krdma_conn *conn);
 u32 krdma_max_msg_size(struct krdma_conn *conn);
 u32 krdma_queue_depth(struct krdma_conn *conn);
+void *krdma_conn_priv(struct krdma_conn *conn);
+void krdma_conn_set_priv(struct krdma_conn *conn, void *priv);
 
 /* Messages */
 int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,

@@ -1005,12 +1005,15 @@ static bool at_reg(struct at_test *t, struct krdma_conn *c, u64 len,
 	return true;
 }
 
-static struct krdma_conn *at_connect(struct at_test *t, u32 depth, u32 max_msg)
+static struct krdma_conn *at_connect(struct at_test *t, u32 depth, u32 max_msg,
+				     const struct krdma_conn_ops *ops, void *priv)
 {
 	struct krdma_conn_opts opts = {
 		.queue_depth = depth,
 		.max_msg_size = max_msg,
 		.timeout_ms = 10000,
+		.ops = ops,
+		.priv = priv,
 	};
 	struct krdma_conn *c;
 
@@ -1022,15 +1025,20 @@ static struct krdma_conn *at_connect(struct at_test *t, u32 depth, u32 max_msg)
 	return c;
 }
 
-/* A connection to the server in @mode (depth, max_msg: 0 for defaults). */
-static struct krdma_conn *at_open(struct at_test *t, int mode, u64 arg,
-				  u32 depth, u32 max_msg)
+/*
+ * A connection to the server in @mode (depth, max_msg: 0 for defaults),
+ * with the event callbacks @ops (may be NULL).
+ */
+static struct krdma_conn *at_open_ops(struct at_test *t, int mode, u64 arg,
+				      u32 depth, u32 max_msg,
+				      const struct krdma_conn_ops *ops,
+				      void *priv)
 {
 	struct at_msg m, rep, nop;
 	struct krdma_conn *c;
 	int ret;
 
-	c = at_connect(t, depth, max_msg);
+	c = at_connect(t, depth, max_msg, ops, priv);
 	if (!c)
 		return NULL;
 	at_msg_init(&m, AT_HELLO, 0, 0, 0, 0, arg);
@@ -1076,6 +1084,12 @@ static struct krdma_conn *at_open(struct at_test *t, int mode, u64 arg,
 		return NULL;
 	}
 	return c;
+}
+
+static struct krdma_conn *at_open(struct at_test *t, int mode, u64 arg,
+				  u32 depth, u32 max_msg)
+{
+	return at_open_ops(t, mode, arg, depth, max_msg, NULL, NULL);
 }
 
 /*
@@ -2928,6 +2942,188 @@ out:
 	krdma_close(c);
 }
 
+/*
+ * #17: the event callback (include/krdma.h).  An active connection is told
+ * ESTABLISHED, then DISCONNECTED when the server closes; nothing after its
+ * owner's krdma_close().  One that fails is told ERROR with the cause.
+ * With one guest (role=both) a listener with callbacks hands each
+ * connection over by its ESTABLISHED event, refuses krdma_accept(), and
+ * tells the end of the connection when the peer leaves.
+ */
+#define AT_EV_MAX	4
+
+struct at_ev {
+	spinlock_t		lock;	/* the arrays and n */
+	wait_queue_head_t	wq;
+	int			n;
+	enum krdma_event	ev[AT_EV_MAX];
+	int			err[AT_EV_MAX];
+	struct krdma_conn	*conn[AT_EV_MAX];
+};
+
+static void at_ev_cb(struct krdma_conn *c, enum krdma_event ev, int error)
+{
+	struct at_ev *e = krdma_conn_priv(c);
+
+	spin_lock(&e->lock);
+	if (e->n < AT_EV_MAX) {
+		e->ev[e->n] = ev;
+		e->err[e->n] = error;
+		e->conn[e->n] = c;
+	}
+	e->n++;
+	spin_unlock(&e->lock);
+	wake_up_all(&e->wq);
+}
+
+static const struct krdma_conn_ops at_ev_ops = { .event = at_ev_cb };
+
+static void at_ev_init(struct at_ev *e)
+{
+	memset(e, 0, sizeof(*e));
+	spin_lock_init(&e->lock);
+	init_waitqueue_head(&e->wq);
+}
+
+/* Wait for event number @i (from 0): it must be @ev with @err. */
+static bool at_ev_expect(struct at_test *t, struct at_ev *e, int i,
+			 enum krdma_event ev, int err, const char *what)
+{
+	wait_event_timeout(e->wq, READ_ONCE(e->n) > i, 10 * HZ);
+	if (READ_ONCE(e->n) <= i) {
+		at_fail(t, "%s: no event %d in 10 s (%d events)", what, i,
+			READ_ONCE(e->n));
+		return false;
+	}
+	return at_expect(t, e->ev[i], ev, "%s: event %d", what, i) &&
+	       at_expect(t, e->err[i], err, "%s: error of event %d", what, i);
+}
+
+static void sc_events(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_ev_ops,
+		.timeout_ms = 10000,
+	};
+	struct krdma_listener *l;
+	struct krdma_conn *c, *p;
+	struct krdma_token tok;
+	struct at_local loc;
+	struct at_reg reg;
+	struct at_ev *e;
+	u32 len = 4096, mis = 0;
+	char msg[16] = "events", got[16];
+	int ret;
+
+	e = kcalloc(3, sizeof(*e), GFP_KERNEL);
+	if (!e) {
+		at_fail(t, "out of memory");
+		return;
+	}
+	at_ev_init(&e[0]);
+	at_ev_init(&e[1]);
+	at_ev_init(&e[2]);
+
+	/* ESTABLISHED, then the server closes: DISCONNECTED. */
+	c = at_open_ops(t, AT_MODE_GENERIC, 0, 0, 0, &at_ev_ops, &e[0]);
+	if (!c)
+		goto out;
+	if (!at_ev_expect(t, &e[0], 0, KRDMA_EVENT_ESTABLISHED, 0, "active") ||
+	    !at_expect(t, e[0].conn[0] == c, 1, "the established connection") ||
+	    !at_req(t, c, AT_CLOSE, 0, 0, 0, 0, 100, NULL) ||
+	    !at_ev_expect(t, &e[0], 1, KRDMA_EVENT_DISCONNECTED, -ECONNRESET,
+			  "server closed")) {
+		krdma_close(c);
+		goto out;
+	}
+	krdma_close(c);
+	msleep(100);
+	if (!at_expect(t, READ_ONCE(e[0].n), 2, "events after krdma_close"))
+		goto out;
+
+	/* A forged key fails the connection: ERROR, with its cause. */
+	c = at_open_ops(t, AT_MODE_GENERIC, 0, 0, 0, &at_ev_ops, &e[1]);
+	if (!c)
+		goto out;
+	if (!at_ev_expect(t, &e[1], 0, KRDMA_EVENT_ESTABLISHED, 0, "failing") ||
+	    !at_reg(t, c, len, AT_RW, 0x6e00, 0, &reg) ||
+	    !at_local_init(t, &loc, 1, &len, &mis)) {
+		krdma_close(c);
+		goto out;
+	}
+	tok = reg.tok[0];
+	tok.rkey ^= 0xa5;
+	ret = krdma_write(c, loc.sg, 1, &tok, 0, AT_TIMEOUT);
+	at_local_free(&loc);
+	if (!at_expect_denied(t, c, true, ret)) {
+		krdma_close(c);
+		goto out;
+	}
+	wait_event_timeout(e[1].wq, READ_ONCE(e[1].n) > 1, 10 * HZ);
+	/* siw: the peer may tear the connection down before the error lands. */
+	if (READ_ONCE(e[1].n) != 2 ||
+	    (e[1].ev[1] != KRDMA_EVENT_ERROR &&
+	     !(at_iwarp && e[1].ev[1] == KRDMA_EVENT_DISCONNECTED)) ||
+	    e[1].err[1] >= 0 || (!at_iwarp && e[1].err[1] != -EACCES)) {
+		at_fail(t, "forged key: %d events, then %d error %d; want ERROR (%d) %s",
+			READ_ONCE(e[1].n), e[1].ev[1], e[1].err[1],
+			KRDMA_EVENT_ERROR, at_iwarp ? "< 0" : "-EACCES");
+		krdma_close(c);
+		goto out;
+	}
+	krdma_close(c);
+	pr_info("%s: forged key: event %d, error %d\n", t->name, e[1].ev[1],
+		e[1].err[1]);
+
+	/* The passive side, on one guest: the listener's callbacks. */
+	if (strcmp(role, "both"))
+		goto out;
+	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 1);
+	if (laddr.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 1);
+	lopts.priv = &e[2];
+	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
+	if (IS_ERR(l)) {
+		at_fail(t, "krdma_listen with callbacks: %ld", PTR_ERR(l));
+		goto out;
+	}
+	p = krdma_accept(l, 0);
+	if (!at_expect(t, PTR_ERR_OR_ZERO(p), -EINVAL,
+		       "krdma_accept on a listener with callbacks"))
+		goto out_l;
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, NULL);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect to the listener with callbacks: %ld",
+			PTR_ERR(c));
+		goto out_l;
+	}
+	if (!at_ev_expect(t, &e[2], 0, KRDMA_EVENT_ESTABLISHED, 0,
+			  "passive")) {
+		krdma_close(c);
+		goto out_l;
+	}
+	p = e[2].conn[0];
+	/* The connection handed over works. */
+	ret = krdma_send(c, msg, sizeof(msg), AT_TIMEOUT);
+	if (at_expect(t, ret, 0, "send to the handed-over connection")) {
+		ret = krdma_recv(p, got, sizeof(got), AT_TIMEOUT);
+		if (at_expect(t, ret, sizeof(msg), "its receive"))
+			at_expect(t, memcmp(got, msg, sizeof(msg)), 0,
+				  "the message received");
+	}
+	krdma_close(c);
+	at_ev_expect(t, &e[2], 1, KRDMA_EVENT_DISCONNECTED, -ECONNRESET,
+		     "the active side closed");
+	krdma_close(p);
+	msleep(100);
+	at_expect(t, READ_ONCE(e[2].n), 2, "passive events after krdma_close");
+out_l:
+	krdma_listener_close(l);
+out:
+	kfree(e);
+}
+
 static const struct at_scenario {
 	const char	*name;
 	void		(*run)(struct at_test *t);
@@ -2955,6 +3151,7 @@ static const struct at_scenario {
 	{ "batch", sc_batch },
 	{ "close_midflight", sc_close_midflight },
 	{ "peer_close", sc_peer_close },
+	{ "events", sc_events },
 };
 
 static struct task_struct *at_client_task;
