@@ -233,9 +233,7 @@ struct krdma_listener *krdma_listener_find(const char *name)
  */
 static void krdma_conn_ev_queue_locked(struct krdma_conn *conn, u8 what)
 {
-	const struct krdma_conn_ops *ops = conn->opts.ops;
-
-	if (!ops || !ops->event || conn->ev_off)
+	if (!conn->opts.ops || conn->ev_off)
 		return;
 	if (what == KRDMA_EVP_UP) {
 		conn->ev_up = true;
@@ -272,9 +270,14 @@ static void krdma_conn_ev_work(struct work_struct *work)
 		ev = KRDMA_EVENT_ERROR;
 	spin_unlock_bh(&conn->lock);
 
-	if (pending & KRDMA_EVP_UP)
-		ops->event(conn, KRDMA_EVENT_ESTABLISHED, 0);
-	if (pending & KRDMA_EVP_END)
+	if (pending & KRDMA_EVP_UP) {
+		if (ops->event)
+			ops->event(conn, KRDMA_EVENT_ESTABLISHED, 0);
+		/* Messages go to the consumer from now on. */
+		if (ops->recv)
+			krdma_rx_cb_start(conn);
+	}
+	if ((pending & KRDMA_EVP_END) && ops->event)
 		ops->event(conn, ev, err);
 	krdma_conn_put(conn);	/* the work's reference */
 }

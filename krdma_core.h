@@ -65,6 +65,10 @@ struct krdma_rx {
 	bool			has_imm;	/* RDMA WRITE with immediate */
 	u32			imm;
 	struct list_head	list;		/* conn->rx_ready */
+	/* For the recv callback, under conn->lock: */
+	struct krdma_msg	msg;
+	bool			kept;		/* the consumer has it */
+	bool			gone;		/* teardown left it to release */
 };
 
 /* One send buffer, with the caller's request while it is in flight. */
@@ -186,6 +190,9 @@ struct krdma_conn {
 	u8			ev_pending;	/* KRDMA_EVP_* */
 	bool			ev_up;		/* ESTABLISHED queued */
 	bool			ev_off;		/* krdma_close() began */
+	bool			rx_cb;		/* recv callback delivers */
+	u32			rx_kept;	/* messages the consumer keeps */
+	struct krdma_rx		*rx_gone;	/* rx array, kept past teardown */
 
 	struct list_head	mrs;		/* registrations on this conn */
 	struct krdma_stats	stats;
@@ -287,6 +294,8 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		   long timeout);
 void krdma_conn_flush_waiters(struct krdma_conn *conn);
 bool krdma_msg_ready(struct krdma_conn *conn);
+void krdma_rx_cb_start(struct krdma_conn *conn);
+void krdma_conn_free_rx_gone(struct krdma_conn *conn);
 int krdma_wc_errno(enum ib_wc_status status);
 void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc,
 		    const char *op);

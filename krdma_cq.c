@@ -131,22 +131,44 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 	struct ib_device *ibdev = conn->kdev->ibdev;
 	u32 i;
 
+	struct krdma_rx *rx_arr;
+	void *buf;
+
 	spin_lock_bh(&conn->lock);
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->tx_free);
 	conn->rx_closed = true;
 	spin_unlock_bh(&conn->lock);
 
+	/*
+	 * A message the recv callback's consumer keeps stays valid until
+	 * it releases it (krdma_msg_release() frees it then), and so does
+	 * the array it lives in.
+	 */
 	for (i = 0; conn->rx && i < conn->nr_rx; i++) {
-		if (!conn->rx[i].buf)
+		struct krdma_rx *rx = &conn->rx[i];
+
+		if (!rx->buf)
 			continue;
-		ib_dma_unmap_single(ibdev, conn->rx[i].dma,
-				    conn->buf_size,
+		ib_dma_unmap_single(ibdev, rx->dma, conn->buf_size,
 				    DMA_FROM_DEVICE);
-		kfree(conn->rx[i].buf);
+		spin_lock_bh(&conn->lock);
+		buf = rx->kept ? NULL : rx->buf;
+		rx->gone = rx->kept;
+		if (buf)
+			rx->buf = NULL;
+		spin_unlock_bh(&conn->lock);
+		kfree(buf);
 	}
-	kfree(conn->rx);
+	spin_lock_bh(&conn->lock);
+	rx_arr = conn->rx;
+	if (conn->rx_kept) {
+		conn->rx_gone = rx_arr;
+		rx_arr = NULL;
+	}
 	conn->rx = NULL;
+	spin_unlock_bh(&conn->lock);
+	kfree(rx_arr);
 	for (i = 0; conn->tx && i < conn->nr_tx; i++) {
 		if (!conn->tx[i].buf)
 			continue;
@@ -419,12 +441,16 @@ static void krdma_repost_locked(struct krdma_conn *conn, struct krdma_rx *rx,
 		krdma_post_ctl_locked(conn);
 }
 
+static bool krdma_rx_ready_locked(struct krdma_conn *conn,
+				  struct krdma_rx *rx);
+static void krdma_rx_deliver(struct krdma_conn *conn, struct krdma_rx *rx);
+
 static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_rx *rx = container_of(wc->wr_cqe, struct krdma_rx, cqe);
 	struct krdma_conn *conn = rx->conn;
 	struct krdma_msg_info info;
-	bool wake = false;
+	bool wake = false, deliver = false;
 	int ret;
 
 	if (wc->status != IB_WC_SUCCESS) {
@@ -437,10 +463,13 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		rx->byte_len = 0;
 		rx->has_imm = true;
 		rx->imm = be32_to_cpu(wc->ex.imm_data);
-		list_add_tail(&rx->list, &conn->rx_ready);
+		deliver = krdma_rx_ready_locked(conn, rx);
 		spin_unlock(&conn->lock);
 		atomic64_inc(&conn->stats.recv_ops);
-		wake_up_all(&conn->wq);
+		if (deliver)
+			krdma_rx_deliver(conn, rx);
+		else
+			wake_up_all(&conn->wq);
 		return;
 	}
 	ib_dma_sync_single_for_cpu(conn->kdev->ibdev, rx->dma, wc->byte_len,
@@ -482,13 +511,13 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		rx->byte_len = 0;
 		rx->has_imm = true;
 		rx->imm = be32_to_cpu(imm);
-		list_add_tail(&rx->list, &conn->rx_ready);
+		deliver = krdma_rx_ready_locked(conn, rx);
 		atomic64_inc(&conn->stats.recv_ops);
 		wake = true;
 	} else {
 		rx->byte_len = info.len;
 		rx->has_imm = false;
-		list_add_tail(&rx->list, &conn->rx_ready);
+		deliver = krdma_rx_ready_locked(conn, rx);
 		atomic64_inc(&conn->stats.recv_ops);
 		atomic64_add(info.len, &conn->stats.recv_bytes);
 		wake = true;
@@ -497,8 +526,128 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (krdma_credit_should_send_ctl(&conn->cr))
 		krdma_post_ctl_locked(conn);
 	spin_unlock(&conn->lock);
+	if (deliver)
+		krdma_rx_deliver(conn, rx);
 	if (wake)
 		wake_up_all(&conn->wq);
+}
+
+/* ---- the recv callback --------------------------------------------- */
+
+/*
+ * A message is ready, with conn->lock held: for krdma_recv() (false), or,
+ * once the consumer's recv callback delivers, for krdma_rx_deliver()
+ * after the lock is dropped (true).  Until the consumer returns, it has
+ * the message as if kept.
+ */
+static bool krdma_rx_ready_locked(struct krdma_conn *conn,
+				  struct krdma_rx *rx)
+{
+	rx->msg.data = rx->has_imm ? NULL : rx->buf + KRDMA_HDR_LEN;
+	rx->msg.len = rx->byte_len;
+	rx->msg.imm_valid = rx->has_imm;
+	rx->msg.imm = rx->imm;
+	if (!conn->rx_cb) {
+		list_add_tail(&rx->list, &conn->rx_ready);
+		return false;
+	}
+	rx->kept = true;
+	conn->rx_kept++;
+	return true;
+}
+
+/* Without conn->lock, bottom halves off. */
+static void krdma_rx_deliver(struct krdma_conn *conn, struct krdma_rx *rx)
+{
+	if (conn->opts.ops->recv(conn, &rx->msg) != KRDMA_MSG_KEEP)
+		krdma_msg_release(conn, &rx->msg);
+}
+
+/*
+ * The ESTABLISHED event returned: hand the consumer what came before it,
+ * in order, then let the completion handler deliver.  Process context.
+ */
+void krdma_rx_cb_start(struct krdma_conn *conn)
+{
+	struct krdma_rx *rx;
+
+	local_bh_disable();
+	for (;;) {
+		spin_lock(&conn->lock);
+		rx = NULL;
+		if (!conn->rx_closed)
+			rx = list_first_entry_or_null(&conn->rx_ready,
+						      struct krdma_rx, list);
+		if (!rx) {
+			/* Nothing queued: from now on they go straight. */
+			conn->rx_cb = true;
+			spin_unlock(&conn->lock);
+			break;
+		}
+		list_del_init(&rx->list);
+		rx->kept = true;
+		conn->rx_kept++;
+		spin_unlock(&conn->lock);
+		krdma_rx_deliver(conn, rx);
+	}
+	local_bh_enable();
+}
+
+/**
+ * krdma_msg_release - give back a message the recv callback kept
+ * @conn: its connection
+ * @msg: the message
+ *
+ * Its buffer goes back to the peer, with the credit it held.  A kept
+ * message stays valid after its connection failed; release every one
+ * before krdma_close() of the connection.
+ *
+ * Context: process or softirq context; does not sleep.
+ */
+void krdma_msg_release(struct krdma_conn *conn, struct krdma_msg *msg)
+{
+	struct krdma_rx *rx = container_of(msg, struct krdma_rx, msg);
+	void *buf = NULL, *arr = NULL;
+
+	spin_lock_bh(&conn->lock);
+	if (WARN_ON_ONCE(!rx->kept)) {
+		spin_unlock_bh(&conn->lock);
+		return;
+	}
+	rx->kept = false;
+	conn->rx_kept--;
+	if (rx->gone) {
+		/* Teardown took the others: this one goes now. */
+		buf = rx->buf;
+		rx->buf = NULL;
+		rx->gone = false;
+		if (!conn->rx_kept) {
+			arr = conn->rx_gone;
+			conn->rx_gone = NULL;
+		}
+	} else if (!conn->rx_closed) {
+		krdma_repost_locked(conn, rx, false);
+	}
+	spin_unlock_bh(&conn->lock);
+	kfree(buf);
+	kfree(arr);
+}
+EXPORT_SYMBOL_GPL(krdma_msg_release);
+
+/*
+ * The connection's memory goes: messages a consumer never released
+ * (against krdma_msg_release()'s rule) go with it.
+ */
+void krdma_conn_free_rx_gone(struct krdma_conn *conn)
+{
+	u32 i;
+
+	if (!conn->rx_gone)
+		return;
+	for (i = 0; i < conn->nr_rx; i++)
+		kfree(conn->rx_gone[i].buf);
+	kfree(conn->rx_gone);
+	conn->rx_gone = NULL;
 }
 
 static bool krdma_rx_ready(struct krdma_conn *conn)
@@ -555,8 +704,8 @@ bool krdma_msg_ready(struct krdma_conn *conn)
  *
  * Messages that arrived before the connection failed are still delivered.
  *
- * Return: the message length, or -ETIMEDOUT, -ERESTARTSYS, -EMSGSIZE, or
- * the connection's error.
+ * Return: the message length, or -ETIMEDOUT, -ERESTARTSYS, -EMSGSIZE,
+ * -EINVAL (the connection has a recv callback), or the connection's error.
  */
 int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		  struct krdma_recv_info *info, long timeout)
@@ -565,6 +714,8 @@ int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 	long left;
 	int ret;
 
+	if (conn->opts.ops && conn->opts.ops->recv)
+		return -EINVAL;
 	left = wait_event_interruptible_timeout(conn->wq,
 						krdma_rx_ready(conn), timeout);
 	if (left < 0)

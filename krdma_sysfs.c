@@ -388,6 +388,7 @@ static void krdma_conn_kobj_release(struct kobject *kobj)
 
 	krdma_test_free(conn);
 	krdma_bench_free(conn);
+	krdma_conn_free_rx_gone(conn);
 	if (conn->listener)
 		kobject_put(&conn->listener->kobj);
 	kfree(conn);

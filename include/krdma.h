@@ -61,19 +61,48 @@ enum krdma_event {
 };
 
 /**
+ * struct krdma_msg - a received message, as the recv callback sees it
+ * @data: the message's bytes (NULL for a notice)
+ * @len: how many
+ * @imm_valid: a krdma_write_imm() notice: no bytes, @imm
+ * @imm: the notice's immediate value
+ */
+struct krdma_msg {
+	const void	*data;
+	u32		len;
+	bool		imm_valid;
+	u32		imm;
+};
+
+/* The recv callback keeps the message until krdma_msg_release(). */
+#define KRDMA_MSG_KEEP	1
+
+/**
  * struct krdma_conn_ops - a consumer's callbacks
  * @event: a connection's state changed (enum krdma_event); @error is 0
  *	for ESTABLISHED, else the negative errno that ended it.
+ *	Context: process context, from krdma's workqueue, one call at a
+ *	time per connection and in order.  It may sleep and may call any
+ *	krdma function but krdma_close() of @conn itself, which waits for
+ *	it (schedule the close instead).
+ * @recv: a message (or a write-with-immediate notice) arrived; messages
+ *	come in order, and only once the ESTABLISHED event has returned
+ *	(those that came earlier are held until then).  Return 0 when done
+ *	with @msg: its buffer goes back to the peer at once.  Return
+ *	KRDMA_MSG_KEEP to keep @msg and its bytes until
+ *	krdma_msg_release() (a server can answer from them without a
+ *	copy); a kept message holds one of the peer's credits, so keeping
+ *	queue-depth messages stops the peer until one is released.
+ *	Context: softirq, or process context with bottom halves disabled;
+ *	must not sleep.  With @recv, krdma_recv() on the connection
+ *	fails with -EINVAL.
  *
- * Context: process context, from krdma's workqueue, one call at a time
- * per connection and in order.  The callback may sleep and may call any
- * krdma function but krdma_close() of @conn itself, which waits for the
- * callback (schedule the close instead).  No callback runs once
- * krdma_close() has returned.
+ * No callback runs once krdma_close() has returned.
  */
 struct krdma_conn_ops {
 	void	(*event)(struct krdma_conn *conn, enum krdma_event ev,
 			 int error);
+	int	(*recv)(struct krdma_conn *conn, struct krdma_msg *msg);
 };
 
 /**
@@ -208,6 +237,7 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout);
 int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		  struct krdma_recv_info *info, long timeout);
+void krdma_msg_release(struct krdma_conn *conn, struct krdma_msg *msg);
 
 /*
  * Tests only: with krdma's fault_malformed module parameter set, a message

@@ -3124,6 +3124,229 @@ out:
 	kfree(e);
 }
 
+/*
+ * #17: the recv callback.  On one guest (role=both): a listener whose
+ * connections have a recv callback.  The active side sends AT_RCB_N
+ * messages of varied sizes (sequence number + pattern), at once after it
+ * connected, so that some arrive before the passive side's ESTABLISHED
+ * event and are held until it returns.  The callback, in softirq context,
+ * checks order, length and bytes, and keeps every third message (up to
+ * AT_RCB_KEEP at a time); the test thread checks each kept message again
+ * (its buffer was not reused) before it releases it.
+ */
+#define AT_RCB_N	400
+#define AT_RCB_KEEP	6
+
+struct at_rcb {
+	struct at_ev		ev;	/* first: at_ev_cb() finds it */
+	atomic_t		got;
+	u32			next;	/* the callback's: seq expected */
+	char			why[96];
+	spinlock_t		klock;	/* kept, nkept */
+	struct krdma_msg	*kept[AT_RCB_KEEP];
+	int			nkept;
+	u32			kept_total;
+};
+
+static u32 at_get32(const void *p)
+{
+	__le32 v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32_to_cpu(v);
+}
+
+static void at_put32(u32 x, void *p)
+{
+	__le32 v = cpu_to_le32(x);
+
+	memcpy(p, &v, sizeof(v));
+}
+
+static u32 at_rcb_len(u32 seq)
+{
+	return 4 + (seq * 37) % 2000;
+}
+
+/* Index of the first byte of @m that is not message @seq's, or -1. */
+static s64 at_rcb_bad(const struct krdma_msg *m, u32 seq)
+{
+	const u8 *p = m->data;
+	u32 i;
+
+	if (m->imm_valid || m->len != at_rcb_len(seq) ||
+	    at_get32(p) != seq)
+		return 0;
+	for (i = 4; i < m->len; i++)
+		if (p[i] != at_pat(seq, i))
+			return i;
+	return -1;
+}
+
+static int at_rcb_recv(struct krdma_conn *c, struct krdma_msg *m)
+{
+	struct at_rcb *r = krdma_conn_priv(c);
+	u32 seq = r->next;
+	bool keep = false;
+	s64 bad;
+
+	if (r->why[0])
+		return 0;
+	bad = at_rcb_bad(m, seq);
+	if (bad >= 0) {
+		snprintf(r->why, sizeof(r->why),
+			 "message %u: %u bytes, seq %d, wrong from byte %lld",
+			 seq, m->len, m->len >= 4 && m->data ?
+			 (int)at_get32(m->data) : -1, bad);
+		wake_up_all(&r->ev.wq);
+		return 0;
+	}
+	r->next++;
+	if (seq % 3 == 0) {
+		spin_lock(&r->klock);
+		if (r->nkept < AT_RCB_KEEP) {
+			r->kept[r->nkept++] = m;
+			r->kept_total++;
+			keep = true;
+		}
+		spin_unlock(&r->klock);
+	}
+	atomic_inc(&r->got);
+	wake_up_all(&r->ev.wq);
+	return keep ? KRDMA_MSG_KEEP : 0;
+}
+
+static const struct krdma_conn_ops at_rcb_ops = {
+	.event = at_ev_cb,
+	.recv = at_rcb_recv,
+};
+
+/* Check and give back every kept message of @p; false on a bad one. */
+static bool at_rcb_release(struct at_test *t, struct at_rcb *r,
+			   struct krdma_conn *p)
+{
+	struct krdma_msg *m[AT_RCB_KEEP];
+	bool ok = true;
+	int i, n;
+
+	spin_lock_bh(&r->klock);
+	n = r->nkept;
+	memcpy(m, r->kept, n * sizeof(*m));
+	r->nkept = 0;
+	spin_unlock_bh(&r->klock);
+	for (i = 0; i < n; i++) {
+		u32 seq = m[i]->len >= 4 ? at_get32(m[i]->data) : 0;
+
+		if (ok && at_rcb_bad(m[i], seq) >= 0) {
+			at_fail(t, "kept message %u changed before its release",
+				seq);
+			ok = false;
+		}
+		krdma_msg_release(p, m[i]);
+	}
+	return ok;
+}
+
+static void sc_recv_cb(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_rcb_ops,
+		.timeout_ms = 10000,
+	};
+	struct krdma_conn *c, *p = NULL;
+	struct krdma_listener *l;
+	struct at_rcb *r;
+	u8 *buf;
+	u32 i;
+	int ret;
+
+	if (strcmp(role, "both")) {
+		t->skipped = true;
+		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+		return;
+	}
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	buf = kmalloc(at_rcb_len(AT_RCB_N) + 2000, GFP_KERNEL);
+	if (!r || !buf) {
+		at_fail(t, "out of memory");
+		goto out_free;
+	}
+	at_ev_init(&r->ev);
+	spin_lock_init(&r->klock);
+	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 2);
+	if (laddr.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 2);
+	lopts.priv = r;
+	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
+	if (IS_ERR(l)) {
+		at_fail(t, "krdma_listen with a recv callback: %ld",
+			PTR_ERR(l));
+		goto out_free;
+	}
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, NULL);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect: %ld", PTR_ERR(c));
+		goto out_l;
+	}
+	for (i = 0; i < AT_RCB_N && !r->why[0]; i++) {
+		u32 len = at_rcb_len(i), k;
+
+		at_put32(i, buf);
+		for (k = 4; k < len; k++)
+			buf[k] = at_pat(i, k);
+		ret = krdma_send(c, buf, len, AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "send %u", i))
+			goto out_c;
+		if (!p && READ_ONCE(r->ev.n))
+			p = r->ev.conn[0];
+		if (p && !at_rcb_release(t, r, p))
+			goto out_c;
+	}
+	if (!at_ev_expect(t, &r->ev, 0, KRDMA_EVENT_ESTABLISHED, 0,
+			  "passive"))
+		goto out_c;
+	p = r->ev.conn[0];
+	wait_event_timeout(r->ev.wq, atomic_read(&r->got) == AT_RCB_N ||
+			   r->why[0], 10 * HZ);
+	if (r->why[0]) {
+		at_fail(t, "recv callback: %s", r->why);
+		goto out_c;
+	}
+	if (!at_expect(t, atomic_read(&r->got), AT_RCB_N, "messages received") ||
+	    !at_rcb_release(t, r, p) ||
+	    !at_expect(t, krdma_recv(p, buf, 16, 0), -EINVAL,
+		       "krdma_recv with a recv callback"))
+		goto out_c;
+	/* Released credits came back: the connection still carries. */
+	at_put32(AT_RCB_N, buf);
+	for (i = 4; i < at_rcb_len(AT_RCB_N); i++)
+		buf[i] = at_pat(AT_RCB_N, i);
+	ret = krdma_send(c, buf, at_rcb_len(AT_RCB_N), AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "send after the releases"))
+		goto out_c;
+	wait_event_timeout(r->ev.wq, atomic_read(&r->got) == AT_RCB_N + 1 ||
+			   r->why[0], 10 * HZ);
+	if (!at_expect(t, atomic_read(&r->got), AT_RCB_N + 1,
+		       "messages received after the releases"))
+		goto out_c;
+	pr_info("%s: %u messages in order, %u kept and released\n", t->name,
+		AT_RCB_N + 1, r->kept_total);
+out_c:
+	krdma_close(c);
+	if (p) {
+		at_ev_expect(t, &r->ev, 1, KRDMA_EVENT_DISCONNECTED,
+			     -ECONNRESET, "the active side closed");
+		at_rcb_release(t, r, p);
+		krdma_close(p);
+	}
+out_l:
+	krdma_listener_close(l);
+out_free:
+	kfree(buf);
+	kfree(r);
+}
+
 static const struct at_scenario {
 	const char	*name;
 	void		(*run)(struct at_test *t);
@@ -3152,6 +3375,7 @@ static const struct at_scenario {
 	{ "close_midflight", sc_close_midflight },
 	{ "peer_close", sc_peer_close },
 	{ "events", sc_events },
+	{ "recv_cb", sc_recv_cb },
 };
 
 static struct task_struct *at_client_task;
