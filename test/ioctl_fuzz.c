@@ -118,6 +118,7 @@ static const char *errname(int e)
 	case EREMOTEIO:		return "EREMOTEIO";
 	case EHOSTUNREACH:	return "EHOSTUNREACH";
 	case EPROTO:		return "EPROTO";
+	case EBUSY:		return "EBUSY";
 	}
 	snprintf(buf, sizeof(buf), "errno %d", e);
 	return buf;
@@ -389,9 +390,9 @@ static void check_abi(int fd)
 	       "VERSION into an unmapped page");
 
 	/* Reserved fields and flags. */
-	l.reserved[1] = 1;
-	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN with reserved[1] set");
-	l.reserved[1] = 0;
+	l.reserved = 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN with reserved set");
+	l.reserved = 0;
 	l.flags = 0x80000000;
 	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN with a flag set");
 	l.flags = 0;
@@ -1189,10 +1190,14 @@ static void fz_fill(unsigned long cmd, void *arg)
 		case 0x01: {
 			struct krdma_ioc_listen *x = arg;
 
-			memset(x->reserved, 0, sizeof(x->reserved));
+			x->reserved = 0;
+			x->reserved32 = 0;
 			x->flags = 0;
 			x->queue_depth = fz_depth();
 			x->max_msg_size = fz_msg();
+			/* Mostly the default; else valid or past the limit. */
+			x->backlog = rnd_below(4) ? 0 :
+				rnd_below(2 * KRDMA_IOC_MAX_BACKLOG);
 			fz_addr(&x->addr);
 			break;
 		}
