@@ -26,6 +26,14 @@
  *	charge back to the process that registered, as VmPin in
  *	/proc/self/status shows.  Uses ports PORT..PORT+1.
  *
+ *   ioctl_fuzz backlog IP PORT
+ *	KRDMA_IOC_LISTEN's backlog: above KRDMA_IOC_MAX_BACKLOG, or with
+ *	the reserved word beside it set, LISTEN fails with EINVAL; 0 is the
+ *	default of 16 and the limit itself is valid.  A listener with
+ *	backlog 2 holds two connections nobody accepted and refuses a third
+ *	(EBUSY; over iWARP maybe ECONNREFUSED) until ACCEPT takes one.
+ *	Uses ports PORT..PORT+1.
+ *
  * Prints "ok"/"not ok" lines; exits 0 when everything passed.
  */
 #define _GNU_SOURCE
@@ -1083,6 +1091,128 @@ static int run_memlock(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- backlog: what a listener holds for nobody ----------------------- */
+
+/* A number in listener @l's sysfs directory, or -1. */
+static long listener_attr(int fd, __u32 l, const char *attr)
+{
+	struct krdma_ioc_query q;
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	if (query(fd, l, &q))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/kernel/krdma/listeners/%s/%s",
+		 q.name, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* CONNECT to PORT+@off: its errno; the connection goes with the session. */
+static int try_connect(int fd, unsigned int off)
+{
+	struct krdma_ioc_connect c = { .dst = addr_port(off) };
+
+	return io(fd, KRDMA_IOC_CONNECT, &c);
+}
+
+/*
+ * A CONNECT the listener refused, its backlog being full.  siw releases
+ * the passive socket right after queueing the MPA reject: the active side
+ * often meets the TCP reset first and learns only that it was refused
+ * (test/guest/backlog.sh).
+ */
+static void expect_busy(int e, bool iwarp, const char *what)
+{
+	if (iwarp && e == ECONNREFUSED)
+		ok(true, "%s: ECONNREFUSED (iWARP: the reset beat the reject)",
+		   what);
+	else
+		expect(e, EBUSY, what);
+}
+
+static int run_backlog(void)
+{
+	bool iwarp = !strcmp(device_attr("transport"), "iwarp");
+	struct krdma_ioc_listen l = { .addr = addr_port(0) };
+	__u32 a;
+	long v;
+	int fd;
+
+	fd = dev_open();
+
+	/* Past the limit, and the reserved word beside the field. */
+	l.backlog = KRDMA_IOC_MAX_BACKLOG + 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with backlog KRDMA_IOC_MAX_BACKLOG + 1");
+	l.backlog = 0xffffffff;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with backlog 0xffffffff");
+	l.backlog = 2;
+	l.reserved32 = 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with backlog 2 and reserved32 set");
+	l.reserved32 = 0;
+	l.reserved = 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with backlog 2 and reserved set");
+	l.reserved = 0;
+
+	/* 0, what programs built before the field pass, is the default. */
+	l.backlog = 0;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), 0, "LISTEN with backlog 0");
+	v = listener_attr(fd, l.handle, "backlog");
+	ok(v == 16, "... has the default backlog of 16 (%ld)", v);
+	expect(close_h(fd, KRDMA_IOC_CLOSE, l.handle), 0, "CLOSE it");
+	l.backlog = KRDMA_IOC_MAX_BACKLOG;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), 0,
+	       "LISTEN with backlog KRDMA_IOC_MAX_BACKLOG");
+	v = listener_attr(fd, l.handle, "backlog");
+	ok(v == KRDMA_IOC_MAX_BACKLOG, "... has backlog %d (%ld)",
+	   KRDMA_IOC_MAX_BACKLOG, v);
+	expect(close_h(fd, KRDMA_IOC_CLOSE, l.handle), 0, "CLOSE it");
+
+	/*
+	 * Backlog 2, connections from this session that nobody accepts: the
+	 * listener holds them from the connection request on, so the third
+	 * is refused as soon as the first two CONNECTs returned.
+	 */
+	l.addr = addr_port(1);
+	l.backlog = 2;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), 0, "LISTEN with backlog 2");
+	v = listener_attr(fd, l.handle, "backlog");
+	ok(v == 2, "... has backlog 2 (%ld)", v);
+	expect(try_connect(fd, 1), 0, "CONNECT 1 to it, not accepted");
+	expect(try_connect(fd, 1), 0, "CONNECT 2 to it, not accepted");
+	expect_busy(try_connect(fd, 1), iwarp,
+		    "CONNECT 3 with two waiting for ACCEPT");
+	v = listener_attr(fd, l.handle, "held");
+	ok(v == 2, "the listener holds 2 connections (%ld)", v);
+	v = listener_attr(fd, l.handle, "rejected");
+	ok(v == 1, "the listener rejected 1 connection request (%ld)", v);
+
+	/* ACCEPT takes one off the count: room for exactly one more. */
+	a = accept_on(fd, l.handle);
+	ok(true, "ACCEPT took connection %u", a);
+	expect(try_connect(fd, 1), 0, "CONNECT 3 once ACCEPT took one");
+	expect_busy(try_connect(fd, 1), iwarp,
+		    "CONNECT 4 with two waiting for ACCEPT again");
+	v = listener_attr(fd, l.handle, "held");
+	ok(v == 2, "the listener holds 2 connections (%ld)", v);
+
+	/* The listener and its queue go with the session. */
+	close(fd);
+	expect_no_conns("after the backlog session");
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
+
 /* ---- fuzz ----------------------------------------------------------- */
 
 static __u64 rng;
@@ -1429,7 +1559,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s errors|fuzz|memlock IP PORT [SEED [ITERATIONS]]\n",
+		fprintf(stderr,
+			"usage: %s errors|fuzz|memlock|backlog IP PORT [SEED [ITERATIONS]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -1447,6 +1578,8 @@ int main(int argc, char **argv)
 		return run_errors();
 	if (!strcmp(argv[1], "memlock"))
 		return run_memlock();
+	if (!strcmp(argv[1], "backlog"))
+		return run_backlog();
 	if (!strcmp(argv[1], "fuzz")) {
 		__u64 seed = argc > 4 ? strtoull(argv[4], NULL, 0) :
 				(__u64)time(NULL);
