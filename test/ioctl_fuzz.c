@@ -489,6 +489,35 @@ static void check_close_blocked(int fd, __u32 h, bool is_accept,
 }
 
 /*
+ * pipe() and fork().  Returns 0 in the child, which writes to @pfd[1]; in
+ * the parent the child's pid, with @pfd[1] closed: the parent reads
+ * @pfd[0] and gives it to reap_child().
+ */
+static pid_t fork_child(int pfd[2])
+{
+	pid_t pid;
+
+	if (pipe(pfd))
+		bail("pipe");
+	pid = fork();
+	if (pid < 0)
+		bail("fork");
+	if (pid)
+		close(pfd[1]);
+	return pid;
+}
+
+/* Wait for fork_child()'s child, close @rfd; the child's wait status. */
+static int reap_child(pid_t pid, int rfd)
+{
+	int status = 0;
+
+	waitpid(pid, &status, 0);
+	close(rfd);
+	return status;
+}
+
+/*
  * Kill a process whose session is the target of our RDMA WRITEs: its
  * session is released mid-transfer; our transfer fails, nothing leaks.
  */
@@ -501,11 +530,7 @@ static void check_session_killed_mid_transfer(void)
 	__u32 c;
 	pid_t pid;
 
-	if (pipe(pfd))
-		bail("pipe");
-	pid = fork();
-	if (pid < 0)
-		bail("fork");
+	pid = fork_child(pfd);
 	if (!pid) {
 		struct krdma_ioc_reg r;
 		int cfd = dev_open();
@@ -524,7 +549,6 @@ static void check_session_killed_mid_transfer(void)
 		pause();
 		_exit(0);
 	}
-	close(pfd[1]);
 	if (read(pfd[0], &tok, 1) != 1)
 		bail("child did not listen");
 	fd = dev_open();
@@ -541,7 +565,7 @@ static void check_session_killed_mid_transfer(void)
 		if (++n == 3)
 			kill(pid, SIGKILL);
 	}
-	waitpid(pid, NULL, 0);
+	reap_child(pid, pfd[0]);
 	ok(n >= 3, "%d RDMA WRITEs before the peer's session was killed", n);
 	/*
 	 * The connection's error once the peer's disconnect is seen; a
@@ -563,7 +587,6 @@ static void check_session_killed_mid_transfer(void)
 		   q.state, q.error);
 	}
 	close(fd);
-	close(pfd[0]);
 	free(buf);
 }
 
@@ -1036,11 +1059,7 @@ static int run_memlock(void)
 	a = accept_on(fd, l);
 	expect(reg(fd, a, mem, lim, rw, &r), 0, "REG in a new session");
 	expect_pin(base + lim_kib, "with it registered");
-	if (pipe(pfd))
-		bail("pipe");
-	pid = fork();
-	if (pid < 0)
-		bail("fork");
+	pid = fork_child(pfd);
 	if (!pid) {
 		long long mine = vm_pin(), after;
 		int e = close_h(fd, KRDMA_IOC_UNREG, r.mr);
@@ -1060,14 +1079,12 @@ static int run_memlock(void)
 		long long mine = -1, after = -1;
 		int e = -1;
 
-		close(pfd[1]);
 		if (read(pfd[0], &e, sizeof(e)) != sizeof(e) ||
 		    read(pfd[0], &mine, sizeof(mine)) != sizeof(mine) ||
 		    read(pfd[0], &after, sizeof(after)) != sizeof(after) ||
 		    read(pfd[0], &r2.mr, sizeof(r2.mr)) != sizeof(r2.mr))
 			bail("the child did not report");
-		waitpid(pid, &status, 0);
-		close(pfd[0]);
+		status = reap_child(pid, pfd[0]);
 		ok(WIFEXITED(status) && !WEXITSTATUS(status),
 		   "the child exited (status 0x%x)", status);
 		expect(e, 0, "a child UNREGs the parent's registration, then REGs");
