@@ -122,9 +122,16 @@ int krdma_abi_listen(const struct krdma_ioc_listen *la,
 		     struct sockaddr_storage *ss)
 {
 	if (!KRDMA_CD_ZERO("LISTEN", la->flags) ||
+	    !KRDMA_CD_ZERO("LISTEN", la->reserved32) ||
 	    !KRDMA_CD_ZERO("LISTEN", la->reserved) ||
 	    !krdma_cd_opts_ok(la->queue_depth, la->max_msg_size, "LISTEN"))
 		return -EINVAL;
+	/* 0 is the default: what programs built before the field pass. */
+	if (la->backlog > KRDMA_MAX_BACKLOG) {
+		krdma_cd_warn("LISTEN: backlog %u above %u\n", la->backlog,
+			      KRDMA_MAX_BACKLOG);
+		return -EINVAL;
+	}
 	return krdma_abi_addr_in(&la->addr, ss, false, "LISTEN");
 }
 

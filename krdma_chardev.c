@@ -331,6 +331,7 @@ static long krdma_cd_listen(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	struct krdma_conn_opts opts = {
 		.queue_depth = la->queue_depth,
 		.max_msg_size = la->max_msg_size,
+		.backlog = la->backlog,
 	};
 	struct sockaddr_storage ss;
 	struct krdma_listener *l;
@@ -1012,6 +1013,9 @@ int krdma_chardev_init(void)
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_token) != 16);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_version) != 40);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_listen) != 56);
+	/* backlog and reserved32 were the first half of __u64 reserved[2]. */
+	BUILD_BUG_ON(offsetof(struct krdma_ioc_listen, backlog) != 40);
+	BUILD_BUG_ON(offsetof(struct krdma_ioc_listen, reserved) != 48);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_accept) != 32);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_connect) != 88);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_handle) != 16);
@@ -1025,6 +1029,7 @@ int krdma_chardev_init(void)
 	BUILD_BUG_ON(KRDMA_IOC_ACCESS_REMOTE_ATOMIC !=
 		     KRDMA_ACCESS_REMOTE_ATOMIC);
 	BUILD_BUG_ON(KRDMA_IOC_MAX_MSG != KRDMA_MAX_MSG_SIZE);
+	BUILD_BUG_ON(KRDMA_IOC_MAX_BACKLOG != KRDMA_MAX_BACKLOG);
 
 	ret = misc_register(&krdma_miscdev);
 	if (ret)

@@ -26,6 +26,14 @@
  *	charge back to the process that registered, as VmPin in
  *	/proc/self/status shows.  Uses ports PORT..PORT+1.
  *
+ *   ioctl_fuzz backlog IP PORT
+ *	KRDMA_IOC_LISTEN's backlog: above KRDMA_IOC_MAX_BACKLOG, or with
+ *	the reserved word beside it set, LISTEN fails with EINVAL; 0 is the
+ *	default of 16 and the limit itself is valid.  A listener with
+ *	backlog 2 holds two connections nobody accepted and refuses a third
+ *	(EBUSY; over iWARP maybe ECONNREFUSED) until ACCEPT takes one.
+ *	Uses ports PORT..PORT+1.
+ *
  * Prints "ok"/"not ok" lines; exits 0 when everything passed.
  */
 #define _GNU_SOURCE
@@ -118,6 +126,7 @@ static const char *errname(int e)
 	case EREMOTEIO:		return "EREMOTEIO";
 	case EHOSTUNREACH:	return "EHOSTUNREACH";
 	case EPROTO:		return "EPROTO";
+	case EBUSY:		return "EBUSY";
 	}
 	snprintf(buf, sizeof(buf), "errno %d", e);
 	return buf;
@@ -389,9 +398,9 @@ static void check_abi(int fd)
 	       "VERSION into an unmapped page");
 
 	/* Reserved fields and flags. */
-	l.reserved[1] = 1;
-	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN with reserved[1] set");
-	l.reserved[1] = 0;
+	l.reserved = 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN with reserved set");
+	l.reserved = 0;
 	l.flags = 0x80000000;
 	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL, "LISTEN with a flag set");
 	l.flags = 0;
@@ -480,6 +489,35 @@ static void check_close_blocked(int fd, __u32 h, bool is_accept,
 }
 
 /*
+ * pipe() and fork().  Returns 0 in the child, which writes to @pfd[1]; in
+ * the parent the child's pid, with @pfd[1] closed: the parent reads
+ * @pfd[0] and gives it to reap_child().
+ */
+static pid_t fork_child(int pfd[2])
+{
+	pid_t pid;
+
+	if (pipe(pfd))
+		bail("pipe");
+	pid = fork();
+	if (pid < 0)
+		bail("fork");
+	if (pid)
+		close(pfd[1]);
+	return pid;
+}
+
+/* Wait for fork_child()'s child, close @rfd; the child's wait status. */
+static int reap_child(pid_t pid, int rfd)
+{
+	int status = 0;
+
+	waitpid(pid, &status, 0);
+	close(rfd);
+	return status;
+}
+
+/*
  * Kill a process whose session is the target of our RDMA WRITEs: its
  * session is released mid-transfer; our transfer fails, nothing leaks.
  */
@@ -492,11 +530,7 @@ static void check_session_killed_mid_transfer(void)
 	__u32 c;
 	pid_t pid;
 
-	if (pipe(pfd))
-		bail("pipe");
-	pid = fork();
-	if (pid < 0)
-		bail("fork");
+	pid = fork_child(pfd);
 	if (!pid) {
 		struct krdma_ioc_reg r;
 		int cfd = dev_open();
@@ -515,7 +549,6 @@ static void check_session_killed_mid_transfer(void)
 		pause();
 		_exit(0);
 	}
-	close(pfd[1]);
 	if (read(pfd[0], &tok, 1) != 1)
 		bail("child did not listen");
 	fd = dev_open();
@@ -532,7 +565,7 @@ static void check_session_killed_mid_transfer(void)
 		if (++n == 3)
 			kill(pid, SIGKILL);
 	}
-	waitpid(pid, NULL, 0);
+	reap_child(pid, pfd[0]);
 	ok(n >= 3, "%d RDMA WRITEs before the peer's session was killed", n);
 	/*
 	 * The connection's error once the peer's disconnect is seen; a
@@ -554,7 +587,6 @@ static void check_session_killed_mid_transfer(void)
 		   q.state, q.error);
 	}
 	close(fd);
-	close(pfd[0]);
 	free(buf);
 }
 
@@ -1027,11 +1059,7 @@ static int run_memlock(void)
 	a = accept_on(fd, l);
 	expect(reg(fd, a, mem, lim, rw, &r), 0, "REG in a new session");
 	expect_pin(base + lim_kib, "with it registered");
-	if (pipe(pfd))
-		bail("pipe");
-	pid = fork();
-	if (pid < 0)
-		bail("fork");
+	pid = fork_child(pfd);
 	if (!pid) {
 		long long mine = vm_pin(), after;
 		int e = close_h(fd, KRDMA_IOC_UNREG, r.mr);
@@ -1051,14 +1079,12 @@ static int run_memlock(void)
 		long long mine = -1, after = -1;
 		int e = -1;
 
-		close(pfd[1]);
 		if (read(pfd[0], &e, sizeof(e)) != sizeof(e) ||
 		    read(pfd[0], &mine, sizeof(mine)) != sizeof(mine) ||
 		    read(pfd[0], &after, sizeof(after)) != sizeof(after) ||
 		    read(pfd[0], &r2.mr, sizeof(r2.mr)) != sizeof(r2.mr))
 			bail("the child did not report");
-		waitpid(pid, &status, 0);
-		close(pfd[0]);
+		status = reap_child(pid, pfd[0]);
 		ok(WIFEXITED(status) && !WEXITSTATUS(status),
 		   "the child exited (status 0x%x)", status);
 		expect(e, 0, "a child UNREGs the parent's registration, then REGs");
@@ -1078,6 +1104,128 @@ static int run_memlock(void)
 	munmap(hole, page);
 	free(src);
 	free(back);
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
+
+/* ---- backlog: what a listener holds for nobody ----------------------- */
+
+/* A number in listener @l's sysfs directory, or -1. */
+static long listener_attr(int fd, __u32 l, const char *attr)
+{
+	struct krdma_ioc_query q;
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	if (query(fd, l, &q))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/kernel/krdma/listeners/%s/%s",
+		 q.name, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* CONNECT to PORT+@off: its errno; the connection goes with the session. */
+static int try_connect(int fd, unsigned int off)
+{
+	struct krdma_ioc_connect c = { .dst = addr_port(off) };
+
+	return io(fd, KRDMA_IOC_CONNECT, &c);
+}
+
+/*
+ * A CONNECT the listener refused, its backlog being full.  siw releases
+ * the passive socket right after queueing the MPA reject: the active side
+ * often meets the TCP reset first and learns only that it was refused
+ * (test/guest/backlog.sh).
+ */
+static void expect_busy(int e, bool iwarp, const char *what)
+{
+	if (iwarp && e == ECONNREFUSED)
+		ok(true, "%s: ECONNREFUSED (iWARP: the reset beat the reject)",
+		   what);
+	else
+		expect(e, EBUSY, what);
+}
+
+static int run_backlog(void)
+{
+	bool iwarp = !strcmp(device_attr("transport"), "iwarp");
+	struct krdma_ioc_listen l = { .addr = addr_port(0) };
+	__u32 a;
+	long v;
+	int fd;
+
+	fd = dev_open();
+
+	/* Past the limit, and the reserved word beside the field. */
+	l.backlog = KRDMA_IOC_MAX_BACKLOG + 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with backlog KRDMA_IOC_MAX_BACKLOG + 1");
+	l.backlog = 0xffffffff;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with backlog 0xffffffff");
+	l.backlog = 2;
+	l.reserved32 = 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with backlog 2 and reserved32 set");
+	l.reserved32 = 0;
+	l.reserved = 1;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), EINVAL,
+	       "LISTEN with backlog 2 and reserved set");
+	l.reserved = 0;
+
+	/* 0, what programs built before the field pass, is the default. */
+	l.backlog = 0;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), 0, "LISTEN with backlog 0");
+	v = listener_attr(fd, l.handle, "backlog");
+	ok(v == 16, "... has the default backlog of 16 (%ld)", v);
+	expect(close_h(fd, KRDMA_IOC_CLOSE, l.handle), 0, "CLOSE it");
+	l.backlog = KRDMA_IOC_MAX_BACKLOG;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), 0,
+	       "LISTEN with backlog KRDMA_IOC_MAX_BACKLOG");
+	v = listener_attr(fd, l.handle, "backlog");
+	ok(v == KRDMA_IOC_MAX_BACKLOG, "... has backlog %d (%ld)",
+	   KRDMA_IOC_MAX_BACKLOG, v);
+	expect(close_h(fd, KRDMA_IOC_CLOSE, l.handle), 0, "CLOSE it");
+
+	/*
+	 * Backlog 2, connections from this session that nobody accepts: the
+	 * listener holds them from the connection request on, so the third
+	 * is refused as soon as the first two CONNECTs returned.
+	 */
+	l.addr = addr_port(1);
+	l.backlog = 2;
+	expect(io(fd, KRDMA_IOC_LISTEN, &l), 0, "LISTEN with backlog 2");
+	v = listener_attr(fd, l.handle, "backlog");
+	ok(v == 2, "... has backlog 2 (%ld)", v);
+	expect(try_connect(fd, 1), 0, "CONNECT 1 to it, not accepted");
+	expect(try_connect(fd, 1), 0, "CONNECT 2 to it, not accepted");
+	expect_busy(try_connect(fd, 1), iwarp,
+		    "CONNECT 3 with two waiting for ACCEPT");
+	v = listener_attr(fd, l.handle, "held");
+	ok(v == 2, "the listener holds 2 connections (%ld)", v);
+	v = listener_attr(fd, l.handle, "rejected");
+	ok(v == 1, "the listener rejected 1 connection request (%ld)", v);
+
+	/* ACCEPT takes one off the count: room for exactly one more. */
+	a = accept_on(fd, l.handle);
+	ok(true, "ACCEPT took connection %u", a);
+	expect(try_connect(fd, 1), 0, "CONNECT 3 once ACCEPT took one");
+	expect_busy(try_connect(fd, 1), iwarp,
+		    "CONNECT 4 with two waiting for ACCEPT again");
+	v = listener_attr(fd, l.handle, "held");
+	ok(v == 2, "the listener holds 2 connections (%ld)", v);
+
+	/* The listener and its queue go with the session. */
+	close(fd);
+	expect_no_conns("after the backlog session");
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
@@ -1189,10 +1337,14 @@ static void fz_fill(unsigned long cmd, void *arg)
 		case 0x01: {
 			struct krdma_ioc_listen *x = arg;
 
-			memset(x->reserved, 0, sizeof(x->reserved));
+			x->reserved = 0;
+			x->reserved32 = 0;
 			x->flags = 0;
 			x->queue_depth = fz_depth();
 			x->max_msg_size = fz_msg();
+			/* Mostly the default; else valid or past the limit. */
+			x->backlog = rnd_below(4) ? 0 :
+				rnd_below(2 * KRDMA_IOC_MAX_BACKLOG);
 			fz_addr(&x->addr);
 			break;
 		}
@@ -1424,7 +1576,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s errors|fuzz|memlock IP PORT [SEED [ITERATIONS]]\n",
+		fprintf(stderr,
+			"usage: %s errors|fuzz|memlock|backlog IP PORT [SEED [ITERATIONS]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -1442,6 +1595,8 @@ int main(int argc, char **argv)
 		return run_errors();
 	if (!strcmp(argv[1], "memlock"))
 		return run_memlock();
+	if (!strcmp(argv[1], "backlog"))
+		return run_backlog();
 	if (!strcmp(argv[1], "fuzz")) {
 		__u64 seed = argc > 4 ? strtoull(argv[4], NULL, 0) :
 				(__u64)time(NULL);

@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # /dev/krdma and krdmactl: the ioctl ABI rejects bad input with exact errno
 # values (test/ioctl_fuzz.c errors), pinned pages are charged to
-# RLIMIT_MEMLOCK (ioctl_fuzz memlock), two krdmactl processes do send/recv,
-# RDMA WRITE and READ checked byte for byte, sessions killed mid-transfer
-# clean up, and a bounded random ioctl pass leaves the kernel healthy.
+# RLIMIT_MEMLOCK (ioctl_fuzz memlock), LISTEN's backlog bounds the
+# connections a listener holds unaccepted (ioctl_fuzz backlog), two
+# krdmactl processes do send/recv, RDMA WRITE and READ checked byte for
+# byte, sessions killed mid-transfer clean up, and a bounded random ioctl
+# pass leaves the kernel healthy.
 # topo: single
 # dev: rxe siw
 . "$(dirname "$0")/../lib.sh"
@@ -133,6 +135,19 @@ cat "$tmp/memlock.log"
 dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: REG: pinning 1024 KiB would exceed RLIMIT_MEMLOCK (64 KiB, 0 KiB pinned already)" ||
 	fail "no dmesg line for the REG over RLIMIT_MEMLOCK: $(dmesg_new | grep -m1 RLIMIT_MEMLOCK)"
 no_conns_left "after ioctl_fuzz memlock"
+
+# ---- KRDMA_IOC_LISTEN's backlog ----------------------------------------
+log "[$SECONDS s] KRDMA_IOC_LISTEN's backlog"
+dmesg_mark
+"$fuzz" backlog "$MY_IP" 7450 >"$tmp/backlog.log" 2>&1
+rc=$?
+cat "$tmp/backlog.log"
+[ $rc = 0 ] || fail "ioctl_fuzz backlog: $(grep -m1 -E '^(not ok|Bail)' "$tmp/backlog.log")"
+dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: LISTEN: backlog 1025 above 1024" ||
+	fail "no dmesg line for the LISTEN with backlog 1025"
+dmesg_new | grep -q ": backlog of 2 full, rejected connection from" ||
+	fail "no dmesg line for the connections past a backlog of 2"
+no_conns_left "after ioctl_fuzz backlog"
 
 # ---- two processes: listen/send, recv, serve/client --------------------
 log "[$SECONDS s] two processes: listen/send, recv, serve/client"

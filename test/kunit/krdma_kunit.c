@@ -2593,6 +2593,11 @@ static void abi_listen_good(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
 	la.max_msg_size = sizeof(struct krdma_token_wire);
 	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	/* Backlog 0 is the default; the limit itself passes. */
+	la.backlog = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
+	la.backlog = KRDMA_MAX_BACKLOG;
+	KUNIT_EXPECT_EQ(test, krdma_abi_listen(&la, &ss), 0);
 
 	memset(&la.addr, 0, sizeof(la.addr));
 	la.addr.family = AF_INET6;
@@ -2618,8 +2623,10 @@ static void abi_listen_bad(struct kunit *test)
 				    #field " = " #val);			\
 	} while (0)
 	LISTEN_EXPECT(flags, 1, -EINVAL);
-	LISTEN_EXPECT(reserved[0], 1, -EINVAL);
-	LISTEN_EXPECT(reserved[1], 1ULL << 63, -EINVAL);
+	LISTEN_EXPECT(reserved32, 1, -EINVAL);
+	LISTEN_EXPECT(reserved, 1ULL << 63, -EINVAL);
+	LISTEN_EXPECT(backlog, KRDMA_MAX_BACKLOG + 1, -EINVAL);
+	LISTEN_EXPECT(backlog, U32_MAX, -EINVAL);
 	LISTEN_EXPECT(queue_depth, KRDMA_MAX_DEPTH + 1, -EINVAL);
 	LISTEN_EXPECT(queue_depth, U32_MAX, -EINVAL);
 	LISTEN_EXPECT(max_msg_size, sizeof(struct krdma_token_wire) - 1,

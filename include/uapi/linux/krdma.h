@@ -50,6 +50,7 @@
 #define KRDMA_IOC_MAX_HANDLES	4096
 #define KRDMA_IOC_MAX_XFER	(1ULL << 30)	/* REG, READ, WRITE, RECV */
 #define KRDMA_IOC_MAX_MSG	(1024 * 1024)	/* SEND; see also max_msg_size */
+#define KRDMA_IOC_MAX_BACKLOG	1024		/* LISTEN */
 
 /* timeout_ms: wait forever (still interruptible by signals). */
 #define KRDMA_IOC_TIMEOUT_INF	0xffffffffU
@@ -127,6 +128,13 @@ struct krdma_ioc_version {
  * @max_msg_size: in: largest message offered to peers (0: 4096)
  * @flags: in: 0
  * @handle: out: the listener
+ * @backlog: in: how many connections the listener holds for nobody at
+ *	most: those being set up and those waiting for ACCEPT (ACCEPT takes
+ *	one off the count).  0: 16, the default (and what programs built
+ *	when this was reserved pass); at most KRDMA_IOC_MAX_BACKLOG.  A
+ *	connection request past it is refused: the peer's CONNECT fails with
+ *	EBUSY (over iWARP, often ECONNREFUSED).
+ * @reserved32: in: 0
  * @reserved: in: 0
  *
  * Errors: EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT (unknown family), EINVAL.
@@ -137,7 +145,9 @@ struct krdma_ioc_listen {
 	__u32	max_msg_size;
 	__u32	flags;
 	__u32	handle;
-	__u64	reserved[2];
+	__u32	backlog;
+	__u32	reserved32;
+	__u64	reserved;
 };
 
 /**
@@ -172,8 +182,8 @@ struct krdma_ioc_accept {
  * @reserved32: in: 0
  * @reserved: in: 0
  *
- * Errors: ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH, ENODEV, EPROTO,
- * EPROTONOSUPPORT, EAFNOSUPPORT, EINVAL.
+ * Errors: ECONNREFUSED, EBUSY (the listener's backlog is full), ETIMEDOUT,
+ * EHOSTUNREACH, ENODEV, EPROTO, EPROTONOSUPPORT, EAFNOSUPPORT, EINVAL.
  */
 struct krdma_ioc_connect {
 	struct krdma_ioc_addr	dst;
