@@ -222,9 +222,13 @@ static bool krdma_rw_slots_free(struct krdma_conn *conn, int n)
  *
  * Context: process context, or any with @nowait.  Works on a connection
  * in the error state as long as teardown has not begun (a revoke posts
- * there).
+ * there).  The wait is bounded: slots come back as work requests
+ * complete, and one the device does not complete in KRDMA_POST_TIMEOUT
+ * fails the connection, which wakes every waiter.  Only a fatal signal
+ * ends it early, so a kernel caller never sees -ERESTARTSYS.
  *
- * Return: 0, -EAGAIN, -ERESTARTSYS, or the connection's error.
+ * Return: 0, -EAGAIN, -ERESTARTSYS (the calling process is being killed),
+ * or the connection's error.
  */
 int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait)
 {
@@ -248,8 +252,8 @@ int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait)
 		}
 		conn->rw_waiters++;
 		spin_unlock_bh(&conn->lock);
-		ret = wait_event_interruptible(conn->wq,
-					       krdma_rw_slots_free(conn, n));
+		ret = wait_event_killable(conn->wq,
+					  krdma_rw_slots_free(conn, n));
 		spin_lock_bh(&conn->lock);
 		conn->rw_waiters--;
 		spin_unlock_bh(&conn->lock);
