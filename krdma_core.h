@@ -310,7 +310,6 @@ void krdma_svc_disable(void);
 void krdma_conn_release_mrs(struct krdma_conn *conn);
 
 int krdma_sysfs_init(void);
-void krdma_sysfs_stop(void);
 void krdma_sysfs_exit(void);
 int krdma_sysfs_add_device(struct krdma_device *kdev);
 void krdma_sysfs_del_device(struct krdma_device *kdev);

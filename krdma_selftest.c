@@ -919,7 +919,7 @@ static bool krdma_svc_off;
 
 /*
  * Unload: no service thread starts after this returns, so the threads
- * that exist are the ones krdma_sysfs_stop() finds on conn->svc.
+ * that exist are the ones krdma_ctl_stop() finds on conn->svc.
  */
 void krdma_svc_disable(void)
 {
