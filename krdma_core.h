@@ -194,7 +194,6 @@ struct krdma_conn {
 	struct mutex		svc_lock;	/* svc, svc_closed */
 	struct task_struct	*svc;
 	bool			svc_closed;	/* stopped: never start again */
-	bool			svc_stop;
 	bool			sysfs_closing;	/* a "disconnect" owns the close */
 	struct krdma_selftest	*st;
 	struct krdma_bench	*bench;	/* krdma_bench.c */

@@ -507,7 +507,7 @@ static bool krdma_rx_ready(struct krdma_conn *conn)
 
 	spin_lock_bh(&conn->lock);
 	ready = !list_empty(&conn->rx_ready) || !krdma_conn_usable(conn) ||
-		conn->rx_closed || conn->svc_stop;
+		conn->rx_closed;
 	spin_unlock_bh(&conn->lock);
 	return ready;
 }
@@ -576,8 +576,7 @@ int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		rx = list_first_entry_or_null(&conn->rx_ready,
 					      struct krdma_rx, list);
 	if (!rx) {
-		ret = conn->svc_stop ? -ESHUTDOWN :
-		      krdma_conn_usable(conn) ? -ETIMEDOUT :
+		ret = krdma_conn_usable(conn) ? -ETIMEDOUT :
 		      (conn->error ?: -ENOTCONN);
 		spin_unlock_bh(&conn->lock);
 		return ret;

@@ -19,11 +19,14 @@
 static DECLARE_RWSEM(krdma_ctl_rwsem);
 static bool krdma_ctl_stopped;
 
-/* Close a sysfs-made connection: its service thread and test go first. */
+/*
+ * Close a sysfs-made connection.  Ending it first wakes its service thread
+ * and fails whatever its self-test or bench waits for; then they stop.
+ */
 static void krdma_sysfs_close_conn(struct krdma_conn *conn)
 {
-	krdma_svc_stop(conn);
 	krdma_conn_teardown(conn, 0);
+	krdma_svc_stop(conn);
 	krdma_test_flush(conn);
 	krdma_bench_flush(conn);
 	krdma_close(conn);
@@ -335,8 +338,8 @@ void krdma_ctl_stop(void)
 		}
 		mutex_unlock(&krdma_lock);
 		if (found) {
-			krdma_svc_stop(found);
 			krdma_conn_teardown(found, 0);
+			krdma_svc_stop(found);
 			krdma_test_flush(found);
 			krdma_bench_flush(found);
 			krdma_conn_put(found);

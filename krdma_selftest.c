@@ -24,6 +24,12 @@
 /* Each wait of the self-test, unless test timeout_ms= says otherwise. */
 #define ST_TIMEOUT	(30 * HZ)
 #define ST_MAX_REGIONS	64
+/*
+ * The service thread's longest wait for a message: it notices
+ * kthread_stop() at the latest then.  Its owner ends the connection
+ * first, which wakes it at once; krdma knows nothing of the thread.
+ */
+#define KRDMA_SVC_POLL	(HZ / 2)
 
 /*
  * What the service exposes to a peer is the server's to decide (#22 item
@@ -345,7 +351,7 @@ static int krdma_svc_thread(void *arg)
 	while (buf && !kthread_should_stop()) {
 		struct krdma_recv_info info;
 
-		n = krdma_recv_ex(conn, buf, bufsz, &info, MAX_SCHEDULE_TIMEOUT);
+		n = krdma_recv_ex(conn, buf, bufsz, &info, KRDMA_SVC_POLL);
 		if (n == 0 && info.imm_valid) {
 			st_serve_imm(conn, st, info.imm);
 			continue;
@@ -355,11 +361,11 @@ static int krdma_svc_thread(void *arg)
 			st_serve(conn, st, buf, n);
 			continue;
 		}
-		if (n >= 0)
-			continue;	/* not a self-test message: dropped */
+		if (n >= 0 || n == -ETIMEDOUT)
+			continue;	/* dropped (not a self-test message), idle */
 		/*
-		 * Stopped, or the connection ended: wait to be stopped (a
-		 * passive one is closed from its event callback, #22 item 4).
+		 * The connection ended: wait to be stopped (a passive one is
+		 * reaped once its end event came, #22 item 4).
 		 */
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (!kthread_should_stop())
@@ -967,8 +973,10 @@ out:
 }
 
 /*
- * Before teardown: stop the local test and the service thread, and keep it
- * from being started later.  Only one caller gets the thread to stop.
+ * Stop the service thread and keep it from being started later.  Only one
+ * caller gets the thread to stop.  Called once the connection has ended,
+ * which wakes the thread at once; on a live one it takes up to
+ * KRDMA_SVC_POLL.
  */
 void krdma_svc_stop(struct krdma_conn *conn)
 {
@@ -981,10 +989,6 @@ void krdma_svc_stop(struct krdma_conn *conn)
 	mutex_unlock(&conn->svc_lock);
 	if (!t)
 		return;
-	spin_lock_bh(&conn->lock);
-	conn->svc_stop = true;
-	spin_unlock_bh(&conn->lock);
-	wake_up_all(&conn->wq);
 	kthread_stop(t);
 	put_task_struct(t);
 }
