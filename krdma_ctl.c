@@ -20,78 +20,261 @@ static DECLARE_RWSEM(krdma_ctl_rwsem);
 static bool krdma_ctl_stopped;
 
 /*
- * Close a sysfs-made connection.  Ending it first wakes its service thread
- * and fails whatever its self-test or bench waits for; then they stop.
+ * The connections the control file owns, by name: its own registry, since
+ * krdma's list has everybody's (/dev/krdma's, other modules').
  */
-static void krdma_sysfs_close_conn(struct krdma_conn *conn)
+static DEFINE_MUTEX(krdma_ctl_lock);
+static LIST_HEAD(krdma_ctl_conns);
+static bool krdma_ctl_off;		/* unload: the registry takes no more */
+static struct workqueue_struct *krdma_ctl_wq;	/* reaps */
+
+/* ---- the control file's connections --------------------------------- */
+
+static void krdma_ctl_reap_work(struct work_struct *work);
+
+static struct krdma_ctl_conn *krdma_ctl_alloc(void)
 {
-	krdma_conn_teardown(conn, 0);
-	krdma_svc_stop(conn);
-	krdma_test_flush(conn);
-	krdma_bench_flush(conn);
-	krdma_close(conn);
+	struct krdma_ctl_conn *ctl;
+
+	/* Not the allocator's warning: the callers' lines say what failed. */
+	ctl = kzalloc(sizeof(*ctl), GFP_KERNEL | __GFP_NOWARN);
+	if (!ctl)
+		return NULL;
+	kref_init(&ctl->ref);
+	INIT_LIST_HEAD(&ctl->list);
+	INIT_WORK(&ctl->reap_work, krdma_ctl_reap_work);
+	mutex_init(&ctl->svc_lock);
+	return ctl;
+}
+
+/* @ctl holds @conn, with a reference of its own. */
+static void krdma_ctl_attach(struct krdma_ctl_conn *ctl,
+			     struct krdma_conn *conn)
+{
+	krdma_conn_get(conn);
+	ctl->conn = conn;
+}
+
+static void krdma_ctl_release(struct kref *ref)
+{
+	struct krdma_ctl_conn *ctl = container_of(ref, struct krdma_ctl_conn,
+						  ref);
+
+	krdma_test_free(ctl);
+	krdma_bench_free(ctl);
+	if (ctl->conn)
+		krdma_conn_put(ctl->conn);
+	kfree(ctl);
+}
+
+void krdma_ctl_get(struct krdma_ctl_conn *ctl)
+{
+	kref_get(&ctl->ref);
+}
+
+void krdma_ctl_put(struct krdma_ctl_conn *ctl)
+{
+	kref_put(&ctl->ref, krdma_ctl_release);
+}
+
+/* test_* and bench_* in conns/<name>/ (Documentation/ABI). */
+
+static struct krdma_ctl_conn *krdma_ctl_of(struct kobject *kobj)
+{
+	/* The files exist only while the connection's priv is its ctl. */
+	return krdma_conn_priv(container_of(kobj, struct krdma_conn, kobj));
+}
+
+#define KRDMA_CTL_TEST(_name, _what)					\
+static ssize_t ctl_##_name##_show(struct kobject *kobj,		\
+				  struct kobj_attribute *attr, char *buf) \
+{									\
+	return krdma_test_show(krdma_ctl_of(kobj), _what, buf);	\
+}									\
+static struct kobj_attribute ctl_attr_##_name =			\
+	__ATTR(_name, 0444, ctl_##_name##_show, NULL)
+
+KRDMA_CTL_TEST(test_status, ST_SHOW_STATUS);
+KRDMA_CTL_TEST(test_ops, ST_SHOW_OPS);
+KRDMA_CTL_TEST(test_bytes, ST_SHOW_BYTES);
+KRDMA_CTL_TEST(test_usecs, ST_SHOW_USECS);
+KRDMA_CTL_TEST(test_lat_min_ns, ST_SHOW_LAT_MIN);
+KRDMA_CTL_TEST(test_lat_avg_ns, ST_SHOW_LAT_AVG);
+KRDMA_CTL_TEST(test_lat_max_ns, ST_SHOW_LAT_MAX);
+
+#define KRDMA_CTL_BENCH(_name, _what)					\
+static ssize_t ctl_##_name##_show(struct kobject *kobj,		\
+				  struct kobj_attribute *attr, char *buf) \
+{									\
+	return krdma_bench_show(krdma_ctl_of(kobj), _what, buf);	\
+}									\
+static struct kobj_attribute ctl_attr_##_name =			\
+	__ATTR(_name, 0444, ctl_##_name##_show, NULL)
+
+KRDMA_CTL_BENCH(bench_status, KB_SHOW_STATUS);
+KRDMA_CTL_BENCH(bench_ops, KB_SHOW_OPS);
+KRDMA_CTL_BENCH(bench_bytes, KB_SHOW_BYTES);
+KRDMA_CTL_BENCH(bench_usecs, KB_SHOW_USECS);
+KRDMA_CTL_BENCH(bench_bw_mbps, KB_SHOW_BW);
+KRDMA_CTL_BENCH(bench_msg_rate, KB_SHOW_RATE);
+KRDMA_CTL_BENCH(bench_lat_min_ns, KB_SHOW_LAT_MIN);
+KRDMA_CTL_BENCH(bench_lat_p50_ns, KB_SHOW_LAT_P50);
+KRDMA_CTL_BENCH(bench_lat_p99_ns, KB_SHOW_LAT_P99);
+KRDMA_CTL_BENCH(bench_lat_max_ns, KB_SHOW_LAT_MAX);
+
+static struct attribute *krdma_ctl_conn_attrs[] = {
+	&ctl_attr_test_status.attr,
+	&ctl_attr_test_ops.attr,
+	&ctl_attr_test_bytes.attr,
+	&ctl_attr_test_usecs.attr,
+	&ctl_attr_test_lat_min_ns.attr,
+	&ctl_attr_test_lat_avg_ns.attr,
+	&ctl_attr_test_lat_max_ns.attr,
+	&ctl_attr_bench_status.attr,
+	&ctl_attr_bench_ops.attr,
+	&ctl_attr_bench_bytes.attr,
+	&ctl_attr_bench_usecs.attr,
+	&ctl_attr_bench_bw_mbps.attr,
+	&ctl_attr_bench_msg_rate.attr,
+	&ctl_attr_bench_lat_min_ns.attr,
+	&ctl_attr_bench_lat_p50_ns.attr,
+	&ctl_attr_bench_lat_p99_ns.attr,
+	&ctl_attr_bench_lat_max_ns.attr,
+	NULL,
+};
+
+static const struct attribute_group krdma_ctl_conn_group = {
+	.attrs	= krdma_ctl_conn_attrs,
+};
+
+static int krdma_ctl_add_files(struct krdma_ctl_conn *ctl)
+{
+	int ret;
+
+	ret = krdma_sysfs_conn_add_group(ctl->conn, &krdma_ctl_conn_group);
+	ctl->files = !ret;
+	return ret;
+}
+
+/* Waits for show() calls in progress: none reaches @ctl after this. */
+static void krdma_ctl_del_files(struct krdma_ctl_conn *ctl)
+{
+	if (ctl->files)
+		krdma_sysfs_conn_remove_group(ctl->conn, &krdma_ctl_conn_group);
+	ctl->files = false;
 }
 
 /*
- * Take the close of @conn; false if a "disconnect" (or a reap) has it.
+ * Enter @ctl in the registry: only now can a "disconnect", a test or a
+ * bench find it.  False once unload began (krdma_ctl_stop()).
+ */
+static bool krdma_ctl_register(struct krdma_ctl_conn *ctl)
+{
+	bool ok;
+
+	mutex_lock(&krdma_ctl_lock);
+	ok = !krdma_ctl_off;
+	if (ok)
+		list_add_tail(&ctl->list, &krdma_ctl_conns);
+	mutex_unlock(&krdma_ctl_lock);
+	return ok;
+}
+
+/*
+ * The control file's connection named @name, with a reference; one not
+ * being closed if there is one (the name is free for a new connection as
+ * soon as krdma_close() returned, before its closer drops the old entry).
+ */
+static struct krdma_ctl_conn *krdma_ctl_find(const char *name)
+{
+	struct krdma_ctl_conn *c, *found = NULL;
+
+	mutex_lock(&krdma_ctl_lock);
+	list_for_each_entry(c, &krdma_ctl_conns, list) {
+		if (strcmp(c->conn->name, name))
+			continue;
+		found = c;
+		if (!c->closing)
+			break;
+	}
+	if (found)
+		krdma_ctl_get(found);
+	mutex_unlock(&krdma_ctl_lock);
+	return found;
+}
+
+/*
+ * Take the close of @ctl; false if a "disconnect" (or a reap) has it.
  * Of concurrent closers, exactly one gets it.
  */
-static bool krdma_sysfs_take_close(struct krdma_conn *conn)
+static bool krdma_ctl_take_close(struct krdma_ctl_conn *ctl)
 {
 	bool mine;
 
-	spin_lock_bh(&conn->lock);
-	mine = !conn->sysfs_closing;
-	conn->sysfs_closing = true;
-	spin_unlock_bh(&conn->lock);
+	mutex_lock(&krdma_ctl_lock);
+	mine = !ctl->closing;
+	ctl->closing = true;
+	mutex_unlock(&krdma_ctl_lock);
 	return mine;
 }
 
-struct krdma_reap {
-	struct work_struct	work;
-	struct krdma_conn	*conn;
-};
-
-static void krdma_sysfs_reap_work(struct work_struct *work)
+/*
+ * Close a connection of the control file and drop the owner's reference;
+ * the caller took the close, or never registered @ctl.  Ending the
+ * connection first wakes its service thread and fails whatever its
+ * self-test or bench waits for; then they stop, the files go, and only
+ * then does krdma_close() release the connection.
+ */
+static void krdma_ctl_close(struct krdma_ctl_conn *ctl)
 {
-	struct krdma_reap *r = container_of(work, struct krdma_reap, work);
-	struct krdma_conn *conn = r->conn;
+	struct krdma_conn *conn = ctl->conn;
+
+	krdma_conn_teardown(conn, 0);
+	krdma_svc_stop(ctl);
+	krdma_test_flush(ctl);
+	krdma_bench_flush(ctl);
+	krdma_ctl_del_files(ctl);
+	krdma_close(conn);
+	mutex_lock(&krdma_ctl_lock);
+	list_del_init(&ctl->list);
+	mutex_unlock(&krdma_ctl_lock);
+	krdma_ctl_put(ctl);
+}
+
+static void krdma_ctl_reap_work(struct work_struct *work)
+{
+	struct krdma_ctl_conn *ctl = container_of(work, struct krdma_ctl_conn,
+						  reap_work);
 
 	/* Unload closes it otherwise (krdma_ctl_stop()). */
 	down_read(&krdma_ctl_rwsem);
-	if (!krdma_ctl_stopped && krdma_sysfs_take_close(conn)) {
+	if (!krdma_ctl_stopped && krdma_ctl_take_close(ctl)) {
 		pr_info_ratelimited("%s: peer gone (%d), connection closed\n",
-				    conn->name, krdma_conn_error(conn));
-		krdma_sysfs_close_conn(conn);
+				    ctl->conn->name,
+				    krdma_conn_error(ctl->conn));
+		krdma_ctl_close(ctl);
 	}
 	up_read(&krdma_ctl_rwsem);
-	krdma_conn_put(conn);
-	kfree(r);
+	krdma_ctl_put(ctl);	/* the work's */
 }
 
 /**
- * krdma_sysfs_reap - close a passive connection whose peer left
- * @conn: a connection accepted by a listener made through the control file
+ * krdma_ctl_reap - close a passive connection whose peer left
+ * @ctl: a connection accepted by a listener made through the control file
  *
  * Nobody else would close it: without this, each connection a peer opens
  * and leaves would keep its QP, buffers and service thread until unload,
  * and count against the listener's backlog for good.  Called from the
- * connection's event callback once the connection has ended.
+ * connection's event callback once the connection has ended, which must
+ * not close it itself.
  *
  * Context: process context.
  */
-static void krdma_sysfs_reap(struct krdma_conn *conn)
+static void krdma_ctl_reap(struct krdma_ctl_conn *ctl)
 {
-	struct krdma_reap *r;
-
-	/* Without memory it stays until "disconnect" or unload. */
-	r = kmalloc(sizeof(*r), GFP_KERNEL);
-	if (!r)
-		return;
-	krdma_conn_get(conn);
-	r->conn = conn;
-	INIT_WORK(&r->work, krdma_sysfs_reap_work);
-	queue_work(krdma_wq, &r->work);
+	krdma_ctl_get(ctl);
+	if (!queue_work(krdma_ctl_wq, &ctl->reap_work))
+		krdma_ctl_put(ctl);
 }
 
 static int krdma_ctl_connect(struct krdma_cmd *cmd)
@@ -102,6 +285,7 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 		.timeout_ms = cmd->timeout_ms,
 		.tos = cmd->tos,
 	};
+	struct krdma_ctl_conn *ctl;
 	struct krdma_conn *conn;
 	int ret;
 
@@ -112,22 +296,79 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 				    cmd->name);
 		return -EEXIST;
 	}
+	ctl = krdma_ctl_alloc();
+	if (!ctl) {
+		pr_warn_ratelimited("connect: %s: no memory\n", cmd->name);
+		return -ENOMEM;
+	}
+	opts.priv = ctl;
 	conn = __krdma_connect((struct sockaddr *)&cmd->addr,
 			       cmd->has_src ? (struct sockaddr *)&cmd->src :
 					      NULL,
 			       &opts, cmd->name, cmd->hello);
-	if (IS_ERR(conn))
+	if (IS_ERR(conn)) {
+		krdma_ctl_put(ctl);
 		return PTR_ERR(conn);
-	ret = krdma_svc_start(conn);
+	}
+	krdma_ctl_attach(ctl, conn);
+	ret = krdma_svc_start(ctl);
 	if (ret) {
 		pr_warn_ratelimited("connect: %s: no service thread: %d\n",
 				    cmd->name, ret);
-		krdma_close(conn);
-		return ret;
+		goto out_close;
+	}
+	ret = krdma_ctl_add_files(ctl);
+	if (ret) {
+		pr_warn_ratelimited("connect: %s: no test and bench files: %d\n",
+				    cmd->name, ret);
+		goto out_close;
 	}
 	/* Only now can a "disconnect" find it and close it. */
-	WRITE_ONCE(conn->sysfs_owned, true);
-	return 0;
+	if (krdma_ctl_register(ctl))
+		return 0;
+	ret = -ENODEV;		/* not while krdma_ctl_rwsem is held */
+out_close:
+	krdma_ctl_close(ctl);
+	return ret;
+}
+
+/*
+ * A passive connection is established: the control file takes it (its
+ * state, its service thread, its files) and enters it in the registry,
+ * where a "disconnect" can find it.  Unless unload began: then it is left
+ * to krdma_close_all(), and nothing of the control file's stays on it.
+ */
+static void krdma_ctl_take(struct krdma_conn *conn)
+{
+	struct krdma_ctl_conn *ctl;
+	int ret;
+
+	ctl = krdma_ctl_alloc();
+	if (!ctl) {
+		pr_warn_ratelimited("%s: no memory to take it, left to unload\n",
+				    conn->name);
+		return;
+	}
+	krdma_ctl_attach(ctl, conn);
+	krdma_conn_set_priv(conn, ctl);
+	/* -ESHUTDOWN: unload began. */
+	ret = krdma_svc_start(ctl);
+	if (ret && ret != -ESHUTDOWN)
+		pr_warn_ratelimited("%s: no service thread, self-test will not answer: %d\n",
+				    conn->name, ret);
+	if (ret != -ESHUTDOWN) {
+		ret = krdma_ctl_add_files(ctl);
+		if (ret)
+			pr_warn_ratelimited("%s: no test and bench files: %d\n",
+					    conn->name, ret);
+		if (krdma_ctl_register(ctl))
+			return;
+	}
+	/* The thread sees no end of the connection: up to KRDMA_SVC_POLL. */
+	krdma_svc_stop(ctl);
+	krdma_ctl_del_files(ctl);
+	krdma_conn_set_priv(conn, NULL);
+	krdma_ctl_put(ctl);
 }
 
 /*
@@ -135,22 +376,22 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
  * ESTABLISHED each is the control file's (a "disconnect" may close it) and
  * gets its self-test service thread; when it ends (its peer left, it
  * failed, its device went), it is closed, since nobody else would.
+ * One call at a time per connection: the end comes after ESTABLISHED
+ * returned.
  */
 static void krdma_ctl_passive_event(struct krdma_conn *conn,
 				    enum krdma_event ev, int error)
 {
-	int ret;
+	struct krdma_ctl_conn *ctl;
 
-	if (ev != KRDMA_EVENT_ESTABLISHED) {
-		krdma_sysfs_reap(conn);
+	if (ev == KRDMA_EVENT_ESTABLISHED) {
+		krdma_ctl_take(conn);
 		return;
 	}
-	WRITE_ONCE(conn->sysfs_owned, true);
-	/* -ESHUTDOWN: a "disconnect", or unload, closes it already. */
-	ret = krdma_svc_start(conn);
-	if (ret && ret != -ESHUTDOWN)
-		pr_warn_ratelimited("%s: no service thread, self-test will not answer: %d\n",
-				    conn->name, ret);
+	/* None: the control file could not take it; unload closes it. */
+	ctl = krdma_conn_priv(conn);
+	if (ctl)
+		krdma_ctl_reap(ctl);
 }
 
 static const struct krdma_conn_ops krdma_ctl_passive_ops = {
@@ -183,8 +424,8 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 
 static int krdma_ctl_exec(struct krdma_cmd *cmd)
 {
+	struct krdma_ctl_conn *ctl;
 	struct krdma_listener *l;
-	struct krdma_conn *conn;
 	int ret;
 
 	switch (cmd->op) {
@@ -207,30 +448,28 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 	case KRDMA_CMD_DISCONNECT:
 	case KRDMA_CMD_TEST:
 	case KRDMA_CMD_BENCH:
-		conn = krdma_conn_find(cmd->name);
-		if (!conn || !conn->sysfs_owned) {
-			if (conn)
-				krdma_conn_put(conn);
+		ctl = krdma_ctl_find(cmd->name);
+		if (!ctl) {
 			pr_warn_ratelimited("%s: no connection '%s' made through sysfs\n",
 					    krdma_cmd_verb(cmd->op), cmd->name);
 			return -ENOENT;
 		}
 		if (cmd->op == KRDMA_CMD_DISCONNECT) {
 			/* Of concurrent disconnects, one closes. */
-			ret = krdma_sysfs_take_close(conn) ? 0 : -ENOENT;
+			ret = krdma_ctl_take_close(ctl) ? 0 : -ENOENT;
 			if (ret)
 				pr_warn_ratelimited("disconnect: '%s' is being closed already\n",
 						    cmd->name);
 			else
-				krdma_sysfs_close_conn(conn);
+				krdma_ctl_close(ctl);
 		} else if (cmd->op == KRDMA_CMD_BENCH) {
-			ret = krdma_bench_start(conn, cmd);
+			ret = krdma_bench_start(ctl, cmd);
 		} else {
-			ret = krdma_test_start(conn, cmd->test_ops, cmd->size,
+			ret = krdma_test_start(ctl, cmd->test_ops, cmd->size,
 					       cmd->count, cmd->sge,
 					       cmd->timeout_ms);
 		}
-		krdma_conn_put(conn);
+		krdma_ctl_put(ctl);
 		return ret;
 	}
 	pr_warn_ratelimited("control: command %d not handled\n", cmd->op);
@@ -290,9 +529,12 @@ int krdma_ctl_init(void)
 {
 	int ret;
 
+	krdma_ctl_wq = alloc_workqueue("krdma_ctl", WQ_UNBOUND, 0);
+	if (!krdma_ctl_wq)
+		return -ENOMEM;
 	ret = krdma_selftest_init();
 	if (ret)
-		return ret;
+		goto out_wq;
 	ret = krdma_bench_init();
 	if (ret)
 		goto out_test;
@@ -305,51 +547,59 @@ out_bench:
 	krdma_bench_exit();
 out_test:
 	krdma_selftest_exit();
+out_wq:
+	destroy_workqueue(krdma_ctl_wq);
 	return ret;
 }
 
 /*
  * Module exit, first step: no control command runs or starts any more, and
- * the connections made through sysfs lose their service threads.
+ * the control file closes every connection it owns (their service threads
+ * stopped, self-tests and benches flushed); krdma_close_all() then closes
+ * everybody else's.
  */
 void krdma_ctl_stop(void)
 {
-	struct krdma_conn *conn, *found;
+	struct krdma_ctl_conn *ctl, *c;
 
+	/* Waits for the commands and reaps in progress; later ones do nothing. */
 	down_write(&krdma_ctl_rwsem);
 	krdma_ctl_stopped = true;
 	up_write(&krdma_ctl_rwsem);
 	/*
-	 * A passive connection can still be established (and would start
-	 * its thread) while this runs: from here on none starts, and every
-	 * thread that did is on its conn->svc, set under the same gate.
+	 * A passive connection can still be established (its ESTABLISHED
+	 * event runs on krdma's workqueue) while this runs: from here on it
+	 * starts no service thread and does not join the registry, so the
+	 * registry holds every connection left to close here.
 	 */
 	krdma_svc_disable();
+	mutex_lock(&krdma_ctl_lock);
+	krdma_ctl_off = true;
+	mutex_unlock(&krdma_ctl_lock);
 
-	do {
-		found = NULL;
-		mutex_lock(&krdma_lock);
-		list_for_each_entry(conn, &krdma_conns, list) {
-			if (READ_ONCE(conn->svc)) {
-				found = conn;
-				krdma_conn_get(found);
+	for (;;) {
+		ctl = NULL;
+		mutex_lock(&krdma_ctl_lock);
+		list_for_each_entry(c, &krdma_ctl_conns, list) {
+			if (!c->closing) {
+				c->closing = true;
+				ctl = c;
 				break;
 			}
 		}
-		mutex_unlock(&krdma_lock);
-		if (found) {
-			krdma_conn_teardown(found, 0);
-			krdma_svc_stop(found);
-			krdma_test_flush(found);
-			krdma_bench_flush(found);
-			krdma_conn_put(found);
-		}
-	} while (found);
+		mutex_unlock(&krdma_ctl_lock);
+		if (!ctl)
+			break;
+		pr_info("%s: closed by module unload\n", ctl->conn->name);
+		krdma_ctl_close(ctl);
+	}
 }
 
 void krdma_ctl_exit(void)
 {
 	sysfs_remove_file(krdma_kobj, &krdma_attr_control.attr);
+	/* Reaps still queued only drop their references. */
+	destroy_workqueue(krdma_ctl_wq);
 	krdma_bench_exit();
 	krdma_selftest_exit();
 }

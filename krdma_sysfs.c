@@ -11,8 +11,6 @@
 #include <linux/sysfs.h>
 
 #include "krdma_core.h"
-#include "krdma_selftest.h"
-#include "krdma_bench.h"
 
 struct kobject *krdma_kobj;
 static struct kobject *krdma_devices_kobj;
@@ -282,43 +280,6 @@ KRDMA_CONN_STAT(credit_waits, KRDMA_STAT_OFF(credit_waits));
 KRDMA_CONN_STAT(imm_msgs, KRDMA_STAT_OFF(imm_msgs));
 KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
 
-#define KRDMA_CONN_TEST(_name, _what)					\
-static ssize_t conn_##_name##_show(struct kobject *kobj,		\
-				   struct kobj_attribute *attr, char *buf) \
-{									\
-	return krdma_test_show(to_conn(kobj), _what, buf);		\
-}									\
-static struct kobj_attribute conn_attr_##_name =			\
-	__ATTR(_name, 0444, conn_##_name##_show, NULL)
-
-KRDMA_CONN_TEST(test_status, ST_SHOW_STATUS);
-KRDMA_CONN_TEST(test_ops, ST_SHOW_OPS);
-KRDMA_CONN_TEST(test_bytes, ST_SHOW_BYTES);
-KRDMA_CONN_TEST(test_usecs, ST_SHOW_USECS);
-KRDMA_CONN_TEST(test_lat_min_ns, ST_SHOW_LAT_MIN);
-KRDMA_CONN_TEST(test_lat_avg_ns, ST_SHOW_LAT_AVG);
-KRDMA_CONN_TEST(test_lat_max_ns, ST_SHOW_LAT_MAX);
-
-#define KRDMA_CONN_BENCH(_name, _what)					\
-static ssize_t conn_##_name##_show(struct kobject *kobj,		\
-				   struct kobj_attribute *attr, char *buf) \
-{									\
-	return krdma_bench_show(to_conn(kobj), _what, buf);		\
-}									\
-static struct kobj_attribute conn_attr_##_name =			\
-	__ATTR(_name, 0444, conn_##_name##_show, NULL)
-
-KRDMA_CONN_BENCH(bench_status, KB_SHOW_STATUS);
-KRDMA_CONN_BENCH(bench_ops, KB_SHOW_OPS);
-KRDMA_CONN_BENCH(bench_bytes, KB_SHOW_BYTES);
-KRDMA_CONN_BENCH(bench_usecs, KB_SHOW_USECS);
-KRDMA_CONN_BENCH(bench_bw_mbps, KB_SHOW_BW);
-KRDMA_CONN_BENCH(bench_msg_rate, KB_SHOW_RATE);
-KRDMA_CONN_BENCH(bench_lat_min_ns, KB_SHOW_LAT_MIN);
-KRDMA_CONN_BENCH(bench_lat_p50_ns, KB_SHOW_LAT_P50);
-KRDMA_CONN_BENCH(bench_lat_p99_ns, KB_SHOW_LAT_P99);
-KRDMA_CONN_BENCH(bench_lat_max_ns, KB_SHOW_LAT_MAX);
-
 #define KRDMA_CONN_ATTR(_name) \
 static struct kobj_attribute conn_attr_##_name = \
 	__ATTR(_name, 0444, conn_##_name##_show, NULL)
@@ -358,23 +319,6 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_imm_msgs.attr,
 	&conn_attr_credit_waits.attr,
 	&conn_attr_errors.attr,
-	&conn_attr_test_status.attr,
-	&conn_attr_test_ops.attr,
-	&conn_attr_test_bytes.attr,
-	&conn_attr_test_usecs.attr,
-	&conn_attr_test_lat_min_ns.attr,
-	&conn_attr_test_lat_avg_ns.attr,
-	&conn_attr_test_lat_max_ns.attr,
-	&conn_attr_bench_status.attr,
-	&conn_attr_bench_ops.attr,
-	&conn_attr_bench_bytes.attr,
-	&conn_attr_bench_usecs.attr,
-	&conn_attr_bench_bw_mbps.attr,
-	&conn_attr_bench_msg_rate.attr,
-	&conn_attr_bench_lat_min_ns.attr,
-	&conn_attr_bench_lat_p50_ns.attr,
-	&conn_attr_bench_lat_p99_ns.attr,
-	&conn_attr_bench_lat_max_ns.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(krdma_conn);
@@ -383,8 +327,6 @@ static void krdma_conn_kobj_release(struct kobject *kobj)
 {
 	struct krdma_conn *conn = to_conn(kobj);
 
-	krdma_test_free(conn);
-	krdma_bench_free(conn);
 	if (conn->listener)
 		kobject_put(&conn->listener->kobj);
 	kfree(conn);
@@ -414,6 +356,33 @@ void krdma_sysfs_del_conn(struct krdma_conn *conn)
 	if (conn->in_sysfs)
 		kobject_del(&conn->kobj);
 	conn->in_sysfs = false;
+}
+
+/**
+ * krdma_sysfs_conn_add_group - a consumer's files in conns/<name>/
+ * @conn: a connection the consumer owns, not closed yet
+ * @grp: the files (the control file's test_* and bench_*)
+ *
+ * Their show() finds the consumer's state through krdma_conn_priv().
+ * The consumer removes them with krdma_sysfs_conn_remove_group() before it
+ * closes @conn.
+ *
+ * Return: 0, or -ENOENT when @conn has no directory, or sysfs's error.
+ */
+int krdma_sysfs_conn_add_group(struct krdma_conn *conn,
+			       const struct attribute_group *grp)
+{
+	if (!conn->in_sysfs)
+		return -ENOENT;
+	return sysfs_create_group(&conn->kobj, grp);
+}
+
+/* Undoes krdma_sysfs_conn_add_group(); waits for show() calls running. */
+void krdma_sysfs_conn_remove_group(struct krdma_conn *conn,
+				   const struct attribute_group *grp)
+{
+	if (conn->in_sysfs)
+		sysfs_remove_group(&conn->kobj, grp);
 }
 
 /* ---- listeners ----------------------------------------------------- */
