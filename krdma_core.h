@@ -202,7 +202,6 @@ struct krdma_listener {
 	int			error;		/* why it stopped listening */
 	struct krdma_conn_opts	opts;
 	struct sockaddr_storage	addr;
-	bool			sysfs_owned;
 	struct mutex		close_mutex;	/* cm_id vs. device removal */
 	spinlock_t		lock;		/* accept_q and counters */
 	struct list_head	accept_q;

@@ -20,11 +20,13 @@ static DECLARE_RWSEM(krdma_ctl_rwsem);
 static bool krdma_ctl_stopped;
 
 /*
- * The connections the control file owns, by name: its own registry, since
- * krdma's list has everybody's (/dev/krdma's, other modules').
+ * The connections and listeners the control file owns, by name: its own
+ * registry, since krdma's lists have everybody's (/dev/krdma's, other
+ * modules').
  */
 static DEFINE_MUTEX(krdma_ctl_lock);
 static LIST_HEAD(krdma_ctl_conns);
+static LIST_HEAD(krdma_ctl_listeners);
 static bool krdma_ctl_off;		/* unload: the registry takes no more */
 static struct workqueue_struct *krdma_ctl_wq;	/* reaps */
 
@@ -398,6 +400,14 @@ static const struct krdma_conn_ops krdma_ctl_passive_ops = {
 	.event	= krdma_ctl_passive_event,
 };
 
+/* ---- the control file's listeners ------------------------------------ */
+
+/* A listener the control file made: "unlisten" or unload closes it. */
+struct krdma_ctl_listener {
+	struct list_head	list;		/* krdma_ctl_listeners */
+	struct krdma_listener	*l;		/* the owner's reference */
+};
+
 static int krdma_ctl_listen(struct krdma_cmd *cmd)
 {
 	struct krdma_conn_opts opts = {
@@ -406,6 +416,7 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 		.backlog = cmd->backlog,
 		.ops = &krdma_ctl_passive_ops,
 	};
+	struct krdma_ctl_listener *cl;
 	struct krdma_listener *l;
 
 	l = krdma_listener_find(cmd->name);
@@ -415,17 +426,54 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 				    cmd->name);
 		return -EEXIST;
 	}
+	cl = kzalloc(sizeof(*cl), GFP_KERNEL | __GFP_NOWARN);
+	if (!cl) {
+		pr_warn_ratelimited("listen: %s: no memory\n", cmd->name);
+		return -ENOMEM;
+	}
 	l = __krdma_listen((struct sockaddr *)&cmd->addr, &opts, cmd->name);
-	if (IS_ERR(l))
+	if (IS_ERR(l)) {
+		kfree(cl);
 		return PTR_ERR(l);
-	l->sysfs_owned = true;
+	}
+	cl->l = l;
+	/* Unload waits for this command (krdma_ctl_rwsem) before it sweeps. */
+	mutex_lock(&krdma_ctl_lock);
+	list_add_tail(&cl->list, &krdma_ctl_listeners);
+	mutex_unlock(&krdma_ctl_lock);
 	return 0;
+}
+
+/*
+ * The listener named @name (NULL: any), taken off the registry: of
+ * concurrent "unlisten"s, one gets it.
+ */
+static struct krdma_ctl_listener *krdma_ctl_listener_take(const char *name)
+{
+	struct krdma_ctl_listener *cl, *found = NULL;
+
+	mutex_lock(&krdma_ctl_lock);
+	list_for_each_entry(cl, &krdma_ctl_listeners, list) {
+		if (!name || !strcmp(cl->l->name, name)) {
+			list_del_init(&cl->list);
+			found = cl;
+			break;
+		}
+	}
+	mutex_unlock(&krdma_ctl_lock);
+	return found;
+}
+
+static void krdma_ctl_listener_close(struct krdma_ctl_listener *cl)
+{
+	krdma_listener_close(cl->l);
+	kfree(cl);
 }
 
 static int krdma_ctl_exec(struct krdma_cmd *cmd)
 {
+	struct krdma_ctl_listener *cl;
 	struct krdma_ctl_conn *ctl;
-	struct krdma_listener *l;
 	int ret;
 
 	switch (cmd->op) {
@@ -434,16 +482,13 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 	case KRDMA_CMD_CONNECT:
 		return krdma_ctl_connect(cmd);
 	case KRDMA_CMD_UNLISTEN:
-		l = krdma_listener_find(cmd->name);
-		if (!l || !l->sysfs_owned) {
-			if (l)
-				krdma_listener_put(l);
+		cl = krdma_ctl_listener_take(cmd->name);
+		if (!cl) {
 			pr_warn_ratelimited("unlisten: no listener '%s'\n",
 					    cmd->name);
 			return -ENOENT;
 		}
-		krdma_listener_close(l);
-		krdma_listener_put(l);
+		krdma_ctl_listener_close(cl);
 		return 0;
 	case KRDMA_CMD_DISCONNECT:
 	case KRDMA_CMD_TEST:
@@ -554,12 +599,13 @@ out_wq:
 
 /*
  * Module exit, first step: no control command runs or starts any more, and
- * the control file closes every connection it owns (their service threads
- * stopped, self-tests and benches flushed); krdma_close_all() then closes
- * everybody else's.
+ * the control file closes every listener and connection it owns (their
+ * service threads stopped, self-tests and benches flushed);
+ * krdma_close_all() then closes everybody else's.
  */
 void krdma_ctl_stop(void)
 {
+	struct krdma_ctl_listener *cl;
 	struct krdma_ctl_conn *ctl, *c;
 
 	/* Waits for the commands and reaps in progress; later ones do nothing. */
@@ -576,6 +622,10 @@ void krdma_ctl_stop(void)
 	mutex_lock(&krdma_ctl_lock);
 	krdma_ctl_off = true;
 	mutex_unlock(&krdma_ctl_lock);
+
+	/* No new connection comes in, then. */
+	while ((cl = krdma_ctl_listener_take(NULL)))
+		krdma_ctl_listener_close(cl);
 
 	for (;;) {
 		ctl = NULL;
