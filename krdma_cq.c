@@ -512,7 +512,7 @@ static bool krdma_rx_ready(struct krdma_conn *conn)
 	return ready;
 }
 
-/* Messages received and not yet taken (for the self-test's receiver). */
+/* Messages received and not yet taken. */
 u32 krdma_rx_queued(struct krdma_conn *conn)
 {
 	struct krdma_rx *rx;
@@ -685,8 +685,9 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	tx->req = NULL;
 	/*
 	 * A free buffer matters only to a sender that found none: waking
-	 * conn->wq on every completion would also wake the service thread
-	 * and every other sleeper on the connection, for nothing.
+	 * conn->wq on every completion would also wake a receiver waiting
+	 * for a message and every other sleeper on the connection, for
+	 * nothing.
 	 */
 	wake = list_empty(&conn->tx_free);
 	list_add(&tx->list, &conn->tx_free);
