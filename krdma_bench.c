@@ -29,6 +29,7 @@
 
 #include "krdma_core.h"
 #include "krdma_cmd.h"
+#include "krdma_ctl.h"
 #include "krdma_bench.h"
 
 #define KB_TIMEOUT		(30 * HZ)
@@ -58,6 +59,7 @@ struct kb_slot {
 };
 
 struct krdma_bench {
+	struct krdma_ctl_conn	*ctl;		/* the owner */
 	struct krdma_conn	*conn;
 	struct work_struct	work;
 	struct mutex		lock;		/* parameters, results, running */
@@ -342,7 +344,7 @@ static int kb_run_rw(struct krdma_bench *b)
 	ret = kb_buf_alloc(b);
 	if (ret)
 		return ret;
-	ret = krdma_peer_expose(conn, b->size,
+	ret = krdma_peer_expose(b->ctl, b->size,
 				b->op == KB_WRITE ? KRDMA_ACCESS_REMOTE_WRITE :
 						    KRDMA_ACCESS_REMOTE_READ,
 				&b->tok);
@@ -372,7 +374,7 @@ static int kb_run_rw(struct krdma_bench *b)
 	}
 	kfree(b->vec);
 	b->vec = NULL;
-	krdma_peer_unexpose(conn);
+	krdma_peer_unexpose(b->ctl);
 out_buf:
 	kb_buf_free(b);
 	return ret;
@@ -429,15 +431,15 @@ static void kb_work(struct work_struct *work)
 			    b->ops, b->usecs,
 			    b->ops ? div64_u64(b->post_ns, b->ops) : 0,
 			    b->sleeps);
-	krdma_conn_put(conn);
+	krdma_ctl_put(b->ctl);
 }
 
-static struct krdma_bench *kb_get(struct krdma_conn *conn)
+static struct krdma_bench *kb_get(struct krdma_ctl_conn *ctl)
 {
 	struct krdma_bench *b;
 
 	mutex_lock(&krdma_bench_alloc_lock);
-	b = conn->bench;
+	b = ctl->bench;
 	if (b)
 		goto out;
 	b = kzalloc(sizeof(*b), GFP_KERNEL);
@@ -449,34 +451,28 @@ static struct krdma_bench *kb_get(struct krdma_conn *conn)
 		b = NULL;
 		goto out;
 	}
-	b->conn = conn;
+	b->ctl = ctl;
+	b->conn = ctl->conn;
 	mutex_init(&b->lock);
 	spin_lock_init(&b->stat_lock);
 	init_waitqueue_head(&b->wq);
 	INIT_WORK(&b->work, kb_work);
-	/* Initialised before readers of conn->bench (no lock) see it. */
-	smp_store_release(&conn->bench, b);
+	/* Initialised before readers of ctl->bench (no lock) see it. */
+	smp_store_release(&ctl->bench, b);
 out:
 	mutex_unlock(&krdma_bench_alloc_lock);
 	return b;
 }
 
-/**
- * krdma_bench_start - start a benchmark on a connection made through sysfs
- * @conn: the connection
- * @cmd: the parsed "bench" command
- *
- * Return: 0 once started (results in bench_*), -EBUSY if a bench or the
- * self-test runs on @conn, -EMSGSIZE for a send larger than the
- * connection's messages, or the connection's error.
- */
-int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
+/* Under ctl->svc_lock, as st_start() (krdma_selftest.c) and for its reasons. */
+static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 {
+	struct krdma_conn *conn = ctl->conn;
 	struct krdma_bench *b;
 	enum kb_op op;
 	int ret;
 
-	if (!conn->st || !conn->svc) {
+	if (!ctl->st || !ctl->svc) {
 		pr_warn_ratelimited("bench: %s: no service thread on this connection\n",
 				    conn->name);
 		return -EOPNOTSUPP;
@@ -518,7 +514,7 @@ int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
 		return -EINVAL;
 	}
 
-	b = kb_get(conn);
+	b = kb_get(ctl);
 	if (!b) {
 		pr_warn_ratelimited("bench: %s: no memory for the bench\n",
 				    conn->name);
@@ -549,10 +545,30 @@ int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd)
 	memset(b->hist, 0, KB_HIST * sizeof(*b->hist));
 	spin_unlock_bh(&b->stat_lock);
 	strscpy(b->status, "running", sizeof(b->status));
-	krdma_conn_get(conn);
+	krdma_ctl_get(ctl);	/* the work's */
 	queue_work(krdma_bench_wq, &b->work);
 out:
 	mutex_unlock(&b->lock);
+	return ret;
+}
+
+/**
+ * krdma_bench_start - start a benchmark on a connection of the control file
+ * @ctl: the connection, as the control file holds it
+ * @cmd: the parsed "bench" command
+ *
+ * Return: 0 once started (results in bench_*), -EBUSY if a bench or the
+ * self-test runs on it, -EMSGSIZE for a send larger than the connection's
+ * messages, -EOPNOTSUPP without a service thread, or the connection's
+ * error.
+ */
+int krdma_bench_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
+{
+	int ret;
+
+	mutex_lock(&ctl->svc_lock);
+	ret = kb_start(ctl, cmd);
+	mutex_unlock(&ctl->svc_lock);
 	return ret;
 }
 
@@ -565,10 +581,10 @@ static u64 kb_bw_centi(struct krdma_bench *b)
 				   b->usecs << 20);
 }
 
-ssize_t krdma_bench_show(struct krdma_conn *conn, int what, char *buf)
+ssize_t krdma_bench_show(struct krdma_ctl_conn *ctl, int what, char *buf)
 {
 	/* Pairs with the release in kb_get(). */
-	struct krdma_bench *b = smp_load_acquire(&conn->bench);
+	struct krdma_bench *b = smp_load_acquire(&ctl->bench);
 	ssize_t n;
 	u64 v = 0;
 
@@ -616,26 +632,29 @@ out:
 	return n;
 }
 
-/* After teardown: a running bench sees the error and ends; wait for it. */
-void krdma_bench_flush(struct krdma_conn *conn)
+/*
+ * After teardown and krdma_svc_stop(): a running bench sees the error and
+ * ends; wait for it.  No bench starts after that.
+ */
+void krdma_bench_flush(struct krdma_ctl_conn *ctl)
 {
 	/* Pairs with the release in kb_get(). */
-	struct krdma_bench *b = smp_load_acquire(&conn->bench);
+	struct krdma_bench *b = smp_load_acquire(&ctl->bench);
 
 	if (b)
 		flush_work(&b->work);
 }
 
-/* From the connection's release: nothing runs any more. */
-void krdma_bench_free(struct krdma_conn *conn)
+/* From the release of @ctl: nothing runs any more. */
+void krdma_bench_free(struct krdma_ctl_conn *ctl)
 {
-	struct krdma_bench *b = conn->bench;
+	struct krdma_bench *b = ctl->bench;
 
 	if (!b)
 		return;
 	kvfree(b->hist);
 	kfree(b);
-	conn->bench = NULL;
+	ctl->bench = NULL;
 }
 
 int krdma_bench_init(void)

@@ -8,7 +8,7 @@
 
 #include <linux/types.h>
 
-struct krdma_conn;
+struct krdma_ctl_conn;
 struct krdma_cmd;
 struct krdma_token;
 
@@ -25,16 +25,16 @@ enum {
 	KB_SHOW_LAT_MAX,
 };
 
-int krdma_bench_start(struct krdma_conn *conn, const struct krdma_cmd *cmd);
-ssize_t krdma_bench_show(struct krdma_conn *conn, int what, char *buf);
-void krdma_bench_flush(struct krdma_conn *conn);
-void krdma_bench_free(struct krdma_conn *conn);
+int krdma_bench_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd);
+ssize_t krdma_bench_show(struct krdma_ctl_conn *ctl, int what, char *buf);
+void krdma_bench_flush(struct krdma_ctl_conn *ctl);
+void krdma_bench_free(struct krdma_ctl_conn *ctl);
 int krdma_bench_init(void);
 void krdma_bench_exit(void);
 
 /* krdma_selftest.c: the peer's service thread exposes memory for us */
-int krdma_peer_expose(struct krdma_conn *conn, u64 len, int access,
+int krdma_peer_expose(struct krdma_ctl_conn *ctl, u64 len, int access,
 		      struct krdma_token *tok);
-void krdma_peer_unexpose(struct krdma_conn *conn);
+void krdma_peer_unexpose(struct krdma_ctl_conn *ctl);
 
 #endif /* KRDMA_BENCH_H */

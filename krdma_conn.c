@@ -120,7 +120,6 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_LIST_HEAD(&conn->rw_ops);
 	init_completion(&conn->cm_done);
 	mutex_init(&conn->teardown_mutex);
-	mutex_init(&conn->svc_lock);
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
 	INIT_WORK(&conn->ev_work, krdma_conn_ev_work);
 	spin_lock_init(&conn->lock);

@@ -94,8 +94,6 @@ struct krdma_stats {
 };
 
 struct krdma_listener;
-struct krdma_selftest;
-struct krdma_bench;
 
 /* What an rdma_cm id's context points at. */
 enum krdma_cm_ctx_type {
@@ -111,7 +109,9 @@ struct krdma_cm_ctx {
  * A connection.  The embedded kobject's reference count is the object's
  * lifetime; the RDMA resources (cm_id, QP, CQ, buffers) are released earlier,
  * by krdma_conn_teardown(), which runs exactly once: on close, on device
- * removal, or on module unload.
+ * removal, or on module unload.  It holds no consumer's state: a consumer
+ * (the control file, /dev/krdma, another module) keeps its own behind
+ * krdma_conn_priv().
  */
 struct krdma_conn {
 	struct kobject		kobj;		/* conns/<name> */
@@ -123,7 +123,6 @@ struct krdma_conn {
 	struct krdma_listener	*listener;	/* passive side: where from */
 	bool			held;		/* in listener->held */
 	bool			active;
-	bool			sysfs_owned;	/* closed by "disconnect" */
 	struct krdma_conn_opts	opts;
 	u8			test_hello;	/* fault injection for tests */
 
@@ -196,15 +195,6 @@ struct krdma_conn {
 
 	struct list_head	mrs;		/* registrations on this conn */
 	struct krdma_stats	stats;
-
-	/* sysfs-owned connections: service thread and self-test */
-	struct mutex		svc_lock;	/* svc, svc_closed */
-	struct task_struct	*svc;
-	bool			svc_closed;	/* stopped: never start again */
-	bool			svc_stop;
-	bool			sysfs_closing;	/* a "disconnect" owns the close */
-	struct krdma_selftest	*st;
-	struct krdma_bench	*bench;	/* krdma_bench.c */
 };
 
 /* A listening rdma_cm id and the connections it accepted, not yet taken. */
@@ -219,7 +209,6 @@ struct krdma_listener {
 	int			error;		/* why it stopped listening */
 	struct krdma_conn_opts	opts;
 	struct sockaddr_storage	addr;
-	bool			sysfs_owned;
 	struct mutex		close_mutex;	/* cm_id vs. device removal */
 	spinlock_t		lock;		/* accept_q and counters */
 	struct list_head	accept_q;
@@ -308,18 +297,10 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		     struct scatterlist *sg, int nents, u64 skip, u64 len,
 		     const struct krdma_token *token, u64 offset, long timeout);
 
-/* krdma_selftest.c */
-int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
-		     u32 sge, u32 timeout_ms);
-int krdma_svc_start(struct krdma_conn *conn);
-void krdma_svc_stop(struct krdma_conn *conn);
-void krdma_svc_disable(void);
-
 /* krdma_mr.c */
 void krdma_conn_release_mrs(struct krdma_conn *conn);
 
 int krdma_sysfs_init(void);
-void krdma_sysfs_stop(void);
 void krdma_sysfs_exit(void);
 int krdma_sysfs_add_device(struct krdma_device *kdev);
 void krdma_sysfs_del_device(struct krdma_device *kdev);
@@ -327,6 +308,10 @@ extern const struct kobj_type krdma_conn_ktype;
 extern const struct kobj_type krdma_listener_ktype;
 int krdma_sysfs_add_conn(struct krdma_conn *conn);
 void krdma_sysfs_del_conn(struct krdma_conn *conn);
+int krdma_sysfs_conn_add_group(struct krdma_conn *conn,
+			       const struct attribute_group *grp);
+void krdma_sysfs_conn_remove_group(struct krdma_conn *conn,
+				   const struct attribute_group *grp);
 int krdma_sysfs_add_listener(struct krdma_listener *l);
 void krdma_sysfs_del_listener(struct krdma_listener *l);
 

@@ -656,12 +656,12 @@ static bool krdma_rx_ready(struct krdma_conn *conn)
 
 	spin_lock_bh(&conn->lock);
 	ready = !list_empty(&conn->rx_ready) || !krdma_conn_usable(conn) ||
-		conn->rx_closed || conn->svc_stop;
+		conn->rx_closed;
 	spin_unlock_bh(&conn->lock);
 	return ready;
 }
 
-/* Messages received and not yet taken (for the self-test's receiver). */
+/* Messages received and not yet taken. */
 u32 krdma_rx_queued(struct krdma_conn *conn)
 {
 	struct krdma_rx *rx;
@@ -727,8 +727,7 @@ int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		rx = list_first_entry_or_null(&conn->rx_ready,
 					      struct krdma_rx, list);
 	if (!rx) {
-		ret = conn->svc_stop ? -ESHUTDOWN :
-		      krdma_conn_usable(conn) ? -ETIMEDOUT :
+		ret = krdma_conn_usable(conn) ? -ETIMEDOUT :
 		      (conn->error ?: -ENOTCONN);
 		spin_unlock_bh(&conn->lock);
 		return ret;
@@ -837,8 +836,9 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	tx->req = NULL;
 	/*
 	 * A free buffer matters only to a sender that found none: waking
-	 * conn->wq on every completion would also wake the service thread
-	 * and every other sleeper on the connection, for nothing.
+	 * conn->wq on every completion would also wake a receiver waiting
+	 * for a message and every other sleeper on the connection, for
+	 * nothing.
 	 */
 	wake = list_empty(&conn->tx_free);
 	list_add(&tx->list, &conn->tx_free);

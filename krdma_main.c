@@ -9,6 +9,7 @@
 #include <linux/slab.h>
 
 #include "krdma_core.h"
+#include "krdma_ctl.h"
 
 /* Serialises the device list against device removal. */
 DEFINE_MUTEX(krdma_lock);
@@ -114,11 +115,14 @@ static int __init krdma_init(void)
 	ret = krdma_sysfs_init();
 	if (ret)
 		goto out_wq;
+	ret = krdma_ctl_init();
+	if (ret)
+		goto out_sysfs;
 
 	ret = ib_register_client(&krdma_ib_client);
 	if (ret) {
 		pr_err("ib_register_client failed: %d\n", ret);
-		goto out_sysfs;
+		goto out_ctl;
 	}
 	ret = krdma_chardev_init();
 	if (ret)
@@ -128,6 +132,8 @@ static int __init krdma_init(void)
 
 out_client:
 	ib_unregister_client(&krdma_ib_client);
+out_ctl:
+	krdma_ctl_exit();
 out_sysfs:
 	krdma_sysfs_exit();
 out_wq:
@@ -139,9 +145,10 @@ static void __exit krdma_exit(void)
 {
 	krdma_chardev_exit();
 	/* Nothing new can start: the control file goes first. */
-	krdma_sysfs_stop();
+	krdma_ctl_stop();
 	krdma_close_all();
 	ib_unregister_client(&krdma_ib_client);
+	krdma_ctl_exit();
 	krdma_sysfs_exit();
 	destroy_workqueue(krdma_wq);
 	pr_info("unloaded\n");

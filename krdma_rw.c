@@ -271,8 +271,8 @@ void krdma_slots_put(struct krdma_conn *conn, u32 n)
 	conn->rw_slots -= n;
 	/*
 	 * Only a poster waiting for slots wants this wakeup: waking conn->wq
-	 * on every completion would also wake the service thread and every
-	 * other sleeper on the connection, for nothing.
+	 * on every completion would also wake a receiver waiting for a
+	 * message and every other sleeper on the connection, for nothing.
 	 */
 	wake = conn->rw_waiters;
 	spin_unlock_bh(&conn->lock);

@@ -3,8 +3,10 @@
  * krdma self-test, in the spirit of krping's validate mode: the initiator
  * asks its peer to expose buffers, then sends, RDMA-writes, RDMA-reads and
  * (where the device has them) runs atomics on patterned data, and each
- * side checks every byte.  It runs on connections made through sysfs; each
- * such connection has a service thread that receives messages, answers the
+ * side checks every byte.  It runs on connections made through the control
+ * file, a consumer of krdma like any other: its state hangs off the control
+ * file's struct krdma_ctl_conn, never off the connection.  Each such
+ * connection has a service thread that receives messages, answers the
  * peer's test requests and hands replies to the local test.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -16,6 +18,7 @@
 #include <linux/random.h>
 
 #include "krdma_core.h"
+#include "krdma_ctl.h"
 #include "krdma_plan.h"
 #include "krdma_selftest.h"
 #include "krdma_bench.h"
@@ -24,6 +27,12 @@
 /* Each wait of the self-test, unless test timeout_ms= says otherwise. */
 #define ST_TIMEOUT	(30 * HZ)
 #define ST_MAX_REGIONS	64
+/*
+ * The service thread's longest wait for a message: it notices
+ * kthread_stop() at the latest then.  Its owner ends the connection
+ * first, which wakes it at once; krdma knows nothing of the thread.
+ */
+#define KRDMA_SVC_POLL	(HZ / 2)
 
 /*
  * What the service exposes to a peer is the server's to decide (#22 item
@@ -87,6 +96,7 @@ struct st_exposed {
 };
 
 struct krdma_selftest {
+	struct krdma_ctl_conn	*ctl;		/* the owner */
 	struct krdma_conn	*conn;
 	struct work_struct	work;
 	struct mutex		lock;		/* parameters and results */
@@ -335,8 +345,9 @@ static void st_serve_imm(struct krdma_conn *conn, struct krdma_selftest *st,
 
 static int krdma_svc_thread(void *arg)
 {
-	struct krdma_conn *conn = arg;
-	struct krdma_selftest *st = conn->st;
+	struct krdma_ctl_conn *ctl = arg;
+	struct krdma_conn *conn = ctl->conn;
+	struct krdma_selftest *st = ctl->st;
 	u32 bufsz = conn->max_msg;
 	void *buf;
 	int n;
@@ -345,7 +356,7 @@ static int krdma_svc_thread(void *arg)
 	while (buf && !kthread_should_stop()) {
 		struct krdma_recv_info info;
 
-		n = krdma_recv_ex(conn, buf, bufsz, &info, MAX_SCHEDULE_TIMEOUT);
+		n = krdma_recv_ex(conn, buf, bufsz, &info, KRDMA_SVC_POLL);
 		if (n == 0 && info.imm_valid) {
 			st_serve_imm(conn, st, info.imm);
 			continue;
@@ -355,11 +366,11 @@ static int krdma_svc_thread(void *arg)
 			st_serve(conn, st, buf, n);
 			continue;
 		}
-		if (n >= 0)
-			continue;	/* not a self-test message: dropped */
+		if (n >= 0 || n == -ETIMEDOUT)
+			continue;	/* dropped (not a self-test message), idle */
 		/*
-		 * Stopped, or the connection ended: wait to be stopped (a
-		 * passive one is closed from its event callback, #22 item 4).
+		 * The connection ended: wait to be stopped (a passive one is
+		 * reaped once its end event came, #22 item 4).
 		 */
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (!kthread_should_stop())
@@ -810,16 +821,22 @@ static void krdma_test_work(struct work_struct *work)
 	st->running = false;
 	mutex_unlock(&st->lock);
 	pr_info_ratelimited("%s: self-test %s\n", st->conn->name, st->status);
-	krdma_conn_put(st->conn);
+	krdma_ctl_put(st->ctl);
 }
 
-int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
-		     u32 sge, u32 timeout_ms)
+/*
+ * Under ctl->svc_lock: a test starts only while the service thread runs,
+ * so none starts once krdma_svc_stop() ran, and the owner's
+ * krdma_test_flush() after that waits for any that did.
+ */
+static int st_start(struct krdma_ctl_conn *ctl, u32 ops, u32 size, u32 count,
+		    u32 sge, u32 timeout_ms)
 {
-	struct krdma_selftest *st = conn->st;
+	struct krdma_conn *conn = ctl->conn;
+	struct krdma_selftest *st = ctl->st;
 	int ret = 0;
 
-	if (!st || !conn->svc) {
+	if (!st || !ctl->svc) {
 		pr_warn_ratelimited("test: %s: no service thread on this connection\n",
 				    conn->name);
 		return -EOPNOTSUPP;
@@ -864,16 +881,40 @@ int krdma_test_start(struct krdma_conn *conn, u32 ops, u32 size, u32 count,
 		spin_unlock_irq(&st->stat_lock);
 		st->rhead = st->rtail;
 		strscpy(st->status, "running", sizeof(st->status));
-		krdma_conn_get(conn);
+		krdma_ctl_get(ctl);	/* the work's */
 		queue_work(krdma_test_wq, &st->work);
 	}
 	mutex_unlock(&st->lock);
 	return ret;
 }
 
-ssize_t krdma_test_show(struct krdma_conn *conn, int what, char *buf)
+/**
+ * krdma_test_start - start the self-test on a control-file connection
+ * @ctl: the connection, as the control file holds it
+ * @ops: KRDMA_TEST_* to run
+ * @size: bytes per operation
+ * @count: operations of each kind
+ * @sge: local segments of a one-sided operation
+ * @timeout_ms: each wait's bound (0: 30 s)
+ *
+ * Return: 0 once started (results in test_*), -EBUSY if a self-test or a
+ * bench runs on it, -EOPNOTSUPP without a service thread or for what the
+ * device cannot do, or the connection's error.
+ */
+int krdma_test_start(struct krdma_ctl_conn *ctl, u32 ops, u32 size,
+		     u32 count, u32 sge, u32 timeout_ms)
 {
-	struct krdma_selftest *st = conn->st;
+	int ret;
+
+	mutex_lock(&ctl->svc_lock);
+	ret = st_start(ctl, ops, size, count, sge, timeout_ms);
+	mutex_unlock(&ctl->svc_lock);
+	return ret;
+}
+
+ssize_t krdma_test_show(struct krdma_ctl_conn *ctl, int what, char *buf)
+{
+	struct krdma_selftest *st = ctl->st;
 	ssize_t n;
 
 	if (!st)
@@ -909,17 +950,14 @@ ssize_t krdma_test_show(struct krdma_conn *conn, int what, char *buf)
 	return n;
 }
 
-/*
- * Give a sysfs-owned connection its service thread; -ESHUTDOWN once
- * krdma_svc_stop() ran (a "disconnect" came first).  The passive side
- * calls this from its ESTABLISHED event, racing the control file.
- */
 static DEFINE_MUTEX(krdma_svc_gate);	/* krdma_svc_off */
 static bool krdma_svc_off;
 
 /*
  * Unload: no service thread starts after this returns, so the threads
- * that exist are the ones krdma_sysfs_stop() finds on conn->svc.
+ * that exist are those of the connections in the control file's registry,
+ * which krdma_ctl_stop() closes, and of the ones a passive connection's
+ * ESTABLISHED event is taking, which it stops itself (krdma_ctl.c).
  */
 void krdma_svc_disable(void)
 {
@@ -928,15 +966,20 @@ void krdma_svc_disable(void)
 	mutex_unlock(&krdma_svc_gate);
 }
 
-int krdma_svc_start(struct krdma_conn *conn)
+/*
+ * Give a control-file connection its service thread and self-test state;
+ * -ESHUTDOWN once krdma_svc_stop() ran or unload began.
+ */
+int krdma_svc_start(struct krdma_ctl_conn *ctl)
 {
+	struct krdma_conn *conn = ctl->conn;
 	struct krdma_selftest *st;
 	struct task_struct *t;
 	int ret = 0;
 
 	mutex_lock(&krdma_svc_gate);
-	mutex_lock(&conn->svc_lock);
-	if (conn->svc_closed || krdma_svc_off) {
+	mutex_lock(&ctl->svc_lock);
+	if (ctl->svc_closed || krdma_svc_off) {
 		ret = -ESHUTDOWN;
 		goto out;
 	}
@@ -944,69 +987,72 @@ int krdma_svc_start(struct krdma_conn *conn)
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
 	if (!st)
 		goto out;
+	st->ctl = ctl;
 	st->conn = conn;
 	mutex_init(&st->lock);
 	spin_lock_init(&st->stat_lock);
 	INIT_WORK(&st->work, krdma_test_work);
 	st->timeout = ST_TIMEOUT;
-	conn->st = st;
-	t = kthread_run(krdma_svc_thread, conn, "krdma/%s", conn->name);
+	ctl->st = st;
+	t = kthread_run(krdma_svc_thread, ctl, "krdma/%s", conn->name);
 	if (IS_ERR(t)) {
-		conn->st = NULL;
+		ctl->st = NULL;
 		kfree(st);
 		ret = PTR_ERR(t);
 		goto out;
 	}
 	get_task_struct(t);
-	conn->svc = t;
+	ctl->svc = t;
 	ret = 0;
 out:
-	mutex_unlock(&conn->svc_lock);
+	mutex_unlock(&ctl->svc_lock);
 	mutex_unlock(&krdma_svc_gate);
 	return ret;
 }
 
 /*
- * Before teardown: stop the local test and the service thread, and keep it
- * from being started later.  Only one caller gets the thread to stop.
+ * Stop the service thread and keep it from being started later.  Only one
+ * caller gets the thread to stop.  Called once the connection has ended,
+ * which wakes the thread at once; on a live one it takes up to
+ * KRDMA_SVC_POLL.
  */
-void krdma_svc_stop(struct krdma_conn *conn)
+void krdma_svc_stop(struct krdma_ctl_conn *ctl)
 {
 	struct task_struct *t;
 
-	mutex_lock(&conn->svc_lock);
-	conn->svc_closed = true;
-	t = conn->svc;
-	conn->svc = NULL;
-	mutex_unlock(&conn->svc_lock);
+	mutex_lock(&ctl->svc_lock);
+	ctl->svc_closed = true;
+	t = ctl->svc;
+	ctl->svc = NULL;
+	mutex_unlock(&ctl->svc_lock);
 	if (!t)
 		return;
-	spin_lock_bh(&conn->lock);
-	conn->svc_stop = true;
-	spin_unlock_bh(&conn->lock);
-	wake_up_all(&conn->wq);
 	kthread_stop(t);
 	put_task_struct(t);
 }
 
-/* After teardown: the test sees the error and ends; wait for it. */
-void krdma_test_flush(struct krdma_conn *conn)
+/*
+ * After teardown and krdma_svc_stop(): the test sees the error and ends;
+ * wait for it.  No test starts after that.
+ */
+void krdma_test_flush(struct krdma_ctl_conn *ctl)
 {
-	if (conn->st)
-		flush_work(&conn->st->work);
+	if (ctl->st)
+		flush_work(&ctl->st->work);
 }
 
-void krdma_test_free(struct krdma_conn *conn)
+/* From the release of @ctl: nothing runs any more. */
+void krdma_test_free(struct krdma_ctl_conn *ctl)
 {
-	kfree(conn->st);
-	conn->st = NULL;
+	kfree(ctl->st);
+	ctl->st = NULL;
 }
 
 /* ---- for the benchmark (krdma_bench.c) ----------------------------- */
 
 /**
  * krdma_peer_expose - have the peer's service thread expose memory
- * @conn: a connection made through sysfs
+ * @ctl: a connection made through the control file
  * @len: bytes to expose, in one registration
  * @access: KRDMA_ACCESS_* rights
  * @tok: the peer's token
@@ -1018,15 +1064,16 @@ void krdma_test_free(struct krdma_conn *conn)
  * Return: 0, -EBUSY, -E2BIG when @len needs more than one registration
  * at the peer, or the peer's or the connection's error.
  */
-int krdma_peer_expose(struct krdma_conn *conn, u64 len, int access,
+int krdma_peer_expose(struct krdma_ctl_conn *ctl, u64 len, int access,
 		      struct krdma_token *tok)
 {
-	struct krdma_selftest *st = conn->st;
+	struct krdma_conn *conn = ctl->conn;
+	struct krdma_selftest *st = ctl->st;
 	struct st_msg m;
 	u32 i, n = 1;
 	int ret;
 
-	if (!st || !conn->svc)
+	if (!st || !READ_ONCE(ctl->svc))
 		return -EOPNOTSUPP;
 	mutex_lock(&st->lock);
 	if (st->running) {
@@ -1058,16 +1105,16 @@ int krdma_peer_expose(struct krdma_conn *conn, u64 len, int access,
 	if (!ret && n > 1)
 		ret = -E2BIG;
 	if (ret)
-		krdma_peer_unexpose(conn);
+		krdma_peer_unexpose(ctl);
 	return ret;
 }
 
 /* Release what krdma_peer_expose() exposed, and the reply queue. */
-void krdma_peer_unexpose(struct krdma_conn *conn)
+void krdma_peer_unexpose(struct krdma_ctl_conn *ctl)
 {
-	struct krdma_selftest *st = conn->st;
+	struct krdma_selftest *st = ctl->st;
 
-	if (!krdma_conn_error(conn))
+	if (!krdma_conn_error(ctl->conn))
 		st_request(st, ST_FREE, 0, 0, 0, NULL);
 	mutex_lock(&st->lock);
 	st->running = false;

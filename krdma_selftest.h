@@ -5,7 +5,7 @@
 #include <linux/types.h>
 #include "krdma_cmd.h"
 
-struct krdma_conn;
+struct krdma_ctl_conn;
 
 enum {
 	ST_SHOW_STATUS,
@@ -17,9 +17,14 @@ enum {
 	ST_SHOW_LAT_MAX,
 };
 
-ssize_t krdma_test_show(struct krdma_conn *conn, int what, char *buf);
-void krdma_test_flush(struct krdma_conn *conn);
-void krdma_test_free(struct krdma_conn *conn);
+int krdma_test_start(struct krdma_ctl_conn *ctl, u32 ops, u32 size,
+		     u32 count, u32 sge, u32 timeout_ms);
+ssize_t krdma_test_show(struct krdma_ctl_conn *ctl, int what, char *buf);
+void krdma_test_flush(struct krdma_ctl_conn *ctl);
+void krdma_test_free(struct krdma_ctl_conn *ctl);
+int krdma_svc_start(struct krdma_ctl_conn *ctl);
+void krdma_svc_stop(struct krdma_ctl_conn *ctl);
+void krdma_svc_disable(void);
 int krdma_selftest_init(void);
 void krdma_selftest_exit(void);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /sys/kernel/krdma: module totals, the control file, and one directory per
- * device, listener and connection.  Documentation/ABI style descriptions of
- * every file are in Documentation/ABI/testing/sysfs-kernel-krdma.
+ * /sys/kernel/krdma: module totals and one directory per device, listener
+ * and connection; the control file is krdma_ctl.c's.  Documentation/ABI
+ * style descriptions of every file are in
+ * Documentation/ABI/testing/sysfs-kernel-krdma.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -10,17 +11,11 @@
 #include <linux/sysfs.h>
 
 #include "krdma_core.h"
-#include "krdma_cmd.h"
-#include "krdma_selftest.h"
-#include "krdma_bench.h"
 
 struct kobject *krdma_kobj;
 static struct kobject *krdma_devices_kobj;
 static struct kobject *krdma_conns_kobj;
 static struct kobject *krdma_listeners_kobj;
-/* Held by control-file writers; module exit takes it to shut them out. */
-static DECLARE_RWSEM(krdma_ctl_rwsem);
-static bool krdma_ctl_stopped;
 
 /* ---- per device ---------------------------------------------------- */
 
@@ -285,43 +280,6 @@ KRDMA_CONN_STAT(credit_waits, KRDMA_STAT_OFF(credit_waits));
 KRDMA_CONN_STAT(imm_msgs, KRDMA_STAT_OFF(imm_msgs));
 KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
 
-#define KRDMA_CONN_TEST(_name, _what)					\
-static ssize_t conn_##_name##_show(struct kobject *kobj,		\
-				   struct kobj_attribute *attr, char *buf) \
-{									\
-	return krdma_test_show(to_conn(kobj), _what, buf);		\
-}									\
-static struct kobj_attribute conn_attr_##_name =			\
-	__ATTR(_name, 0444, conn_##_name##_show, NULL)
-
-KRDMA_CONN_TEST(test_status, ST_SHOW_STATUS);
-KRDMA_CONN_TEST(test_ops, ST_SHOW_OPS);
-KRDMA_CONN_TEST(test_bytes, ST_SHOW_BYTES);
-KRDMA_CONN_TEST(test_usecs, ST_SHOW_USECS);
-KRDMA_CONN_TEST(test_lat_min_ns, ST_SHOW_LAT_MIN);
-KRDMA_CONN_TEST(test_lat_avg_ns, ST_SHOW_LAT_AVG);
-KRDMA_CONN_TEST(test_lat_max_ns, ST_SHOW_LAT_MAX);
-
-#define KRDMA_CONN_BENCH(_name, _what)					\
-static ssize_t conn_##_name##_show(struct kobject *kobj,		\
-				   struct kobj_attribute *attr, char *buf) \
-{									\
-	return krdma_bench_show(to_conn(kobj), _what, buf);		\
-}									\
-static struct kobj_attribute conn_attr_##_name =			\
-	__ATTR(_name, 0444, conn_##_name##_show, NULL)
-
-KRDMA_CONN_BENCH(bench_status, KB_SHOW_STATUS);
-KRDMA_CONN_BENCH(bench_ops, KB_SHOW_OPS);
-KRDMA_CONN_BENCH(bench_bytes, KB_SHOW_BYTES);
-KRDMA_CONN_BENCH(bench_usecs, KB_SHOW_USECS);
-KRDMA_CONN_BENCH(bench_bw_mbps, KB_SHOW_BW);
-KRDMA_CONN_BENCH(bench_msg_rate, KB_SHOW_RATE);
-KRDMA_CONN_BENCH(bench_lat_min_ns, KB_SHOW_LAT_MIN);
-KRDMA_CONN_BENCH(bench_lat_p50_ns, KB_SHOW_LAT_P50);
-KRDMA_CONN_BENCH(bench_lat_p99_ns, KB_SHOW_LAT_P99);
-KRDMA_CONN_BENCH(bench_lat_max_ns, KB_SHOW_LAT_MAX);
-
 #define KRDMA_CONN_ATTR(_name) \
 static struct kobj_attribute conn_attr_##_name = \
 	__ATTR(_name, 0444, conn_##_name##_show, NULL)
@@ -361,23 +319,6 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_imm_msgs.attr,
 	&conn_attr_credit_waits.attr,
 	&conn_attr_errors.attr,
-	&conn_attr_test_status.attr,
-	&conn_attr_test_ops.attr,
-	&conn_attr_test_bytes.attr,
-	&conn_attr_test_usecs.attr,
-	&conn_attr_test_lat_min_ns.attr,
-	&conn_attr_test_lat_avg_ns.attr,
-	&conn_attr_test_lat_max_ns.attr,
-	&conn_attr_bench_status.attr,
-	&conn_attr_bench_ops.attr,
-	&conn_attr_bench_bytes.attr,
-	&conn_attr_bench_usecs.attr,
-	&conn_attr_bench_bw_mbps.attr,
-	&conn_attr_bench_msg_rate.attr,
-	&conn_attr_bench_lat_min_ns.attr,
-	&conn_attr_bench_lat_p50_ns.attr,
-	&conn_attr_bench_lat_p99_ns.attr,
-	&conn_attr_bench_lat_max_ns.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(krdma_conn);
@@ -386,8 +327,6 @@ static void krdma_conn_kobj_release(struct kobject *kobj)
 {
 	struct krdma_conn *conn = to_conn(kobj);
 
-	krdma_test_free(conn);
-	krdma_bench_free(conn);
 	krdma_conn_free_rx_gone(conn);
 	if (conn->listener)
 		kobject_put(&conn->listener->kobj);
@@ -418,6 +357,33 @@ void krdma_sysfs_del_conn(struct krdma_conn *conn)
 	if (conn->in_sysfs)
 		kobject_del(&conn->kobj);
 	conn->in_sysfs = false;
+}
+
+/**
+ * krdma_sysfs_conn_add_group - a consumer's files in conns/<name>/
+ * @conn: a connection the consumer owns, not closed yet
+ * @grp: the files (the control file's test_* and bench_*)
+ *
+ * Their show() finds the consumer's state through krdma_conn_priv().
+ * The consumer removes them with krdma_sysfs_conn_remove_group() before it
+ * closes @conn.
+ *
+ * Return: 0, or -ENOENT when @conn has no directory, or sysfs's error.
+ */
+int krdma_sysfs_conn_add_group(struct krdma_conn *conn,
+			       const struct attribute_group *grp)
+{
+	if (!conn->in_sysfs)
+		return -ENOENT;
+	return sysfs_create_group(&conn->kobj, grp);
+}
+
+/* Undoes krdma_sysfs_conn_add_group(); waits for show() calls running. */
+void krdma_sysfs_conn_remove_group(struct krdma_conn *conn,
+				   const struct attribute_group *grp)
+{
+	if (conn->in_sysfs)
+		sysfs_remove_group(&conn->kobj, grp);
 }
 
 /* ---- listeners ----------------------------------------------------- */
@@ -537,270 +503,6 @@ void krdma_sysfs_del_listener(struct krdma_listener *l)
 	l->in_sysfs = false;
 }
 
-/* ---- the control file ---------------------------------------------- */
-
-/* Close a sysfs-made connection: its service thread and test go first. */
-static void krdma_sysfs_close_conn(struct krdma_conn *conn)
-{
-	krdma_svc_stop(conn);
-	krdma_conn_teardown(conn, 0);
-	krdma_test_flush(conn);
-	krdma_bench_flush(conn);
-	krdma_close(conn);
-}
-
-/*
- * Take the close of @conn; false if a "disconnect" (or a reap) has it.
- * Of concurrent closers, exactly one gets it.
- */
-static bool krdma_sysfs_take_close(struct krdma_conn *conn)
-{
-	bool mine;
-
-	spin_lock_bh(&conn->lock);
-	mine = !conn->sysfs_closing;
-	conn->sysfs_closing = true;
-	spin_unlock_bh(&conn->lock);
-	return mine;
-}
-
-struct krdma_reap {
-	struct work_struct	work;
-	struct krdma_conn	*conn;
-};
-
-static void krdma_sysfs_reap_work(struct work_struct *work)
-{
-	struct krdma_reap *r = container_of(work, struct krdma_reap, work);
-	struct krdma_conn *conn = r->conn;
-
-	/* Unload closes it otherwise (krdma_sysfs_stop()). */
-	down_read(&krdma_ctl_rwsem);
-	if (!krdma_ctl_stopped && krdma_sysfs_take_close(conn)) {
-		pr_info_ratelimited("%s: peer gone (%d), connection closed\n",
-				    conn->name, krdma_conn_error(conn));
-		krdma_sysfs_close_conn(conn);
-	}
-	up_read(&krdma_ctl_rwsem);
-	krdma_conn_put(conn);
-	kfree(r);
-}
-
-/**
- * krdma_sysfs_reap - close a passive connection whose peer left
- * @conn: a connection accepted by a listener made through the control file
- *
- * Nobody else would close it: without this, each connection a peer opens
- * and leaves would keep its QP, buffers and service thread until unload,
- * and count against the listener's backlog for good.  Called from the
- * connection's event callback once the connection has ended.
- *
- * Context: process context.
- */
-static void krdma_sysfs_reap(struct krdma_conn *conn)
-{
-	struct krdma_reap *r;
-
-	/* Without memory it stays until "disconnect" or unload. */
-	r = kmalloc(sizeof(*r), GFP_KERNEL);
-	if (!r)
-		return;
-	krdma_conn_get(conn);
-	r->conn = conn;
-	INIT_WORK(&r->work, krdma_sysfs_reap_work);
-	queue_work(krdma_wq, &r->work);
-}
-
-static int krdma_ctl_connect(struct krdma_cmd *cmd)
-{
-	struct krdma_conn_opts opts = {
-		.queue_depth = cmd->depth,
-		.max_msg_size = cmd->msg,
-		.timeout_ms = cmd->timeout_ms,
-		.tos = cmd->tos,
-	};
-	struct krdma_conn *conn;
-	int ret;
-
-	conn = krdma_conn_find(cmd->name);
-	if (conn) {
-		krdma_conn_put(conn);
-		pr_warn_ratelimited("connect: name '%s' already in use\n",
-				    cmd->name);
-		return -EEXIST;
-	}
-	conn = __krdma_connect((struct sockaddr *)&cmd->addr,
-			       cmd->has_src ? (struct sockaddr *)&cmd->src :
-					      NULL,
-			       &opts, cmd->name, cmd->hello);
-	if (IS_ERR(conn))
-		return PTR_ERR(conn);
-	ret = krdma_svc_start(conn);
-	if (ret) {
-		pr_warn_ratelimited("connect: %s: no service thread: %d\n",
-				    cmd->name, ret);
-		krdma_close(conn);
-		return ret;
-	}
-	/* Only now can a "disconnect" find it and close it. */
-	WRITE_ONCE(conn->sysfs_owned, true);
-	return 0;
-}
-
-/*
- * The connections of a listener made through the control file: on
- * ESTABLISHED each is the control file's (a "disconnect" may close it) and
- * gets its self-test service thread; when it ends (its peer left, it
- * failed, its device went), it is closed, since nobody else would.
- */
-static void krdma_ctl_passive_event(struct krdma_conn *conn,
-				    enum krdma_event ev, int error)
-{
-	int ret;
-
-	if (ev != KRDMA_EVENT_ESTABLISHED) {
-		krdma_sysfs_reap(conn);
-		return;
-	}
-	WRITE_ONCE(conn->sysfs_owned, true);
-	/* -ESHUTDOWN: a "disconnect", or unload, closes it already. */
-	ret = krdma_svc_start(conn);
-	if (ret && ret != -ESHUTDOWN)
-		pr_warn_ratelimited("%s: no service thread, self-test will not answer: %d\n",
-				    conn->name, ret);
-}
-
-static const struct krdma_conn_ops krdma_ctl_passive_ops = {
-	.event	= krdma_ctl_passive_event,
-};
-
-static int krdma_ctl_listen(struct krdma_cmd *cmd)
-{
-	struct krdma_conn_opts opts = {
-		.queue_depth = cmd->depth,
-		.max_msg_size = cmd->msg,
-		.backlog = cmd->backlog,
-		.ops = &krdma_ctl_passive_ops,
-	};
-	struct krdma_listener *l;
-
-	l = krdma_listener_find(cmd->name);
-	if (l) {
-		krdma_listener_put(l);
-		pr_warn_ratelimited("listen: name '%s' already in use\n",
-				    cmd->name);
-		return -EEXIST;
-	}
-	l = __krdma_listen((struct sockaddr *)&cmd->addr, &opts, cmd->name);
-	if (IS_ERR(l))
-		return PTR_ERR(l);
-	l->sysfs_owned = true;
-	return 0;
-}
-
-static int krdma_ctl_exec(struct krdma_cmd *cmd)
-{
-	struct krdma_listener *l;
-	struct krdma_conn *conn;
-	int ret;
-
-	switch (cmd->op) {
-	case KRDMA_CMD_LISTEN:
-		return krdma_ctl_listen(cmd);
-	case KRDMA_CMD_CONNECT:
-		return krdma_ctl_connect(cmd);
-	case KRDMA_CMD_UNLISTEN:
-		l = krdma_listener_find(cmd->name);
-		if (!l || !l->sysfs_owned) {
-			if (l)
-				krdma_listener_put(l);
-			pr_warn_ratelimited("unlisten: no listener '%s'\n",
-					    cmd->name);
-			return -ENOENT;
-		}
-		krdma_listener_close(l);
-		krdma_listener_put(l);
-		return 0;
-	case KRDMA_CMD_DISCONNECT:
-	case KRDMA_CMD_TEST:
-	case KRDMA_CMD_BENCH:
-		conn = krdma_conn_find(cmd->name);
-		if (!conn || !conn->sysfs_owned) {
-			if (conn)
-				krdma_conn_put(conn);
-			pr_warn_ratelimited("%s: no connection '%s' made through sysfs\n",
-					    krdma_cmd_verb(cmd->op), cmd->name);
-			return -ENOENT;
-		}
-		if (cmd->op == KRDMA_CMD_DISCONNECT) {
-			/* Of concurrent disconnects, one closes. */
-			ret = krdma_sysfs_take_close(conn) ? 0 : -ENOENT;
-			if (ret)
-				pr_warn_ratelimited("disconnect: '%s' is being closed already\n",
-						    cmd->name);
-			else
-				krdma_sysfs_close_conn(conn);
-		} else if (cmd->op == KRDMA_CMD_BENCH) {
-			ret = krdma_bench_start(conn, cmd);
-		} else {
-			ret = krdma_test_start(conn, cmd->test_ops, cmd->size,
-					       cmd->count, cmd->sge,
-					       cmd->timeout_ms);
-		}
-		krdma_conn_put(conn);
-		return ret;
-	}
-	pr_warn_ratelimited("control: command %d not handled\n", cmd->op);
-	return -EINVAL;
-}
-
-static ssize_t control_store(struct kobject *kobj, struct kobj_attribute *attr,
-			     const char *buf, size_t count)
-{
-	struct krdma_cmd *cmd;
-	char err[128];
-	int ret;
-
-	/* Not the allocator's warning: the line below says what failed. */
-	cmd = kzalloc(sizeof(*cmd), GFP_KERNEL | __GFP_NOWARN);
-	if (!cmd) {
-		pr_warn_ratelimited("control: no memory for the command\n");
-		return -ENOMEM;
-	}
-	ret = krdma_cmd_parse(buf, count, cmd, err, sizeof(err));
-	if (ret) {
-		pr_warn_ratelimited("control: %s\n", err);
-		goto out;
-	}
-	down_read(&krdma_ctl_rwsem);
-	if (krdma_ctl_stopped) {
-		pr_warn_ratelimited("%s: %s: krdma is being unloaded\n",
-				    krdma_cmd_verb(cmd->op), cmd->name);
-		ret = -ENODEV;
-	} else {
-		ret = krdma_ctl_exec(cmd);
-	}
-	up_read(&krdma_ctl_rwsem);
-out:
-	kfree(cmd);
-	return ret ?: count;
-}
-
-static ssize_t control_show(struct kobject *kobj, struct kobj_attribute *attr,
-			    char *buf)
-{
-	/* The grammar is several lines; the format supplies the last newline. */
-	return sysfs_emit(buf, "%.*s\n", (int)strlen(krdma_cmd_usage) - 1,
-			  krdma_cmd_usage);
-}
-
-/*
- * Root only.  0600 rather than 0200: sysfs refuses reads of a file with no
- * read bit even to root, and reading the control file prints the grammar.
- */
-static struct kobj_attribute krdma_attr_control =
-	__ATTR(control, 0600, control_show, control_store);
-
 /* ---- module level -------------------------------------------------- */
 
 static ssize_t version_show(struct kobject *kobj, struct kobj_attribute *attr,
@@ -821,7 +523,6 @@ static struct kobj_attribute krdma_attr_conns_total = __ATTR_RO(conns_total);
 
 static struct attribute *krdma_top_attrs[] = {
 	&krdma_attr_version.attr,
-	&krdma_attr_control.attr,
 	&krdma_attr_conns_total.attr,
 	NULL,
 };
@@ -842,12 +543,6 @@ int krdma_sysfs_init(void)
 	if (ret)
 		goto out_put;
 
-	ret = krdma_selftest_init();
-	if (ret)
-		goto out_put;
-	ret = krdma_bench_init();
-	if (ret)
-		goto out_test;
 	ret = -ENOMEM;
 	krdma_devices_kobj = kobject_create_and_add("devices", krdma_kobj);
 	krdma_conns_kobj = kobject_create_and_add("conns", krdma_kobj);
@@ -860,51 +555,9 @@ out_dirs:
 	kobject_put(krdma_listeners_kobj);
 	kobject_put(krdma_conns_kobj);
 	kobject_put(krdma_devices_kobj);
-	krdma_bench_exit();
-out_test:
-	krdma_selftest_exit();
 out_put:
 	kobject_put(krdma_kobj);
 	return ret;
-}
-
-/*
- * Module exit, first step: no control command runs or starts any more, and
- * the connections made through sysfs lose their service threads.
- */
-void krdma_sysfs_stop(void)
-{
-	struct krdma_conn *conn, *found;
-
-	down_write(&krdma_ctl_rwsem);
-	krdma_ctl_stopped = true;
-	up_write(&krdma_ctl_rwsem);
-	/*
-	 * A passive connection can still be established (and would start
-	 * its thread) while this runs: from here on none starts, and every
-	 * thread that did is on its conn->svc, set under the same gate.
-	 */
-	krdma_svc_disable();
-
-	do {
-		found = NULL;
-		mutex_lock(&krdma_lock);
-		list_for_each_entry(conn, &krdma_conns, list) {
-			if (READ_ONCE(conn->svc)) {
-				found = conn;
-				krdma_conn_get(found);
-				break;
-			}
-		}
-		mutex_unlock(&krdma_lock);
-		if (found) {
-			krdma_svc_stop(found);
-			krdma_conn_teardown(found, 0);
-			krdma_test_flush(found);
-			krdma_bench_flush(found);
-			krdma_conn_put(found);
-		}
-	} while (found);
 }
 
 void krdma_sysfs_exit(void)
@@ -912,7 +565,5 @@ void krdma_sysfs_exit(void)
 	kobject_put(krdma_listeners_kobj);
 	kobject_put(krdma_conns_kobj);
 	kobject_put(krdma_devices_kobj);
-	krdma_bench_exit();
-	krdma_selftest_exit();
 	kobject_put(krdma_kobj);
 }
