@@ -91,14 +91,56 @@ static noreturn void usage_error(const char *fmt, ...)
 	exit(2);
 }
 
-/* A JSON string literal of @len bytes. */
+/*
+ * Length of the valid UTF-8 sequence at @s (of @n bytes left), or 0: no
+ * overlong forms, no surrogates, nothing above U+10FFFF.
+ */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	__u32 c;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] < 0xc2)
+		return 0;
+	if (s[0] < 0xe0) {
+		len = 2;
+		c = s[0] & 0x1f;
+	} else if (s[0] < 0xf0) {
+		len = 3;
+		c = s[0] & 0x0f;
+	} else if (s[0] < 0xf5) {
+		len = 4;
+		c = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/*
+ * A JSON string literal of @len bytes: valid UTF-8 as is, quotes,
+ * backslashes and control bytes escaped, and every byte that is not part
+ * of valid UTF-8 as \u00XX (so the output is always valid JSON in UTF-8).
+ */
 static void json_str(FILE *f, const void *p, size_t len)
 {
 	const unsigned char *s = p;
-	size_t i;
+	size_t i = 0, n;
 
 	fputc('"', f);
-	for (i = 0; i < len; i++) {
+	while (i < len) {
 		switch (s[i]) {
 		case '"':
 			fputs("\\\"", f);
@@ -106,18 +148,32 @@ static void json_str(FILE *f, const void *p, size_t len)
 		case '\\':
 			fputs("\\\\", f);
 			break;
+		case '\b':
+			fputs("\\b", f);
+			break;
+		case '\f':
+			fputs("\\f", f);
+			break;
 		case '\n':
 			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
 			break;
 		case '\t':
 			fputs("\\t", f);
 			break;
 		default:
-			if (s[i] < 0x20 || s[i] >= 0x7f)
+			n = utf8_len(s + i, len - i);
+			if (s[i] < 0x20 || s[i] == 0x7f || !n) {
 				fprintf(f, "\\u%04x", s[i]);
-			else
-				fputc(s[i], f);
+				break;
+			}
+			fwrite(s + i, 1, n, f);
+			i += n;
+			continue;
 		}
+		i++;
 	}
 	fputc('"', f);
 }
@@ -125,6 +181,35 @@ static void json_str(FILE *f, const void *p, size_t len)
 static void json_cstr(FILE *f, const char *s)
 {
 	json_str(f, s, strlen(s));
+}
+
+/* A decimal number (no exponent) in JSON's own syntax. */
+static bool is_json_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (!isdigit((unsigned char)*s) ||
+	    (*s == '0' && isdigit((unsigned char)s[1])))
+		return false;
+	while (isdigit((unsigned char)*s))
+		s++;
+	if (*s == '.') {
+		s++;
+		if (!isdigit((unsigned char)*s))
+			return false;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	return !*s;
+}
+
+/* A sysfs value: a JSON number if it is a decimal number, else a string. */
+static void json_value(FILE *f, const char *s)
+{
+	if (is_json_number(s))
+		fputs(s, f);
+	else
+		json_cstr(f, s);
 }
 
 /* Text output of a message: printable as is, the rest escaped. */
@@ -470,7 +555,11 @@ static void print_conn(const char *event, const struct krdma_ioc_query *q)
 		json_cstr(stdout, q->name);
 		printf(",\"state\":\"%s\",\"error\":%d", state_str(q->state),
 		       q->error);
-		printf(",\"local\":\"%s\",\"peer\":\"%s\",\"device\":", la, pa);
+		printf(",\"local\":");
+		json_cstr(stdout, la);
+		printf(",\"peer\":");
+		json_cstr(stdout, pa);
+		printf(",\"device\":");
 		json_cstr(stdout, q->device);
 		printf(",\"queue_depth\":%u,\"max_msg_size\":%u,\"credits\":%u",
 		       q->queue_depth, q->max_msg_size, q->credits);
@@ -500,9 +589,9 @@ static void print_token(const char *event, const struct krdma_ioc_token *t,
 		       (unsigned long long)t->addr, t->rkey, t->length);
 		return;
 	}
-		printf("%s addr=0x%llx rkey=0x%x length=%u (--token 0x%llx:0x%x:%u)\n",
-		       event, (unsigned long long)t->addr, t->rkey, t->length,
-		       (unsigned long long)t->addr, t->rkey, t->length);
+	printf("%s addr=0x%llx rkey=0x%x length=%u (--token 0x%llx:0x%x:%u)\n",
+	       event, (unsigned long long)t->addr, t->rkey, t->length,
+	       (unsigned long long)t->addr, t->rkey, t->length);
 }
 
 static void print_msg(__u64 n, const void *buf, size_t len)
@@ -698,12 +787,14 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 	if (!raw) {
 		char a[80];
 
-		if (json)
-			printf("{\"event\":\"listening\",\"addr\":\"%s\"}\n",
-			       addr_str(&o.addr, a, sizeof(a)));
-		else
+		if (json) {
+			printf("{\"event\":\"listening\",\"addr\":");
+			json_cstr(stdout, addr_str(&o.addr, a, sizeof(a)));
+			printf("}\n");
+		} else {
 			printf("listening on %s\n",
 			       addr_str(&o.addr, a, sizeof(a)));
+		}
 		fflush(stdout);
 	}
 	h = do_accept(fd, lh, o.timeout_ms);
@@ -900,14 +991,15 @@ static int cmd_serve(int argc, char **argv)
 
 	fd = dev_open();
 	lh = do_listen(fd, &o);
-	if (json)
-		printf("{\"event\":\"listening\",\"addr\":\"%s\",\"size\":%llu}\n",
-		       addr_str(&o.addr, a, sizeof(a)),
-		       (unsigned long long)size);
-	else
+	if (json) {
+		printf("{\"event\":\"listening\",\"addr\":");
+		json_cstr(stdout, addr_str(&o.addr, a, sizeof(a)));
+		printf(",\"size\":%llu}\n", (unsigned long long)size);
+	} else {
 		printf("listening on %s, exposing %llu bytes\n",
 		       addr_str(&o.addr, a, sizeof(a)),
 		       (unsigned long long)size);
+	}
 	fflush(stdout);
 	while (!clients || served < clients) {
 		__u32 h = do_accept(fd, lh, o.timeout_ms);
@@ -970,9 +1062,11 @@ static void report(const char *what, const struct action *a, __u64 len,
 		   const char *result)
 {
 	if (json) {
-		printf("{\"event\":\"%s\",\"len\":%llu,\"offset\":%llu,\"result\":\"%s\"}\n",
+		printf("{\"event\":\"%s\",\"len\":%llu,\"offset\":%llu,\"result\":",
 		       what, (unsigned long long)len,
-		       (unsigned long long)a->offset, result);
+		       (unsigned long long)a->offset);
+		json_cstr(stdout, result);	/* may be a file name */
+		printf("}\n");
 	} else {
 		printf("%s %llu bytes", what, (unsigned long long)len);
 		if (a->type != A_SEND && a->type != A_SEND_FILE)
@@ -1381,7 +1475,7 @@ static void stat_obj(const char *dir, const char *name, const char *const *keys,
 			printf(",");
 			json_cstr(stdout, k);
 			printf(":");
-			json_cstr(stdout, val);
+			json_value(stdout, val);
 		} else {
 			printf(all ? "\n    %s: %s" : " %s=%s", k, val);
 		}
@@ -1459,10 +1553,15 @@ static int cmd_stat(int argc, char **argv)
 	}
 	sys_read(SYSFS, "version", v, sizeof(v));
 	sys_read(SYSFS, "conns_total", t, sizeof(t));
-	if (json)
-		printf("{\"version\":\"%s\",\"conns_total\":%s,", v, t);
-	else
+	if (json) {
+		printf("{\"version\":");
+		json_cstr(stdout, v);
+		printf(",\"conns_total\":");
+		json_value(stdout, t);
+		printf(",");
+	} else {
 		printf("krdma %s, %s connections made since load\n", v, t);
+	}
 	stat_group("devices", dev_keys, true);
 	stat_group("listeners", lis_keys, false);
 	stat_group("conns", conn_keys, false);
