@@ -228,44 +228,93 @@ static void text_bytes(FILE *f, const void *p, size_t len)
 
 /* ---- parsing -------------------------------------------------------- */
 
-static __u64 parse_size(const char *s, const char *what)
+/*
+ * A number: decimal, or hexadecimal after 0x; with @suffix, K, M or G
+ * (2^10, 2^20, 2^30) may follow.  Anything else (a sign, blanks, junk
+ * after it) and anything above @max (including what overflows 64 bits)
+ * is a usage error.
+ */
+static __u64 parse_num(const char *s, const char *what, __u64 max,
+		       bool suffix)
 {
+	const char *p = s;
 	unsigned long long v;
+	int base = 10, shift = 0;
 	char *end;
 
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *s == '-')
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+	}
+	if (base == 10 ? !isdigit((unsigned char)*p) :
+			 !isxdigit((unsigned char)*p))
 		usage_error("bad %s '%s'", what, s);
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
+	errno = 0;
+	v = strtoull(p, &end, base);
+	if (suffix && *end && !end[1]) {
+		switch (*end) {
+		case 'k':
+		case 'K':
+			shift = 10;
+			break;
+		case 'm':
+		case 'M':
+			shift = 20;
+			break;
+		case 'g':
+		case 'G':
+			shift = 30;
+			break;
+		}
+		if (shift)
+			end++;
 	}
 	if (*end)
 		usage_error("bad %s '%s'", what, s);
-	return v;
+	if (errno == ERANGE || v > max >> shift)
+		usage_error("%s '%s' is too large (at most %llu)", what, s,
+			    (unsigned long long)max);
+	return (__u64)v << shift;
+}
+
+/* Bytes or a count: K, M, G allowed. */
+static __u64 parse_size(const char *s, const char *what, __u64 max)
+{
+	return parse_num(s, what, max, true);
 }
 
 static __u32 parse_u32(const char *s, const char *what)
 {
-	__u64 v = parse_size(s, what);
+	return (__u32)parse_num(s, what, UINT32_MAX, true);
+}
 
-	if (v > UINT32_MAX)
-		usage_error("%s '%s' too large", what, s);
-	return (__u32)v;
+/* Milliseconds, seconds, a port or a scope: a plain number. */
+static __u32 parse_plain(const char *s, const char *what)
+{
+	return (__u32)parse_num(s, what, UINT32_MAX, false);
+}
+
+/* A hexadecimal number (0x optional) of @len bytes at @s, at most @max. */
+static bool parse_hex(const char *s, size_t len, __u64 max, __u64 *out)
+{
+	unsigned long long v;
+	char buf[24], *end;
+
+	if (len >= sizeof(buf))
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	s = buf;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	if (!isxdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 16);
+	if (*end || errno == ERANGE || v > max)
+		return false;
+	*out = v;
+	return true;
 }
 
 /* "IPv4[:PORT]", "[IPv6[%IF]][:PORT]" or a bare IPv6 address. */
@@ -305,7 +354,7 @@ static void parse_addr(const char *s, struct krdma_ioc_addr *a, bool need_port)
 		*pct++ = 0;
 		a->scope_id = if_nametoindex(pct);
 		if (!a->scope_id)
-			a->scope_id = parse_u32(pct, "scope");
+			a->scope_id = parse_plain(pct, "scope");
 	}
 	if (inet_pton(AF_INET, host, a->addr) == 1 && !pct)
 		a->family = AF_INET;
@@ -314,9 +363,9 @@ static void parse_addr(const char *s, struct krdma_ioc_addr *a, bool need_port)
 	else
 		usage_error("bad address '%s'", host);
 	if (port) {
-		__u64 p = parse_size(port, "port");
+		__u64 p = parse_num(port, "port", 65535, false);
 
-		if (!p || p > 65535)
+		if (!p)
 			usage_error("bad port '%s'", port);
 		a->port = (__u16)p;
 	} else if (need_port) {
@@ -345,13 +394,20 @@ static const char *addr_str(const struct krdma_ioc_addr *a, char *buf,
 	return buf;
 }
 
+/* 0xADDR:0xRKEY:LENGTH, as serve prints it (0x optional, LENGTH decimal). */
 static void parse_token(const char *s, struct krdma_ioc_token *t)
 {
-	unsigned long long addr, rkey, len;
+	const char *c1 = strchr(s, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	__u64 addr, rkey, len;
+	char *end;
 
-	/* %llx, not %lli: addresses above LLONG_MAX must not saturate. */
-	if (sscanf(s, "%llx:%llx:%llu", &addr, &rkey, &len) != 3 ||
-	    rkey > UINT32_MAX || len > UINT32_MAX)
+	if (!c2 || !parse_hex(s, c1 - s, UINT64_MAX, &addr) ||
+	    !parse_hex(c1 + 1, c2 - c1 - 1, UINT32_MAX, &rkey) ||
+	    !isdigit((unsigned char)c2[1]))
+		usage_error("bad token '%s' (ADDR:RKEY:LENGTH)", s);
+	errno = 0;
+	len = strtoull(c2 + 1, &end, 10);
+	if (*end || errno == ERANGE || len > UINT32_MAX)
 		usage_error("bad token '%s' (ADDR:RKEY:LENGTH)", s);
 	t->addr = addr;
 	t->rkey = (__u32)rkey;
@@ -647,11 +703,11 @@ static bool conn_opt(int argc, char **argv, int *i, struct conn_opts *o)
 	if (!strcmp(a, "--src"))
 		parse_addr(argv[*i], &o->src, false);
 	else if (!strcmp(a, "--depth"))
-		o->depth = parse_u32(argv[*i], "depth");
+		o->depth = parse_u32(argv[*i], "--depth");
 	else if (!strcmp(a, "--msg"))
-		o->msg = parse_u32(argv[*i], "message size");
+		o->msg = parse_u32(argv[*i], "--msg");
 	else
-		o->timeout_ms = parse_u32(argv[*i], "timeout");
+		o->timeout_ms = parse_plain(argv[*i], "--timeout");
 	return true;
 }
 
@@ -677,7 +733,7 @@ static int cmd_connect(int argc, char **argv)
 		if (conn_opt(argc, argv, &i, &o))
 			continue;
 		if (!strcmp(argv[i], "--hold"))
-			hold = parse_u32(optval(argc, argv, &i), "hold");
+			hold = parse_plain(optval(argc, argv, &i), "--hold");
 		else if (argv[i][0] == '-' || addr)
 			usage_error("unexpected '%s'", argv[i]);
 		else
@@ -766,7 +822,8 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 		if (conn_opt(argc, argv, &i, &o))
 			continue;
 		if (!strcmp(argv[i], "--count"))
-			count = parse_size(optval(argc, argv, &i), "count");
+			count = parse_size(optval(argc, argv, &i), "--count",
+					   UINT64_MAX);
 		else if (raw && !strcmp(argv[i], "--out"))
 			out = optval(argc, argv, &i);
 		else if (argv[i][0] == '-' || addr)
@@ -956,13 +1013,15 @@ static int cmd_serve(int argc, char **argv)
 		if (conn_opt(argc, argv, &i, &o))
 			continue;
 		if (!strcmp(argv[i], "--size"))
-			size = parse_size(optval(argc, argv, &i), "size");
+			size = parse_size(optval(argc, argv, &i), "--size",
+					  KRDMA_IOC_MAX_XFER);
 		else if (!strcmp(argv[i], "--file"))
 			file = optval(argc, argv, &i);
 		else if (!strcmp(argv[i], "--dump"))
 			dump = optval(argc, argv, &i);
 		else if (!strcmp(argv[i], "--clients"))
-			clients = parse_size(optval(argc, argv, &i), "clients");
+			clients = parse_size(optval(argc, argv, &i),
+					     "--clients", UINT64_MAX);
 		else if (!strcmp(argv[i], "--access"))
 			access = parse_access(optval(argc, argv, &i));
 		else if (argv[i][0] == '-' || addr)
@@ -979,8 +1038,9 @@ static int cmd_serve(int argc, char **argv)
 		size = flen ? flen : 1 << 20;
 	if (flen > size)
 		usage_error("--file is larger than --size");
-	if (size > KRDMA_IOC_MAX_XFER)
-		usage_error("--size above %llu", KRDMA_IOC_MAX_XFER);
+	if (size > KRDMA_IOC_MAX_XFER)	/* --size is checked already */
+		usage_error("%s is larger than %llu bytes", file,
+			    KRDMA_IOC_MAX_XFER);
 	/* Page aligned: BYTES take the fewest pages of a memory region. */
 	mem = aligned_alloc(4096, (size + 4095) & ~4095ULL);
 	if (!mem)
@@ -1300,13 +1360,16 @@ static int client_like(int argc, char **argv, int fixed)
 			parse_token(optval(argc, argv, &i), &tok);
 			have_tok = true;
 		} else if (!strcmp(a, "--offset")) {
-			offset = parse_size(optval(argc, argv, &i), "offset");
+			offset = parse_size(optval(argc, argv, &i),
+					    "--offset", UINT64_MAX);
 		} else if (!strcmp(a, "--len")) {
-			len = parse_size(optval(argc, argv, &i), "length");
+			len = parse_size(optval(argc, argv, &i), "--len",
+					 KRDMA_IOC_MAX_XFER);
 		} else if (!strcmp(a, "--no-verify")) {
 			verify = false;
 		} else if (fixed < 0 && !strcmp(a, "--loop")) {
-			loops = parse_size(optval(argc, argv, &i), "loop count");
+			loops = parse_size(optval(argc, argv, &i),
+					   "--loop", UINT64_MAX);
 		} else if (fixed < 0 && (!strcmp(a, "--send") ||
 					 !strcmp(a, "--send-file") ||
 					 !strcmp(a, "--write") ||
@@ -1685,11 +1748,11 @@ static int cmd_test(int argc, char **argv)
 		else if (!strcmp(a, "--op"))
 			op = optval(argc, argv, &i);
 		else if (!strcmp(a, "--size"))
-			size = parse_size(optval(argc, argv, &i), "size");
+			size = parse_u32(optval(argc, argv, &i), "--size");
 		else if (!strcmp(a, "--count"))
-			count = parse_size(optval(argc, argv, &i), "count");
+			count = parse_u32(optval(argc, argv, &i), "--count");
 		else if (!strcmp(a, "--timeout"))
-			secs = parse_u32(optval(argc, argv, &i), "timeout");
+			secs = parse_plain(optval(argc, argv, &i), "--timeout");
 		else if (a[0] == '-' || name)
 			usage_error("unexpected '%s'", a);
 		else
@@ -1729,17 +1792,17 @@ static int cmd_bench(int argc, char **argv)
 		else if (!strcmp(a, "--op"))
 			op = optval(argc, argv, &i);
 		else if (!strcmp(a, "--size"))
-			size = parse_size(optval(argc, argv, &i), "size");
+			size = parse_u32(optval(argc, argv, &i), "--size");
 		else if (!strcmp(a, "--depth"))
-			depth = parse_size(optval(argc, argv, &i), "depth");
+			depth = parse_u32(optval(argc, argv, &i), "--depth");
 		else if (!strcmp(a, "--batch"))
-			batch = parse_size(optval(argc, argv, &i), "batch");
+			batch = parse_u32(optval(argc, argv, &i), "--batch");
 		else if (!strcmp(a, "--count"))
-			count = parse_size(optval(argc, argv, &i), "count");
+			count = parse_u32(optval(argc, argv, &i), "--count");
 		else if (!strcmp(a, "--secs"))
-			bsecs = parse_u32(optval(argc, argv, &i), "secs");
+			bsecs = parse_plain(optval(argc, argv, &i), "--secs");
 		else if (!strcmp(a, "--timeout"))
-			secs = parse_u32(optval(argc, argv, &i), "timeout");
+			secs = parse_plain(optval(argc, argv, &i), "--timeout");
 		else if (a[0] == '-' || name)
 			usage_error("unexpected '%s'", a);
 		else
