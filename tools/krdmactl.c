@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <net/if.h>
@@ -48,6 +49,9 @@
 #define SUM_TAG		"krdmactl-sum"
 #define BYE_TAG		"krdmactl-bye"
 #define REPLY_MS	30000
+
+/* krdmactl's version: KRDMA_VERSION of the module source (krdma_core.h). */
+#define KRDMA_VERSION	"0.1.0"
 
 static const char *prog = "krdmactl";
 static const char *cmdname = "";
@@ -674,70 +678,169 @@ struct cmd {
 
 static const struct cmd *cur;
 
+static const char common_help[] =
+	"Connection options: --src IP, -t|--depth N (queue depth), --msg BYTES\n"
+	"(largest message), --timeout MS.\n"
+	"Options take '--opt=value' or '--opt value'; '--' ends them.  BYTES and\n"
+	"counts take a K, M or G suffix (2^10, 2^20, 2^30).  Every command takes\n"
+	"-h|--help and -j|--json.\n";
+
 static noreturn void help(void)
 {
-	printf("usage: %s [--json] [--dev PATH] %s\n", prog, cur->usage);
+	printf("usage: %s [-j|--json] [--dev PATH] %s\n\n%s", prog, cur->usage,
+	       common_help);
 	exit(0);
 }
 
 /*
- * Connection options every command takes: --src, --depth, --msg,
- * --timeout.  Returns true if argv[*i] was one (consuming its value).
+ * Each command's options go through getopt_long: "--opt=value" and
+ * "--opt value", short aliases (perftest's where it has one: -s size,
+ * -n count, -D seconds, -t depth), "--" ends the options.  The short
+ * option strings start with "-:", so that operands come back in order (as
+ * 1, whatever POSIXLY_CORRECT says) and a missing value as ':'.
  */
-static bool conn_opt(int argc, char **argv, int *i, struct conn_opts *o)
-{
-	const char *a = argv[*i];
+enum {
+	O_SRC = 256, O_MSG, O_TIMEOUT, O_HOLD, O_FILE, O_OUT, O_DUMP,
+	O_CLIENTS, O_ACCESS, O_TOKEN, O_OFFSET, O_LEN, O_NO_VERIFY, O_LOOP,
+	O_SEND, O_SEND_FILE, O_WRITE, O_READ, O_EXPECT, O_ADDR, O_OP,
+	O_BATCH, O_DEV,
+};
 
-	if (!strcmp(a, "--json")) {
-		json = true;
-		return true;
+#define COMMON_OPTS \
+	{ "json", no_argument, NULL, 'j' }, \
+	{ "help", no_argument, NULL, 'h' }
+
+/* Connection options: --src, --depth (-t), --msg, --timeout. */
+#define CONN_OPTS \
+	{ "src", required_argument, NULL, O_SRC }, \
+	{ "depth", required_argument, NULL, 't' }, \
+	{ "msg", required_argument, NULL, O_MSG }, \
+	{ "timeout", required_argument, NULL, O_TIMEOUT }, \
+	COMMON_OPTS
+#define CONN_SHORT	"-:jht:"
+
+static const char *o_short;
+static const struct option *o_long;
+static bool o_rest;		/* after "--": operands only */
+
+static const char *opt_name(char *const *argv, int at)
+{
+	static char buf[64];
+	const char *a = argv[at], *eq;
+
+	if (a[0] == '-' && a[1] == '-') {
+		eq = strchr(a, '=');
+		snprintf(buf, sizeof(buf), "%.*s",
+			 eq ? (int)(eq - a) : (int)strlen(a), a);
+	} else {
+		snprintf(buf, sizeof(buf), "-%c", optopt);
 	}
-	if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-		help();
-	if (strcmp(a, "--src") && strcmp(a, "--depth") && strcmp(a, "--msg") &&
-	    strcmp(a, "--timeout"))
-		return false;
-	if (*i + 1 >= argc)
-		usage_error("%s needs a value", a);
-	(*i)++;
-	if (!strcmp(a, "--src"))
-		parse_addr(argv[*i], &o->src, false);
-	else if (!strcmp(a, "--depth"))
-		o->depth = parse_u32(argv[*i], "--depth");
-	else if (!strcmp(a, "--msg"))
-		o->msg = parse_u32(argv[*i], "--msg");
-	else
-		o->timeout_ms = parse_plain(argv[*i], "--timeout");
-	return true;
+	return buf;
 }
 
-static const char *optval(int argc, char **argv, int *i)
+/*
+ * Start on a command's options.  --json is looked for first, so that an
+ * error in the options before it is reported as JSON too.
+ */
+static void opt_begin(int argc, char **argv, const char *shortopts,
+		      const struct option *longopts)
 {
-	if (*i + 1 >= argc)
-		usage_error("%s needs a value", argv[*i]);
-	return argv[++(*i)];
+	int c;
+
+	o_short = shortopts;
+	o_long = longopts;
+	o_rest = false;
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, o_short, o_long, NULL)) != -1)
+		if (c == 'j')
+			json = true;
+	optind = 0;
+}
+
+/*
+ * The next option (its short letter or O_*, value in optarg), 1 for an
+ * operand (in optarg), -1 at the end.  --json and --help are handled here,
+ * unknown options and missing values are usage errors.
+ */
+static int opt_next(int argc, char **argv)
+{
+	int c, at;
+
+	for (;;) {
+		if (o_rest) {
+			if (optind >= argc)
+				return -1;
+			optarg = argv[optind++];
+			return 1;
+		}
+		at = optind ? optind : 1;
+		c = getopt_long(argc, argv, o_short, o_long, NULL);
+		switch (c) {
+		case -1:
+			o_rest = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			help();
+		case '?':
+			usage_error("unknown option '%s'", opt_name(argv, at));
+		case ':':
+			usage_error("%s needs a value", opt_name(argv, at));
+		default:
+			return c;
+		}
+	}
+}
+
+/* A connection option: true if @c was one. */
+static bool conn_opt(int c, struct conn_opts *o)
+{
+	switch (c) {
+	case O_SRC:
+		parse_addr(optarg, &o->src, false);
+		return true;
+	case 't':
+		o->depth = parse_u32(optarg, "--depth");
+		return true;
+	case O_MSG:
+		o->msg = parse_u32(optarg, "--msg");
+		return true;
+	case O_TIMEOUT:
+		o->timeout_ms = parse_plain(optarg, "--timeout");
+		return true;
+	}
+	return false;
 }
 
 /* ---- connect, send, listen, recv ------------------------------------ */
 
 static int cmd_connect(int argc, char **argv)
 {
+	static const struct option lo[] = {
+		CONN_OPTS,
+		{ "hold", required_argument, NULL, O_HOLD },
+		{}
+	};
 	struct conn_opts o = {};
 	struct krdma_ioc_query q;
 	const char *addr = NULL;
 	unsigned int hold = 0;
 	__u32 h;
-	int fd, i;
+	int fd, c;
 
-	for (i = 1; i < argc; i++) {
-		if (conn_opt(argc, argv, &i, &o))
+	opt_begin(argc, argv, CONN_SHORT, lo);
+	while ((c = opt_next(argc, argv)) != -1) {
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(argv[i], "--hold"))
-			hold = parse_plain(optval(argc, argv, &i), "--hold");
-		else if (argv[i][0] == '-' || addr)
-			usage_error("unexpected '%s'", argv[i]);
+		if (c == O_HOLD)
+			hold = parse_plain(optarg, "--hold");
+		else if (addr)
+			usage_error("unexpected '%s'", optarg);
 		else
-			addr = argv[i];
+			addr = optarg;
 	}
 	if (!addr)
 		usage_error("missing ADDR:PORT");
@@ -754,23 +857,29 @@ static int cmd_connect(int argc, char **argv)
 
 static int cmd_send(int argc, char **argv)
 {
+	static const struct option lo[] = {
+		CONN_OPTS,
+		{ "file", required_argument, NULL, O_FILE },
+		{}
+	};
 	struct conn_opts o = {};
 	const char *addr = NULL, *file = NULL;
 	char **msgs = calloc(argc, sizeof(*msgs));
-	int fd, i, n = 0, ret;
+	int fd, i, c, n = 0, ret;
 	__u32 h;
 
-	for (i = 1; i < argc; i++) {
-		if (conn_opt(argc, argv, &i, &o))
+	if (!msgs)
+		die("out of memory");
+	opt_begin(argc, argv, CONN_SHORT, lo);
+	while ((c = opt_next(argc, argv)) != -1) {
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(argv[i], "--file"))
-			file = optval(argc, argv, &i);
-		else if (argv[i][0] == '-' && argv[i][1])
-			usage_error("unexpected '%s'", argv[i]);
+		if (c == O_FILE)
+			file = optarg;
 		else if (!addr)
-			addr = argv[i];
+			addr = optarg;
 		else
-			msgs[n++] = argv[i];
+			msgs[n++] = optarg;
 	}
 	if (!addr)
 		usage_error("missing ADDR:PORT");
@@ -814,22 +923,32 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 	struct krdma_ioc_query q;
 	__u32 lh, h;
 	char *buf;
+	static const struct option listen_lo[] = {
+		CONN_OPTS,
+		{ "count", required_argument, NULL, 'n' },
+		{}
+	}, recv_lo[] = {
+		CONN_OPTS,
+		{ "count", required_argument, NULL, 'n' },
+		{ "out", required_argument, NULL, O_OUT },
+		{}
+	};
 	long len;
-	int fd, i;
+	int fd, c;
 	FILE *f = stdout;
 
-	for (i = 1; i < argc; i++) {
-		if (conn_opt(argc, argv, &i, &o))
+	opt_begin(argc, argv, CONN_SHORT "n:", raw ? recv_lo : listen_lo);
+	while ((c = opt_next(argc, argv)) != -1) {
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(argv[i], "--count"))
-			count = parse_size(optval(argc, argv, &i), "--count",
-					   UINT64_MAX);
-		else if (raw && !strcmp(argv[i], "--out"))
-			out = optval(argc, argv, &i);
-		else if (argv[i][0] == '-' || addr)
-			usage_error("unexpected '%s'", argv[i]);
+		if (c == 'n')
+			count = parse_size(optarg, "--count", UINT64_MAX);
+		else if (c == O_OUT)
+			out = optarg;
+		else if (addr)
+			usage_error("unexpected '%s'", optarg);
 		else
-			addr = argv[i];
+			addr = optarg;
 	}
 	if (!addr)
 		usage_error("missing ADDR:PORT");
@@ -999,6 +1118,15 @@ static __u32 parse_access(const char *v)
 
 static int cmd_serve(int argc, char **argv)
 {
+	static const struct option lo[] = {
+		CONN_OPTS,
+		{ "size", required_argument, NULL, 's' },
+		{ "file", required_argument, NULL, O_FILE },
+		{ "dump", required_argument, NULL, O_DUMP },
+		{ "clients", required_argument, NULL, O_CLIENTS },
+		{ "access", required_argument, NULL, O_ACCESS },
+		{}
+	};
 	struct conn_opts o = { .timeout_ms = KRDMA_IOC_TIMEOUT_INF };
 	__u32 access = KRDMA_IOC_ACCESS_REMOTE_READ |
 			  KRDMA_IOC_ACCESS_REMOTE_WRITE;
@@ -1006,28 +1134,34 @@ static int cmd_serve(int argc, char **argv)
 	__u64 size = 0, clients = 1, served = 0;
 	size_t flen = 0;
 	char *mem, *fdata = NULL, a[80];
-	int fd, i, ret = 0;
+	int fd, c, ret = 0;
 	__u32 lh;
 
-	for (i = 1; i < argc; i++) {
-		if (conn_opt(argc, argv, &i, &o))
+	opt_begin(argc, argv, CONN_SHORT "s:", lo);
+	while ((c = opt_next(argc, argv)) != -1) {
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(argv[i], "--size"))
-			size = parse_size(optval(argc, argv, &i), "--size",
-					  KRDMA_IOC_MAX_XFER);
-		else if (!strcmp(argv[i], "--file"))
-			file = optval(argc, argv, &i);
-		else if (!strcmp(argv[i], "--dump"))
-			dump = optval(argc, argv, &i);
-		else if (!strcmp(argv[i], "--clients"))
-			clients = parse_size(optval(argc, argv, &i),
-					     "--clients", UINT64_MAX);
-		else if (!strcmp(argv[i], "--access"))
-			access = parse_access(optval(argc, argv, &i));
-		else if (argv[i][0] == '-' || addr)
-			usage_error("unexpected '%s'", argv[i]);
-		else
-			addr = argv[i];
+		switch (c) {
+		case 's':
+			size = parse_size(optarg, "--size", KRDMA_IOC_MAX_XFER);
+			break;
+		case O_FILE:
+			file = optarg;
+			break;
+		case O_DUMP:
+			dump = optarg;
+			break;
+		case O_CLIENTS:
+			clients = parse_size(optarg, "--clients", UINT64_MAX);
+			break;
+		case O_ACCESS:
+			access = parse_access(optarg);
+			break;
+		default:
+			if (addr)
+				usage_error("unexpected '%s'", optarg);
+			addr = optarg;
+		}
 	}
 	if (!addr)
 		usage_error("missing ADDR:PORT");
@@ -1340,60 +1474,81 @@ static void client_run(struct conn_opts *o, struct action *acts, int nacts,
  */
 static int client_like(int argc, char **argv, int fixed)
 {
+#define RW_OPTS \
+	CONN_OPTS, \
+	{ "token", required_argument, NULL, O_TOKEN }, \
+	{ "offset", required_argument, NULL, O_OFFSET }, \
+	{ "len", required_argument, NULL, O_LEN }, \
+	{ "no-verify", no_argument, NULL, O_NO_VERIFY }
+	static const struct option rw_lo[] = { RW_OPTS, {} }, client_lo[] = {
+		RW_OPTS,
+		{ "loop", required_argument, NULL, O_LOOP },
+		{ "send", required_argument, NULL, O_SEND },
+		{ "send-file", required_argument, NULL, O_SEND_FILE },
+		{ "write", required_argument, NULL, O_WRITE },
+		{ "read", required_argument, NULL, O_READ },
+		{ "expect", required_argument, NULL, O_EXPECT },
+		{}
+	};
+#undef RW_OPTS
 	struct conn_opts o = {};
 	struct krdma_ioc_token tok = {};
 	struct action *acts = calloc(argc, sizeof(*acts));
 	__u64 offset = 0, len = 0, loops = 1;
 	const char *addr = NULL;
 	bool have_tok = false, verify = true;
-	int i, n = 0;
+	int i, c, n = 0;
 
 	if (!acts)
 		die("out of memory");
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	opt_begin(argc, argv, CONN_SHORT, fixed < 0 ? client_lo : rw_lo);
+	while ((c = opt_next(argc, argv)) != -1) {
 		struct action *x = &acts[n];
 
-		if (conn_opt(argc, argv, &i, &o))
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(a, "--token")) {
-			parse_token(optval(argc, argv, &i), &tok);
+		switch (c) {
+		case O_TOKEN:
+			parse_token(optarg, &tok);
 			have_tok = true;
-		} else if (!strcmp(a, "--offset")) {
-			offset = parse_size(optval(argc, argv, &i),
-					    "--offset", UINT64_MAX);
-		} else if (!strcmp(a, "--len")) {
-			len = parse_size(optval(argc, argv, &i), "--len",
-					 KRDMA_IOC_MAX_XFER);
-		} else if (!strcmp(a, "--no-verify")) {
+			break;
+		case O_OFFSET:
+			offset = parse_size(optarg, "--offset", UINT64_MAX);
+			break;
+		case O_LEN:
+			len = parse_size(optarg, "--len", KRDMA_IOC_MAX_XFER);
+			break;
+		case O_NO_VERIFY:
 			verify = false;
-		} else if (fixed < 0 && !strcmp(a, "--loop")) {
-			loops = parse_size(optval(argc, argv, &i),
-					   "--loop", UINT64_MAX);
-		} else if (fixed < 0 && (!strcmp(a, "--send") ||
-					 !strcmp(a, "--send-file") ||
-					 !strcmp(a, "--write") ||
-					 !strcmp(a, "--read") ||
-					 !strcmp(a, "--expect"))) {
-			x->type = !strcmp(a, "--send") ? A_SEND :
-				  !strcmp(a, "--send-file") ? A_SEND_FILE :
-				  !strcmp(a, "--write") ? A_WRITE :
-				  !strcmp(a, "--read") ? A_READ : A_EXPECT;
-			x->arg = optval(argc, argv, &i);
+			break;
+		case O_LOOP:
+			loops = parse_size(optarg, "--loop", UINT64_MAX);
+			break;
+		case O_SEND:
+		case O_SEND_FILE:
+		case O_WRITE:
+		case O_READ:
+		case O_EXPECT:
+			x->type = c == O_SEND ? A_SEND :
+				  c == O_SEND_FILE ? A_SEND_FILE :
+				  c == O_WRITE ? A_WRITE :
+				  c == O_READ ? A_READ : A_EXPECT;
+			x->arg = optarg;
 			x->offset = offset;
 			x->len = len;
 			x->verify = verify;
 			n++;
-		} else if (a[0] == '-' && a[1]) {
-			usage_error("unexpected '%s'", a);
-		} else if (!addr) {
-			addr = a;
-		} else if (fixed >= 0 && !n) {
-			x->type = fixed;
-			x->arg = a;
-			n++;
-		} else {
-			usage_error("unexpected '%s'", a);
+			break;
+		default:
+			if (!addr) {
+				addr = optarg;
+			} else if (fixed >= 0 && !n) {
+				x->type = fixed;
+				x->arg = optarg;
+				n++;
+			} else {
+				usage_error("unexpected '%s'", optarg);
+			}
 		}
 	}
 	if (!addr)
@@ -1582,19 +1737,15 @@ static int cmd_stat(int argc, char **argv)
 		"state", "role", "local_addr", "peer_addr", "device",
 		"send_ops", "recv_ops", "write_ops", "read_ops", "errors",
 		NULL };
+	static const struct option lo[] = { COMMON_OPTS, {} };
 	const char *name = NULL;
 	char v[64], t[64];
-	int i;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			help();
-		else if (argv[i][0] == '-' || name)
-			usage_error("unexpected '%s'", argv[i]);
-		else
-			name = argv[i];
+	opt_begin(argc, argv, "-:jh", lo);
+	while (opt_next(argc, argv) != -1) {
+		if (name)
+			usage_error("unexpected '%s'", optarg);
+		name = optarg;
 	}
 	if (access(SYSFS, F_OK))
 		die(SYSFS ": %s (is krdma loaded?)", strerror(errno));
@@ -1732,31 +1883,42 @@ static int cmd_test(int argc, char **argv)
 		"test_lat_min_ns", "test_lat_avg_ns", "test_lat_max_ns", NULL };
 	const char *name = NULL, *addr = NULL, *op = "send,write,read";
 	__u64 size = 4096, count = 10;
+	static const struct option lo[] = {
+		COMMON_OPTS,
+		{ "addr", required_argument, NULL, O_ADDR },
+		{ "op", required_argument, NULL, O_OP },
+		{ "size", required_argument, NULL, 's' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{}
+	};
 	unsigned int secs = 120;
 	char args[160];
-	int i;
+	int c;
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--json"))
-			json = true;
-		else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-			help();
-		else if (!strcmp(a, "--addr"))
-			addr = optval(argc, argv, &i);
-		else if (!strcmp(a, "--op"))
-			op = optval(argc, argv, &i);
-		else if (!strcmp(a, "--size"))
-			size = parse_u32(optval(argc, argv, &i), "--size");
-		else if (!strcmp(a, "--count"))
-			count = parse_u32(optval(argc, argv, &i), "--count");
-		else if (!strcmp(a, "--timeout"))
-			secs = parse_plain(optval(argc, argv, &i), "--timeout");
-		else if (a[0] == '-' || name)
-			usage_error("unexpected '%s'", a);
-		else
-			name = a;
+	opt_begin(argc, argv, "-:jhs:n:", lo);
+	while ((c = opt_next(argc, argv)) != -1) {
+		switch (c) {
+		case O_ADDR:
+			addr = optarg;
+			break;
+		case O_OP:
+			op = optarg;
+			break;
+		case 's':
+			size = parse_u32(optarg, "--size");
+			break;
+		case 'n':
+			count = parse_u32(optarg, "--count");
+			break;
+		case O_TIMEOUT:
+			secs = parse_plain(optarg, "--timeout");
+			break;
+		default:
+			if (name)
+				usage_error("unexpected '%s'", optarg);
+			name = optarg;
+		}
 	}
 	if (!name == !addr)
 		usage_error("give a sysfs connection NAME or --addr IP:PORT");
@@ -1776,37 +1938,55 @@ static int cmd_bench(int argc, char **argv)
 		NULL };
 	const char *name = NULL, *addr = NULL, *op = NULL;
 	__u64 size = 4096, count = 0, depth = 0, batch = 0, bsecs = 0;
+	static const struct option lo[] = {
+		COMMON_OPTS,
+		{ "addr", required_argument, NULL, O_ADDR },
+		{ "op", required_argument, NULL, O_OP },
+		{ "size", required_argument, NULL, 's' },
+		{ "depth", required_argument, NULL, 't' },
+		{ "batch", required_argument, NULL, O_BATCH },
+		{ "count", required_argument, NULL, 'n' },
+		{ "secs", required_argument, NULL, 'D' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{}
+	};
 	unsigned int secs = 0;
 	char args[160];
-	int i, n;
+	int c, n;
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--json"))
-			json = true;
-		else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-			help();
-		else if (!strcmp(a, "--addr"))
-			addr = optval(argc, argv, &i);
-		else if (!strcmp(a, "--op"))
-			op = optval(argc, argv, &i);
-		else if (!strcmp(a, "--size"))
-			size = parse_u32(optval(argc, argv, &i), "--size");
-		else if (!strcmp(a, "--depth"))
-			depth = parse_u32(optval(argc, argv, &i), "--depth");
-		else if (!strcmp(a, "--batch"))
-			batch = parse_u32(optval(argc, argv, &i), "--batch");
-		else if (!strcmp(a, "--count"))
-			count = parse_u32(optval(argc, argv, &i), "--count");
-		else if (!strcmp(a, "--secs"))
-			bsecs = parse_plain(optval(argc, argv, &i), "--secs");
-		else if (!strcmp(a, "--timeout"))
-			secs = parse_plain(optval(argc, argv, &i), "--timeout");
-		else if (a[0] == '-' || name)
-			usage_error("unexpected '%s'", a);
-		else
-			name = a;
+	opt_begin(argc, argv, "-:jhs:t:n:D:", lo);
+	while ((c = opt_next(argc, argv)) != -1) {
+		switch (c) {
+		case O_ADDR:
+			addr = optarg;
+			break;
+		case O_OP:
+			op = optarg;
+			break;
+		case 's':
+			size = parse_u32(optarg, "--size");
+			break;
+		case 't':
+			depth = parse_u32(optarg, "--depth");
+			break;
+		case O_BATCH:
+			batch = parse_u32(optarg, "--batch");
+			break;
+		case 'n':
+			count = parse_u32(optarg, "--count");
+			break;
+		case 'D':
+			bsecs = parse_plain(optarg, "--secs");
+			break;
+		case O_TIMEOUT:
+			secs = parse_plain(optarg, "--timeout");
+			break;
+		default:
+			if (name)
+				usage_error("unexpected '%s'", optarg);
+			name = optarg;
+		}
 	}
 	if (!name == !addr)
 		usage_error("give a sysfs connection NAME or --addr IP:PORT");
@@ -1837,17 +2017,13 @@ static int cmd_bench(int argc, char **argv)
 
 static int cmd_version(int argc, char **argv)
 {
+	static const struct option lo[] = { COMMON_OPTS, {} };
 	struct krdma_ioc_version v;
-	int fd, i;
+	int fd;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			help();
-		else
-			usage_error("unexpected '%s'", argv[i]);
-	}
+	opt_begin(argc, argv, "-:jh", lo);
+	if (opt_next(argc, argv) != -1)
+		usage_error("unexpected '%s'", optarg);
 	fd = dev_open();
 	if (ioctl(fd, KRDMA_IOC_VERSION, &v))
 		die("VERSION: %s", strerror(errno));
@@ -1870,22 +2046,22 @@ static int cmd_version(int argc, char **argv)
 
 static const struct cmd cmds[] = {
 	{ "listen", cmd_listen,
-	  "listen ADDR:PORT [--count N] [--depth N] [--msg BYTES] [--timeout MS]\n"
+	  "listen ADDR:PORT [-n|--count N] [connection options]\n"
 	  "  Accept one connection and print its messages until the peer closes\n"
 	  "  (or N messages came)." },
 	{ "connect", cmd_connect,
-	  "connect ADDR:PORT [--src IP] [--depth N] [--msg BYTES] [--timeout MS] [--hold SECONDS]\n"
+	  "connect ADDR:PORT [--hold SECONDS] [connection options]\n"
 	  "  Connect, print the connection, keep it SECONDS (default 0), close." },
 	{ "send", cmd_send,
-	  "send ADDR:PORT MESSAGE... [--file FILE] [connection options]\n"
+	  "send ADDR:PORT [--] MESSAGE... [--file FILE] [connection options]\n"
 	  "  Connect and send each MESSAGE (and FILE's contents) as one message." },
 	{ "recv", cmd_recv,
-	  "recv ADDR:PORT [--count N] [--out FILE] [--depth N] [--msg BYTES] [--timeout MS]\n"
+	  "recv ADDR:PORT [-n|--count N] [--out FILE] [connection options]\n"
 	  "  Accept one connection, write the payload of N messages (default 1)\n"
 	  "  to FILE or stdout." },
 	{ "serve", cmd_serve,
-	  "serve ADDR:PORT [--size BYTES] [--file FILE] [--dump FILE] [--access r|w|rw]\n"
-	  "      [--clients N] [--depth N] [--msg BYTES] [--timeout MS]\n"
+	  "serve ADDR:PORT [-s|--size BYTES] [--file FILE] [--dump FILE]\n"
+	  "      [--access r|w|rw] [--clients N] [connection options]\n"
 	  "  Accept N clients (default 1, 0: forever), one at a time.  For each,\n"
 	  "  register BYTES (default: FILE's size, else 1M) holding FILE, send the\n"
 	  "  token as the first message, echo messages, answer checksum requests;\n"
@@ -1901,7 +2077,8 @@ static const struct cmd cmds[] = {
 	  "  Without --token the token is the first message of 'krdmactl serve'.\n"
 	  "  A token is written 0xADDR:0xRKEY:LENGTH, as serve prints it." },
 	{ "write", cmd_write,
-	  "write ADDR:PORT FILE [--offset N] [--len N] [--token ADDR:RKEY:LEN] [--no-verify]\n"
+	  "write ADDR:PORT FILE [--offset N] [--len N] [--token ADDR:RKEY:LEN]\n"
+	  "      [--no-verify]\n"
 	  "  RDMA WRITE FILE into the peer's region (client --write)." },
 	{ "read", cmd_read,
 	  "read ADDR:PORT FILE [--offset N] [--len N] [--token ADDR:RKEY:LEN]\n"
@@ -1911,62 +2088,98 @@ static const struct cmd cmds[] = {
 	  "  krdma's devices, listeners and connections (from sysfs), or every\n"
 	  "  value of one connection or listener." },
 	{ "test", cmd_test,
-	  "test NAME|--addr IP:PORT [--op send,write,read,atomic] [--size BYTES]\n"
-	  "     [--count N] [--timeout SECONDS]\n"
+	  "test NAME|--addr IP:PORT [--op send,write,read,atomic]\n"
+	  "     [-s|--size BYTES] [-n|--count N] [--timeout SECONDS]\n"
 	  "  Run the in-kernel self-test on sysfs connection NAME, or on a\n"
 	  "  connection made for it to a listener made for it at IP:PORT." },
 	{ "bench", cmd_bench,
-	  "bench NAME|--addr IP:PORT --op write|read|send [--size BYTES] [--depth N]\n"
-	  "      [--batch N] [--count N | --secs N] [--timeout SECONDS]\n"
+	  "bench NAME|--addr IP:PORT --op write|read|send [-s|--size BYTES]\n"
+	  "      [-t|--depth N] [--batch N] [-n|--count N | -D|--secs SECONDS]\n"
+	  "      [--timeout SECONDS]\n"
 	  "  Run the in-kernel benchmark on sysfs connection NAME (or on a\n"
 	  "  connection made for it, as test does): bandwidth, message rate and\n"
 	  "  latency (min, median, p99, max) of --op at --size (default 4K),\n"
 	  "  --depth operations in flight (default: the queue depth); write and\n"
-	  "  read post --batch operations at a time with one completion (default 1)." },
-	{ "version", cmd_version, "version\n  The module's ABI version and limits." },
+	  "  read post --batch operations at a time with one completion\n"
+	  "  (default 1).  --duration is --secs." },
+	{ "version", cmd_version,
+	  "version\n"
+	  "  The module's ABI version and limits (-V: krdmactl's own version)." },
 };
 
 static noreturn void main_usage(FILE *f, int status)
 {
 	size_t i;
 
-	fprintf(f, "usage: %s [--json] [--dev PATH] COMMAND [ARGS]\n\ncommands:\n",
-		prog);
+	fprintf(f, "usage: %s [-j|--json] [--dev PATH] COMMAND [ARGS]\n"
+		"       %s -V|--version\n\ncommands:\n", prog, prog);
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
 		fprintf(f, "  %s\n", cmds[i].usage);
-	fprintf(f, "\nEvery COMMAND takes --help and --json.\n");
+	fprintf(f, "\n%s", common_help);
 	fprintf(f, "Exit status: 0 success, 1 failure, 2 usage.\n");
 	exit(status);
 }
 
+/* krdmactl's own version, without /dev/krdma. */
+static int print_version(void)
+{
+	if (json)
+		printf("{\"version\":\"%s\",\"abi_version\":%u}\n",
+		       KRDMA_VERSION, KRDMA_ABI_VERSION);
+	else
+		printf("%s %s (ABI version %u)\n", prog, KRDMA_VERSION,
+		       KRDMA_ABI_VERSION);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option lo[] = {
+		COMMON_OPTS,
+		{ "version", no_argument, NULL, 'V' },
+		{ "dev", required_argument, NULL, O_DEV },
+		{}
+	};
+	bool version = false;
 	size_t i;
-	int a = 1;
+	int c, at;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while (a < argc && argv[a][0] == '-') {
-		if (!strcmp(argv[a], "--json")) {
+	/* '+': the options before COMMAND; the command's own come after. */
+	opterr = 0;
+	for (;;) {
+		at = optind;
+		c = getopt_long(argc, argv, "+:jhV", lo, NULL);
+		if (c == -1)
+			break;
+		switch (c) {
+		case 'j':
 			json = true;
-		} else if (!strcmp(argv[a], "--dev") && a + 1 < argc) {
-			devpath = argv[++a];
-		} else if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
+			break;
+		case 'h':
 			main_usage(stdout, 0);
-		} else {
-			fprintf(stderr, "%s: unknown option %s\n", prog, argv[a]);
-			main_usage(stderr, 2);
+		case 'V':
+			version = true;
+			break;
+		case O_DEV:
+			devpath = optarg;
+			break;
+		case '?':
+			usage_error("unknown option '%s'", opt_name(argv, at));
+		default:
+			usage_error("%s needs a value", opt_name(argv, at));
 		}
-		a++;
 	}
-	if (a >= argc)
+	if (version)
+		return print_version();
+	if (optind >= argc)
 		main_usage(stderr, 2);
 	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
-		if (!strcmp(argv[a], cmds[i].name)) {
+		if (!strcmp(argv[optind], cmds[i].name)) {
 			cur = &cmds[i];
 			cmdname = cur->name;
-			return cur->fn(argc - a, argv + a);
+			return cur->fn(argc - optind, argv + optind);
 		}
 	}
-	fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[a]);
-	main_usage(stderr, 2);
+	usage_error("unknown command '%s'", argv[optind]);
 }
