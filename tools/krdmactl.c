@@ -15,6 +15,8 @@
  * checks each one byte for byte.
  *
  * Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
+ * With --json, output is one JSON object a line, and so is an error (on
+ * stderr: {"error":"...","errno":N,"command":"..."}).
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -60,38 +62,98 @@ static bool json;
 
 /* ---- messages and output -------------------------------------------- */
 
-static void warnx(const char *fmt, ...)
-{
-	va_list ap;
+static void json_cstr(FILE *f, const char *s);
 
-	fprintf(stderr, "%s: %s%s", prog, cmdname, *cmdname ? ": " : "");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+/*
+ * Errors and warnings go to stderr, as "krdmactl: COMMAND: MESSAGE", or
+ * with --json as one JSON object a line:
+ *   {"error":"MESSAGE","errno":N,"command":"COMMAND"}
+ * ("warning" for a warning; errno is 0 where no system call failed,
+ * "command" is left out before there is one).  @err, if not 0, adds
+ * ": strerror(err)" to the message, @hint " (hint)".
+ */
+static void report_msg(const char *kind, int err, const char *hint,
+		       const char *fmt, va_list ap)
+{
+	char *m = NULL, *full = NULL;
+
+	if (vasprintf(&m, fmt, ap) < 0)
+		m = NULL;
+	if (asprintf(&full, "%s%s%s%s%s%s", m ? m : fmt, err ? ": " : "",
+		     err ? strerror(err) : "", hint ? " (" : "",
+		     hint ? hint : "", hint ? ")" : "") < 0)
+		full = NULL;
+	fflush(stdout);
+	if (json) {
+		fprintf(stderr, "{\"%s\":", kind);
+		json_cstr(stderr, full ? full : fmt);
+		fprintf(stderr, ",\"errno\":%d", err);
+		if (*cmdname) {
+			fprintf(stderr, ",\"command\":");
+			json_cstr(stderr, cmdname);
+		}
+		fprintf(stderr, "}\n");
+	} else {
+		fprintf(stderr, "%s: %s%s%s\n", prog, cmdname,
+			*cmdname ? ": " : "", full ? full : fmt);
+	}
+	free(full);
+	free(m);
 }
 
-static noreturn void die(const char *fmt, ...)
+static __attribute__((format(printf, 1, 2))) void warnx(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: %s%s", prog, cmdname, *cmdname ? ": " : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	report_msg("warning", 0, NULL, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+static __attribute__((format(printf, 2, 3)))
+void warn_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report_msg("warning", err, NULL, fmt, ap);
+	va_end(ap);
+}
+
+static __attribute__((format(printf, 1, 2)))
+noreturn void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report_msg("error", 0, NULL, fmt, ap);
+	va_end(ap);
 	exit(1);
 }
 
-static noreturn void usage_error(const char *fmt, ...)
+/* Fail with errno @err's text and, if not NULL, how to fix it. */
+static __attribute__((format(printf, 3, 4)))
+noreturn void die_err(int err, const char *hint, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: %s%s", prog, cmdname, *cmdname ? ": " : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	report_msg("error", err, hint, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (try '%s %s --help')\n", prog, cmdname);
+	exit(1);
+}
+
+static __attribute__((format(printf, 1, 2)))
+noreturn void usage_error(const char *fmt, ...)
+{
+	char hint[64];
+	va_list ap;
+
+	snprintf(hint, sizeof(hint), "try '%s%s%s --help'", prog,
+		 *cmdname ? " " : "", cmdname);
+	va_start(ap, fmt);
+	report_msg("error", 0, hint, fmt, ap);
+	va_end(ap);
 	exit(2);
 }
 
@@ -429,7 +491,7 @@ static void *read_file(const char *path, size_t *len)
 
 	fd = strcmp(path, "-") ? open(path, O_RDONLY) : 0;
 	if (fd < 0)
-		die("%s: %s", path, strerror(errno));
+		die_err(errno, NULL, "cannot open %s", path);
 	if (!buf)
 		die("out of memory");
 	for (;;) {
@@ -441,7 +503,7 @@ static void *read_file(const char *path, size_t *len)
 		}
 		r = read(fd, buf + n, cap - n);
 		if (r < 0)
-			die("%s: %s", path, strerror(errno));
+			die_err(errno, NULL, "cannot read %s", path);
 		if (!r)
 			break;
 		n += r;
@@ -461,16 +523,16 @@ static void write_file(const char *path, const void *buf, size_t len)
 	fd = strcmp(path, "-") ? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)
 			       : 1;
 	if (fd < 0)
-		die("%s: %s", path, strerror(errno));
+		die_err(errno, NULL, "cannot create %s", path);
 	while (len) {
 		r = write(fd, p, len);
 		if (r < 0)
-			die("%s: %s", path, strerror(errno));
+			die_err(errno, NULL, "cannot write %s", path);
 		p += r;
 		len -= r;
 	}
 	if (fd != 1 && close(fd))
-		die("%s: %s", path, strerror(errno));
+		die_err(errno, NULL, "cannot write %s", path);
 }
 
 static __u64 fnv1a(const void *p, size_t len)
@@ -487,20 +549,30 @@ static __u64 fnv1a(const void *p, size_t len)
 
 /* ---- /dev/krdma ----------------------------------------------------- */
 
+#define LOAD_HINT	"is the krdma module loaded? modprobe krdma"
+
 static int dev_open(void)
 {
 	struct krdma_ioc_version v;
-	int fd;
+	int fd, err;
 
 	fd = open(devpath, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		die("%s: %s%s", devpath, strerror(errno),
-		    errno == ENOENT ? " (is krdma loaded?)" : "");
-	if (ioctl(fd, KRDMA_IOC_VERSION, &v))
-		die("%s: VERSION: %s", devpath, strerror(errno));
+	if (fd < 0) {
+		err = errno;
+		die_err(err, err == ENOENT || err == ENXIO || err == ENODEV ?
+			LOAD_HINT : err == EACCES || err == EPERM ?
+			"it is root's (mode 0600): run as root" : NULL,
+			"cannot open %s", devpath);
+	}
+	if (ioctl(fd, KRDMA_IOC_VERSION, &v)) {
+		err = errno;
+		die_err(err, err == ENOTTY ? "not krdma's device? see --dev" :
+			NULL, "%s: VERSION", devpath);
+	}
 	if (v.abi_version != KRDMA_ABI_VERSION)
-		die("module speaks ABI version %u, %s was built for %u",
-		    v.abi_version, prog, KRDMA_ABI_VERSION);
+		die_err(0, "build both from one source tree: make",
+			"the module speaks ABI version %u, %s was built for %u",
+			v.abi_version, prog, KRDMA_ABI_VERSION);
 	return fd;
 }
 
@@ -518,10 +590,14 @@ static __u32 do_connect(int fd, const struct conn_opts *o)
 		.timeout_ms = o->timeout_ms,
 	};
 	char a[80];
+	int err;
 
-	if (ioctl(fd, KRDMA_IOC_CONNECT, &c))
-		die("connect to %s: %s", addr_str(&o->addr, a, sizeof(a)),
-		    strerror(errno));
+	if (ioctl(fd, KRDMA_IOC_CONNECT, &c)) {
+		err = errno;
+		die_err(err, err == ECONNREFUSED ? "nobody listens there?" :
+			err == ETIMEDOUT ? "no answer within --timeout MS" :
+			NULL, "connect to %s", addr_str(&o->addr, a, sizeof(a)));
+	}
 	return c.handle;
 }
 
@@ -532,10 +608,14 @@ static __u32 do_listen(int fd, const struct conn_opts *o)
 		.max_msg_size = o->msg,
 	};
 	char a[80];
+	int err;
 
-	if (ioctl(fd, KRDMA_IOC_LISTEN, &l))
-		die("listen on %s: %s", addr_str(&o->addr, a, sizeof(a)),
-		    strerror(errno));
+	if (ioctl(fd, KRDMA_IOC_LISTEN, &l)) {
+		err = errno;
+		die_err(err, err == EADDRINUSE ?
+			"something listens there already" : NULL,
+			"listen on %s", addr_str(&o->addr, a, sizeof(a)));
+	}
 	return l.handle;
 }
 
@@ -543,8 +623,13 @@ static __u32 do_accept(int fd, __u32 lh, __u32 timeout_ms)
 {
 	struct krdma_ioc_accept a = { .handle = lh, .timeout_ms = timeout_ms };
 
-	if (ioctl(fd, KRDMA_IOC_ACCEPT, &a))
-		die("accept: %s", strerror(errno));
+	int err;
+
+	if (ioctl(fd, KRDMA_IOC_ACCEPT, &a)) {
+		err = errno;
+		die_err(err, err == ETIMEDOUT || err == EAGAIN ?
+			"no client within --timeout MS" : NULL, "accept");
+	}
 	return a.conn;
 }
 
@@ -553,7 +638,7 @@ static void do_query(int fd, __u32 h, struct krdma_ioc_query *q)
 	memset(q, 0, sizeof(*q));
 	q->handle = h;
 	if (ioctl(fd, KRDMA_IOC_QUERY, q))
-		die("query: %s", strerror(errno));
+		die_err(errno, NULL, "query");
 }
 
 static int do_send(int fd, __u32 h, const void *buf, size_t len)
@@ -680,7 +765,8 @@ static const struct cmd *cur;
 
 static const char common_help[] =
 	"Connection options: --src IP, -t|--depth N (queue depth), --msg BYTES\n"
-	"(largest message), --timeout MS.\n"
+	"(largest message), --timeout MS (connecting: default 5000; waiting for\n"
+	"a client: default forever).  Every timeout is in milliseconds.\n"
 	"Options take '--opt=value' or '--opt value'; '--' ends them.  BYTES and\n"
 	"counts take a K, M or G suffix (2^10, 2^20, 2^30).  Every command takes\n"
 	"-h|--help and -j|--json.\n";
@@ -902,7 +988,7 @@ static int cmd_send(int argc, char **argv)
 		}
 		ret = do_send(fd, h, buf, len);
 		if (ret)
-			die("send of %zu bytes: %s", len, strerror(-ret));
+			die_err(-ret, NULL, "send of %zu bytes", len);
 		if (json)
 			printf("{\"event\":\"sent\",\"len\":%zu}\n", len);
 		else
@@ -956,7 +1042,7 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 	if (raw && strcmp(out, "-")) {
 		f = fopen(out, "w");
 		if (!f)
-			die("%s: %s", out, strerror(errno));
+			die_err(errno, NULL, "cannot create %s", out);
 	}
 	fd = dev_open();
 	lh = do_listen(fd, &o);
@@ -988,11 +1074,11 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 		if (len == -ECONNRESET && !raw)
 			break;
 		if (len < 0)
-			die("receive: %s", strerror(-len));
+			die_err(-len, NULL, "receive");
 		n++;
 		if (raw) {
 			if (fwrite(buf, 1, len, f) != (size_t)len)
-				die("%s: %s", out, strerror(errno));
+				die_err(errno, NULL, "cannot write %s", out);
 		} else {
 			print_msg(n, buf, len);
 		}
@@ -1007,7 +1093,7 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 			       (unsigned long long)n);
 	}
 	if (f != stdout && fclose(f))
-		die("%s: %s", out, strerror(errno));
+		die_err(errno, NULL, "cannot write %s", out);
 	free(buf);
 	close(fd);
 	return 0;
@@ -1042,7 +1128,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 	do_query(fd, h, &q);
 	print_conn("accepted", &q);
 	if (ioctl(fd, KRDMA_IOC_REG, &r))
-		die("register %zu bytes: %s", size, strerror(errno));
+		die_err(errno, NULL, "register %zu bytes", size);
 	print_token("token", &r.token, r.mr);
 	fflush(stdout);
 	snprintf(reply, sizeof(reply), TOKEN_TAG " 0x%llx 0x%x %u",
@@ -1050,7 +1136,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 		 r.token.length);
 	ret = do_send(fd, h, reply, strlen(reply));
 	if (ret)
-		die("sending the token: %s", strerror(-ret));
+		die_err(-ret, NULL, "sending the token");
 
 	buf = malloc(q.max_msg_size + 1);
 	if (!buf)
@@ -1062,7 +1148,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 			      KRDMA_IOC_TIMEOUT_INF);
 		if (len < 0) {
 			if (len != -ECONNRESET)
-				warnx("receive: %s", strerror(-len));
+				warn_err(-len, "receive");
 			ret = len == -ECONNRESET ? 0 : 1;
 			break;
 		}
@@ -1087,7 +1173,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 		}
 		fflush(stdout);
 		if (ret) {
-			warnx("reply: %s", strerror(-ret));
+			warn_err(-ret, "reply");
 			ret = 1;
 			break;
 		}
@@ -1095,12 +1181,12 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 	free(buf);
 	u.handle = r.mr;
 	if (ioctl(fd, KRDMA_IOC_UNREG, &u))
-		die("unregister: %s", strerror(errno));
+		die_err(errno, NULL, "unregister");
 	do_query(fd, h, &q);
 	print_conn("done", &q);
 	u.handle = h;
 	if (ioctl(fd, KRDMA_IOC_CLOSE, &u))
-		die("close: %s", strerror(errno));
+		die_err(errno, NULL, "close");
 	fflush(stdout);
 	return ret;
 }
@@ -1240,7 +1326,7 @@ static void get_token(struct session *s)
 		return;
 	n = do_recv(s->fd, s->h, s->msg, s->max_msg, REPLY_MS);
 	if (n < 0)
-		die("waiting for the server's token: %s", strerror(-n));
+		die_err(-n, NULL, "waiting for the server's token");
 	s->msg[n] = 0;
 	if (sscanf(s->msg, TOKEN_TAG " %llx %llx %llu", &addr, &rkey, &len) != 3 ||
 	    rkey > UINT32_MAX || len > UINT32_MAX)
@@ -1304,7 +1390,7 @@ static void act_send(struct session *s, const struct action *a)
 	}
 	ret = do_send(s->fd, s->h, buf, len);
 	if (ret)
-		die("send of %zu bytes: %s", len, strerror(-ret));
+		die_err(-ret, NULL, "send of %zu bytes", len);
 	if (!a->verify) {
 		report("send", a, len, "sent");
 		free(buf);
@@ -1312,7 +1398,7 @@ static void act_send(struct session *s, const struct action *a)
 	}
 	n = do_recv(s->fd, s->h, s->msg, s->max_msg, REPLY_MS);
 	if (n < 0)
-		die("waiting for the echo: %s", strerror(-n));
+		die_err(-n, NULL, "waiting for the echo");
 	if ((size_t)n != len || first_diff(buf, s->msg, len) >= 0)
 		die("echo of %zu bytes differs (got %ld bytes, first difference at %lld)",
 		    len, n, (size_t)n == len ? first_diff(buf, s->msg, len) : 0LL);
@@ -1332,10 +1418,10 @@ static __u64 server_sum(struct session *s, __u64 off, __u64 len)
 		 (unsigned long long)off, (unsigned long long)len);
 	ret = do_send(s->fd, s->h, req, strlen(req));
 	if (ret)
-		die("checksum request: %s", strerror(-ret));
+		die_err(-ret, NULL, "checksum request");
 	n = do_recv(s->fd, s->h, s->msg, s->max_msg, REPLY_MS);
 	if (n < 0)
-		die("waiting for the checksum: %s", strerror(-n));
+		die_err(-n, NULL, "waiting for the checksum");
 	s->msg[n] = 0;
 	if (sscanf(s->msg, SUM_TAG " %llu %llu %llx", &o2, &l2, &sum) != 3 ||
 	    o2 != off || l2 != len)
@@ -1356,8 +1442,9 @@ static void act_write(struct session *s, const struct action *a)
 		die("%s is empty", a->arg);
 	ret = do_rdma(s->fd, s->h, true, data, len, &s->tok, a->offset);
 	if (ret)
-		die("RDMA WRITE of %zu bytes at offset %llu: %s", len,
-		    (unsigned long long)a->offset, strerror(-ret));
+		die_err(-ret, NULL, "RDMA WRITE of %zu bytes at offset %llu",
+			len,
+		    (unsigned long long)a->offset);
 	if (!a->verify) {
 		report("write", a, len, "written");
 		free(data);
@@ -1369,7 +1456,7 @@ static void act_write(struct session *s, const struct action *a)
 		die("out of memory");
 	ret = do_rdma(s->fd, s->h, false, back, len, &s->tok, a->offset);
 	if (ret)
-		die("RDMA READ back: %s", strerror(-ret));
+		die_err(-ret, NULL, "RDMA READ back");
 	d = first_diff(data, back, len);
 	if (d >= 0)
 		die("read back differs from what was written at byte %lld", d);
@@ -1400,9 +1487,8 @@ static void act_read(struct session *s, const struct action *a)
 	}
 	ret = do_rdma(s->fd, s->h, false, buf, len, &s->tok, a->offset);
 	if (ret)
-		die("RDMA READ of %llu bytes at offset %llu: %s",
-		    (unsigned long long)len, (unsigned long long)a->offset,
-		    strerror(-ret));
+		die_err(-ret, NULL, "RDMA READ of %llu bytes at offset %llu",
+			(unsigned long long)len, (unsigned long long)a->offset);
 	if (a->type == A_EXPECT) {
 		d = first_diff(buf, want, len);
 		if (d >= 0)
@@ -1748,7 +1834,7 @@ static int cmd_stat(int argc, char **argv)
 		name = optarg;
 	}
 	if (access(SYSFS, F_OK))
-		die(SYSFS ": %s (is krdma loaded?)", strerror(errno));
+		die_err(errno, LOAD_HINT, SYSFS);
 	if (name) {
 		char p[PATH_MAX];
 
@@ -1784,39 +1870,44 @@ static int cmd_stat(int argc, char **argv)
 	return 0;
 }
 
+/* Wait up to @ms milliseconds for @file to be (or to leave) @want. */
 static int wait_sys(const char *dir, const char *file, const char *want,
-		    bool equal, unsigned int secs)
+		    bool equal, __u64 ms)
 {
 	struct timespec ts = { 0, 100 * 1000 * 1000 };
-	unsigned int i;
 	char v[128];
+	__u64 t;
 
-	for (i = 0; i < secs * 10; i++) {
+	for (t = 0;; t += 100) {
 		if (sys_read(dir, file, v, sizeof(v)) &&
 		    (!strcmp(v, want)) == equal)
 			return 0;
+		if (t >= ms)
+			return -1;
 		nanosleep(&ts, NULL);
 	}
-	return -1;
 }
 
 /*
  * Run VERB (test or bench) with ARGS on sysfs connection @name, or on a
  * connection made for it to a listener made for it at @addr (both sides
- * in this kernel, removed afterwards); wait up to @secs for
+ * in this kernel, removed afterwards); wait up to @ms for
  * PREFIX_status to leave "running" and print the PREFIX_* values @res.
  */
 static int sysfs_run(const char *verb, const char *name, const char *addr,
-		     const char *args, const char *const *res, unsigned int secs)
+		     const char *args, const char *const *res, __u64 ms)
 {
 	char lname[32], cname[32], cmd[320], dir[PATH_MAX], st[128], sf[32];
-	int ret, rc;
+	int ret, rc, err;
 
 	/* One word each in the control command. */
 	if (name && strpbrk(name, "\t\n\r /"))
 		usage_error("bad connection name");
-	if (access(SYSFS "/control", W_OK))
-		die(SYSFS "/control: %s", strerror(errno));
+	if (access(SYSFS "/control", W_OK)) {
+		err = errno;
+		die_err(err, err == EACCES ? "run as root" :
+			err == ENOENT ? LOAD_HINT : NULL, SYSFS "/control");
+	}
 	if (addr) {
 		struct krdma_ioc_addr a;
 
@@ -1827,20 +1918,20 @@ static int sysfs_run(const char *verb, const char *name, const char *addr,
 			 addr);
 		ret = sys_write(SYSFS "/control", cmd);
 		if (ret)
-			die("'%s': %s", cmd, strerror(-ret));
+			die_err(-ret, NULL, "'%s'", cmd);
 		snprintf(cmd, sizeof(cmd), "connect name=%s addr=%s", cname,
 			 addr);
 		ret = sys_write(SYSFS "/control", cmd);
 		if (ret) {
 			snprintf(cmd, sizeof(cmd), "unlisten name=%s", lname);
 			sys_write(SYSFS "/control", cmd);
-			die("'connect name=%s addr=%s': %s", cname, addr,
-			    strerror(-ret));
+			die_err(-ret, NULL, "'connect name=%s addr=%s'", cname,
+				addr);
 		}
 		name = cname;
 		/* The passive side answers once it is established. */
 		snprintf(dir, sizeof(dir), SYSFS "/conns/%s.0", lname);
-		if (wait_sys(dir, "state", "connected", true, 10))
+		if (wait_sys(dir, "state", "connected", true, 10000))
 			warnx("%s.0 is not connected", lname);
 	}
 	snprintf(dir, sizeof(dir), SYSFS "/conns/%s", name);
@@ -1848,9 +1939,10 @@ static int sysfs_run(const char *verb, const char *name, const char *addr,
 	snprintf(cmd, sizeof(cmd), "%s name=%s %s", verb, name, args);
 	ret = sys_write(SYSFS "/control", cmd);
 	if (ret)
-		warnx("'%s': %s", cmd, strerror(-ret));
-	else if (wait_sys(dir, sf, "running", false, secs))
-		warnx("%s still running after %u s", verb, secs);
+		warn_err(-ret, "'%s'", cmd);
+	else if (wait_sys(dir, sf, "running", false, ms))
+		warnx("%s still running after %llu ms (raise --timeout MS)",
+		      verb, (unsigned long long)ms);
 	sys_read(dir, sf, st, sizeof(st));
 	rc = !ret && !strcmp(st, "passed") ? 0 : 1;
 	if (!ret) {
@@ -1892,7 +1984,7 @@ static int cmd_test(int argc, char **argv)
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{}
 	};
-	unsigned int secs = 120;
+	__u64 ms = 120000;
 	char args[160];
 	int c;
 
@@ -1912,7 +2004,7 @@ static int cmd_test(int argc, char **argv)
 			count = parse_u32(optarg, "--count");
 			break;
 		case O_TIMEOUT:
-			secs = parse_plain(optarg, "--timeout");
+			ms = parse_plain(optarg, "--timeout");
 			break;
 		default:
 			if (name)
@@ -1926,7 +2018,7 @@ static int cmd_test(int argc, char **argv)
 		usage_error("bad --op");
 	snprintf(args, sizeof(args), "op=%s size=%llu count=%llu", op,
 		 (unsigned long long)size, (unsigned long long)count);
-	return sysfs_run("test", name, addr, args, res, secs);
+	return sysfs_run("test", name, addr, args, res, ms);
 }
 
 static int cmd_bench(int argc, char **argv)
@@ -1951,7 +2043,7 @@ static int cmd_bench(int argc, char **argv)
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{}
 	};
-	unsigned int secs = 0;
+	__u64 ms = 0;
 	char args[160];
 	int c, n;
 
@@ -1980,7 +2072,7 @@ static int cmd_bench(int argc, char **argv)
 			bsecs = parse_plain(optarg, "--secs");
 			break;
 		case O_TIMEOUT:
-			secs = parse_plain(optarg, "--timeout");
+			ms = parse_plain(optarg, "--timeout");
 			break;
 		default:
 			if (name)
@@ -2010,9 +2102,9 @@ static int cmd_bench(int argc, char **argv)
 		snprintf(args + n, sizeof(args) - n, " secs=%llu",
 			 (unsigned long long)bsecs);
 	/* A timed run ends by itself; give a counted one two minutes. */
-	if (!secs)
-		secs = bsecs ? bsecs + 60 : 120;
-	return sysfs_run("bench", name, addr, args, res, secs);
+	if (!ms)
+		ms = bsecs ? (bsecs + 60) * 1000 : 120000;
+	return sysfs_run("bench", name, addr, args, res, ms);
 }
 
 static int cmd_version(int argc, char **argv)
@@ -2026,7 +2118,7 @@ static int cmd_version(int argc, char **argv)
 		usage_error("unexpected '%s'", optarg);
 	fd = dev_open();
 	if (ioctl(fd, KRDMA_IOC_VERSION, &v))
-		die("VERSION: %s", strerror(errno));
+		die_err(errno, NULL, "VERSION");
 	if (json) {
 		printf("{\"abi_version\":%u,\"max_handles\":%u",
 		       v.abi_version, v.max_handles);
@@ -2089,19 +2181,21 @@ static const struct cmd cmds[] = {
 	  "  value of one connection or listener." },
 	{ "test", cmd_test,
 	  "test NAME|--addr IP:PORT [--op send,write,read,atomic]\n"
-	  "     [-s|--size BYTES] [-n|--count N] [--timeout SECONDS]\n"
+	  "     [-s|--size BYTES] [-n|--count N] [--timeout MS]\n"
 	  "  Run the in-kernel self-test on sysfs connection NAME, or on a\n"
-	  "  connection made for it to a listener made for it at IP:PORT." },
+	  "  connection made for it to a listener made for it at IP:PORT.\n"
+	  "  --timeout: how long to wait for the result (default 120000)." },
 	{ "bench", cmd_bench,
 	  "bench NAME|--addr IP:PORT --op write|read|send [-s|--size BYTES]\n"
 	  "      [-t|--depth N] [--batch N] [-n|--count N | -D|--secs SECONDS]\n"
-	  "      [--timeout SECONDS]\n"
+	  "      [--timeout MS]\n"
 	  "  Run the in-kernel benchmark on sysfs connection NAME (or on a\n"
 	  "  connection made for it, as test does): bandwidth, message rate and\n"
 	  "  latency (min, median, p99, max) of --op at --size (default 4K),\n"
 	  "  --depth operations in flight (default: the queue depth); write and\n"
 	  "  read post --batch operations at a time with one completion\n"
-	  "  (default 1).  --duration is --secs." },
+	  "  (default 1).  --duration is --secs.  --timeout: how long to wait for\n"
+	  "  the result (default: --secs plus a minute, else 120000)." },
 	{ "version", cmd_version,
 	  "version\n"
 	  "  The module's ABI version and limits (-V: krdmactl's own version)." },
@@ -2116,7 +2210,9 @@ static noreturn void main_usage(FILE *f, int status)
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
 		fprintf(f, "  %s\n", cmds[i].usage);
 	fprintf(f, "\n%s", common_help);
-	fprintf(f, "Exit status: 0 success, 1 failure, 2 usage.\n");
+	fprintf(f, "Exit status: 0 success, 1 failure, 2 usage.  With --json an\n"
+		"error is a JSON object on stderr:\n"
+		"  {\"error\":\"...\",\"errno\":N,\"command\":\"...\"}\n");
 	exit(status);
 }
 
@@ -2172,8 +2268,11 @@ int main(int argc, char **argv)
 	}
 	if (version)
 		return print_version();
-	if (optind >= argc)
+	if (optind >= argc) {
+		if (json)
+			usage_error("no COMMAND");
 		main_usage(stderr, 2);
+	}
 	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
 		if (!strcmp(argv[optind], cmds[i].name)) {
 			cur = &cmds[i];
