@@ -268,6 +268,12 @@ t "unknown command: exit 2"
 run connect
 [ "$rc" = 2 ]
 t "connect without an address: exit 2"
+run listen 10.0.0.1:7000 --out x
+usage "unknown option '--out'"
+t "listen takes no --out (recv does)"
+run write 10.0.0.1:7000 x --loop 2
+usage "unknown option '--loop'"
+t "write takes no --loop (client does)"
 sys=(
 	"test --addr 10.0.0.1:7418 --op send,write,read --size 8K --count 3"
 	"--json bench --addr 10.0.0.1:7418 --op write --size 8K --count 25"

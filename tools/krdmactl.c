@@ -45,6 +45,7 @@
 #include <linux/krdma.h>
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define __printf(a, b)	__attribute__((format(printf, a, b)))
 
 #define SYSFS		"/sys/kernel/krdma"
 #define TOKEN_TAG	"krdmactl-token"
@@ -101,7 +102,7 @@ static void report_msg(const char *kind, int err, const char *hint,
 	free(m);
 }
 
-static __attribute__((format(printf, 1, 2))) void warnx(const char *fmt, ...)
+static __printf(1, 2) void warnx(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -110,7 +111,7 @@ static __attribute__((format(printf, 1, 2))) void warnx(const char *fmt, ...)
 	va_end(ap);
 }
 
-static __attribute__((format(printf, 2, 3)))
+static __printf(2, 3)
 void warn_err(int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -120,7 +121,7 @@ void warn_err(int err, const char *fmt, ...)
 	va_end(ap);
 }
 
-static __attribute__((format(printf, 1, 2)))
+static __printf(1, 2)
 noreturn void die(const char *fmt, ...)
 {
 	va_list ap;
@@ -132,7 +133,7 @@ noreturn void die(const char *fmt, ...)
 }
 
 /* Fail with errno @err's text and, if not NULL, how to fix it. */
-static __attribute__((format(printf, 3, 4)))
+static __printf(3, 4)
 noreturn void die_err(int err, const char *hint, const char *fmt, ...)
 {
 	va_list ap;
@@ -143,7 +144,7 @@ noreturn void die_err(int err, const char *hint, const char *fmt, ...)
 	exit(1);
 }
 
-static __attribute__((format(printf, 1, 2)))
+static __printf(1, 2)
 noreturn void usage_error(const char *fmt, ...)
 {
 	char hint[64];
@@ -792,21 +793,25 @@ enum {
 	O_BATCH, O_DEV,
 };
 
-#define COMMON_OPTS \
-	{ "json", no_argument, NULL, 'j' }, \
-	{ "help", no_argument, NULL, 'h' }
+static const struct option common_lo[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{}
+};
 
 /* Connection options: --src, --depth (-t), --msg, --timeout. */
-#define CONN_OPTS \
-	{ "src", required_argument, NULL, O_SRC }, \
-	{ "depth", required_argument, NULL, 't' }, \
-	{ "msg", required_argument, NULL, O_MSG }, \
-	{ "timeout", required_argument, NULL, O_TIMEOUT }, \
-	COMMON_OPTS
+static const struct option conn_lo[] = {
+	{ "src", required_argument, NULL, O_SRC },
+	{ "depth", required_argument, NULL, 't' },
+	{ "msg", required_argument, NULL, O_MSG },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{}
+};
+
 #define CONN_SHORT	"-:jht:"
 
 static const char *o_short;
-static const struct option *o_long;
+static struct option o_long[48];	/* common_lo and the command's */
 static bool o_rest;		/* after "--": operands only */
 
 static const char *opt_name(char *const *argv, int at)
@@ -825,16 +830,25 @@ static const char *opt_name(char *const *argv, int at)
 }
 
 /*
- * Start on a command's options.  --json is looked for first, so that an
- * error in the options before it is reported as JSON too.
+ * Start on a command's options: common_lo and the NULL-terminated list of
+ * tables @tabs.  --json is looked for first, so that an error in the
+ * options before it is reported as JSON too.
  */
 static void opt_begin(int argc, char **argv, const char *shortopts,
-		      const struct option *longopts)
+		      const struct option *const *tabs)
 {
+	const struct option *t = common_lo;
+	size_t n = 0;
 	int c;
 
+	for (; t; t = *tabs++)
+		for (; t->name; t++) {
+			if (n + 1 >= ARRAY_SIZE(o_long))
+				die("too many options");
+			o_long[n++] = *t;
+		}
+	memset(&o_long[n], 0, sizeof(o_long[n]));
 	o_short = shortopts;
-	o_long = longopts;
 	o_rest = false;
 	opterr = 0;
 	optind = 0;
@@ -906,7 +920,6 @@ static bool conn_opt(int c, struct conn_opts *o)
 static int cmd_connect(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		CONN_OPTS,
 		{ "hold", required_argument, NULL, O_HOLD },
 		{}
 	};
@@ -917,7 +930,8 @@ static int cmd_connect(int argc, char **argv)
 	__u32 h;
 	int fd, c;
 
-	opt_begin(argc, argv, CONN_SHORT, lo);
+	opt_begin(argc, argv, CONN_SHORT,
+		  (const struct option *[]){ conn_lo, lo, NULL });
 	while ((c = opt_next(argc, argv)) != -1) {
 		if (conn_opt(c, &o))
 			continue;
@@ -944,7 +958,6 @@ static int cmd_connect(int argc, char **argv)
 static int cmd_send(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		CONN_OPTS,
 		{ "file", required_argument, NULL, O_FILE },
 		{}
 	};
@@ -956,7 +969,8 @@ static int cmd_send(int argc, char **argv)
 
 	if (!msgs)
 		die("out of memory");
-	opt_begin(argc, argv, CONN_SHORT, lo);
+	opt_begin(argc, argv, CONN_SHORT,
+		  (const struct option *[]){ conn_lo, lo, NULL });
 	while ((c = opt_next(argc, argv)) != -1) {
 		if (conn_opt(c, &o))
 			continue;
@@ -1010,12 +1024,9 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 	__u32 lh, h;
 	char *buf;
 	static const struct option listen_lo[] = {
-		CONN_OPTS,
 		{ "count", required_argument, NULL, 'n' },
 		{}
 	}, recv_lo[] = {
-		CONN_OPTS,
-		{ "count", required_argument, NULL, 'n' },
 		{ "out", required_argument, NULL, O_OUT },
 		{}
 	};
@@ -1023,7 +1034,8 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 	int fd, c;
 	FILE *f = stdout;
 
-	opt_begin(argc, argv, CONN_SHORT "n:", raw ? recv_lo : listen_lo);
+	opt_begin(argc, argv, CONN_SHORT "n:", (const struct option *[]){
+		  conn_lo, listen_lo, raw ? recv_lo : NULL, NULL });
 	while ((c = opt_next(argc, argv)) != -1) {
 		if (conn_opt(c, &o))
 			continue;
@@ -1205,7 +1217,6 @@ static __u32 parse_access(const char *v)
 static int cmd_serve(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		CONN_OPTS,
 		{ "size", required_argument, NULL, 's' },
 		{ "file", required_argument, NULL, O_FILE },
 		{ "dump", required_argument, NULL, O_DUMP },
@@ -1223,7 +1234,8 @@ static int cmd_serve(int argc, char **argv)
 	int fd, c, ret = 0;
 	__u32 lh;
 
-	opt_begin(argc, argv, CONN_SHORT "s:", lo);
+	opt_begin(argc, argv, CONN_SHORT "s:",
+		  (const struct option *[]){ conn_lo, lo, NULL });
 	while ((c = opt_next(argc, argv)) != -1) {
 		if (conn_opt(c, &o))
 			continue;
@@ -1560,14 +1572,13 @@ static void client_run(struct conn_opts *o, struct action *acts, int nacts,
  */
 static int client_like(int argc, char **argv, int fixed)
 {
-#define RW_OPTS \
-	CONN_OPTS, \
-	{ "token", required_argument, NULL, O_TOKEN }, \
-	{ "offset", required_argument, NULL, O_OFFSET }, \
-	{ "len", required_argument, NULL, O_LEN }, \
-	{ "no-verify", no_argument, NULL, O_NO_VERIFY }
-	static const struct option rw_lo[] = { RW_OPTS, {} }, client_lo[] = {
-		RW_OPTS,
+	static const struct option rw_lo[] = {
+		{ "token", required_argument, NULL, O_TOKEN },
+		{ "offset", required_argument, NULL, O_OFFSET },
+		{ "len", required_argument, NULL, O_LEN },
+		{ "no-verify", no_argument, NULL, O_NO_VERIFY },
+		{}
+	}, client_lo[] = {
 		{ "loop", required_argument, NULL, O_LOOP },
 		{ "send", required_argument, NULL, O_SEND },
 		{ "send-file", required_argument, NULL, O_SEND_FILE },
@@ -1576,7 +1587,6 @@ static int client_like(int argc, char **argv, int fixed)
 		{ "expect", required_argument, NULL, O_EXPECT },
 		{}
 	};
-#undef RW_OPTS
 	struct conn_opts o = {};
 	struct krdma_ioc_token tok = {};
 	struct action *acts = calloc(argc, sizeof(*acts));
@@ -1587,7 +1597,8 @@ static int client_like(int argc, char **argv, int fixed)
 
 	if (!acts)
 		die("out of memory");
-	opt_begin(argc, argv, CONN_SHORT, fixed < 0 ? client_lo : rw_lo);
+	opt_begin(argc, argv, CONN_SHORT, (const struct option *[]){
+		  conn_lo, rw_lo, fixed < 0 ? client_lo : NULL, NULL });
 	while ((c = opt_next(argc, argv)) != -1) {
 		struct action *x = &acts[n];
 
@@ -1823,11 +1834,10 @@ static int cmd_stat(int argc, char **argv)
 		"state", "role", "local_addr", "peer_addr", "device",
 		"send_ops", "recv_ops", "write_ops", "read_ops", "errors",
 		NULL };
-	static const struct option lo[] = { COMMON_OPTS, {} };
 	const char *name = NULL;
 	char v[64], t[64];
 
-	opt_begin(argc, argv, "-:jh", lo);
+	opt_begin(argc, argv, "-:jh", (const struct option *[]){ NULL });
 	while (opt_next(argc, argv) != -1) {
 		if (name)
 			usage_error("unexpected '%s'", optarg);
@@ -1976,7 +1986,6 @@ static int cmd_test(int argc, char **argv)
 	const char *name = NULL, *addr = NULL, *op = "send,write,read";
 	__u64 size = 4096, count = 10;
 	static const struct option lo[] = {
-		COMMON_OPTS,
 		{ "addr", required_argument, NULL, O_ADDR },
 		{ "op", required_argument, NULL, O_OP },
 		{ "size", required_argument, NULL, 's' },
@@ -1988,7 +1997,7 @@ static int cmd_test(int argc, char **argv)
 	char args[160];
 	int c;
 
-	opt_begin(argc, argv, "-:jhs:n:", lo);
+	opt_begin(argc, argv, "-:jhs:n:", (const struct option *[]){ lo, NULL });
 	while ((c = opt_next(argc, argv)) != -1) {
 		switch (c) {
 		case O_ADDR:
@@ -2031,7 +2040,6 @@ static int cmd_bench(int argc, char **argv)
 	const char *name = NULL, *addr = NULL, *op = NULL;
 	__u64 size = 4096, count = 0, depth = 0, batch = 0, bsecs = 0;
 	static const struct option lo[] = {
-		COMMON_OPTS,
 		{ "addr", required_argument, NULL, O_ADDR },
 		{ "op", required_argument, NULL, O_OP },
 		{ "size", required_argument, NULL, 's' },
@@ -2047,7 +2055,8 @@ static int cmd_bench(int argc, char **argv)
 	char args[160];
 	int c, n;
 
-	opt_begin(argc, argv, "-:jhs:t:n:D:", lo);
+	opt_begin(argc, argv, "-:jhs:t:n:D:",
+		  (const struct option *[]){ lo, NULL });
 	while ((c = opt_next(argc, argv)) != -1) {
 		switch (c) {
 		case O_ADDR:
@@ -2109,11 +2118,10 @@ static int cmd_bench(int argc, char **argv)
 
 static int cmd_version(int argc, char **argv)
 {
-	static const struct option lo[] = { COMMON_OPTS, {} };
 	struct krdma_ioc_version v;
 	int fd;
 
-	opt_begin(argc, argv, "-:jh", lo);
+	opt_begin(argc, argv, "-:jh", (const struct option *[]){ NULL });
 	if (opt_next(argc, argv) != -1)
 		usage_error("unexpected '%s'", optarg);
 	fd = dev_open();
@@ -2231,7 +2239,8 @@ static int print_version(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		COMMON_OPTS,
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "dev", required_argument, NULL, O_DEV },
 		{}
