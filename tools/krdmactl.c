@@ -15,12 +15,15 @@
  * checks each one byte for byte.
  *
  * Exit status: 0 success, 1 failure (message on stderr), 2 usage error.
+ * With --json, output is one JSON object a line, and so is an error (on
+ * stderr: {"error":"...","errno":N,"command":"..."}).
  */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <net/if.h>
@@ -42,12 +45,16 @@
 #include <linux/krdma.h>
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define __printf(a, b)	__attribute__((format(printf, a, b)))
 
 #define SYSFS		"/sys/kernel/krdma"
 #define TOKEN_TAG	"krdmactl-token"
 #define SUM_TAG		"krdmactl-sum"
 #define BYE_TAG		"krdmactl-bye"
 #define REPLY_MS	30000
+
+/* krdmactl's version: KRDMA_VERSION of the module source (krdma_core.h). */
+#define KRDMA_VERSION	"0.1.0"
 
 static const char *prog = "krdmactl";
 static const char *cmdname = "";
@@ -56,49 +63,151 @@ static bool json;
 
 /* ---- messages and output -------------------------------------------- */
 
-static void warnx(const char *fmt, ...)
-{
-	va_list ap;
+static void json_cstr(FILE *f, const char *s);
 
-	fprintf(stderr, "%s: %s%s", prog, cmdname, *cmdname ? ": " : "");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+/*
+ * Errors and warnings go to stderr, as "krdmactl: COMMAND: MESSAGE", or
+ * with --json as one JSON object a line:
+ *   {"error":"MESSAGE","errno":N,"command":"COMMAND"}
+ * ("warning" for a warning; errno is 0 where no system call failed,
+ * "command" is left out before there is one).  @err, if not 0, adds
+ * ": strerror(err)" to the message, @hint " (hint)".
+ */
+static void report_msg(const char *kind, int err, const char *hint,
+		       const char *fmt, va_list ap)
+{
+	char *m = NULL, *full = NULL;
+
+	if (vasprintf(&m, fmt, ap) < 0)
+		m = NULL;
+	if (asprintf(&full, "%s%s%s%s%s%s", m ? m : fmt, err ? ": " : "",
+		     err ? strerror(err) : "", hint ? " (" : "",
+		     hint ? hint : "", hint ? ")" : "") < 0)
+		full = NULL;
+	fflush(stdout);
+	if (json) {
+		fprintf(stderr, "{\"%s\":", kind);
+		json_cstr(stderr, full ? full : fmt);
+		fprintf(stderr, ",\"errno\":%d", err);
+		if (*cmdname) {
+			fprintf(stderr, ",\"command\":");
+			json_cstr(stderr, cmdname);
+		}
+		fprintf(stderr, "}\n");
+	} else {
+		fprintf(stderr, "%s: %s%s%s\n", prog, cmdname,
+			*cmdname ? ": " : "", full ? full : fmt);
+	}
+	free(full);
+	free(m);
 }
 
-static noreturn void die(const char *fmt, ...)
+static __printf(1, 2) void warnx(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: %s%s", prog, cmdname, *cmdname ? ": " : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	report_msg("warning", 0, NULL, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+static __printf(2, 3)
+void warn_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report_msg("warning", err, NULL, fmt, ap);
+	va_end(ap);
+}
+
+static __printf(1, 2)
+noreturn void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report_msg("error", 0, NULL, fmt, ap);
+	va_end(ap);
 	exit(1);
 }
 
-static noreturn void usage_error(const char *fmt, ...)
+/* Fail with errno @err's text and, if not NULL, how to fix it. */
+static __printf(3, 4)
+noreturn void die_err(int err, const char *hint, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: %s%s", prog, cmdname, *cmdname ? ": " : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	report_msg("error", err, hint, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (try '%s %s --help')\n", prog, cmdname);
+	exit(1);
+}
+
+static __printf(1, 2)
+noreturn void usage_error(const char *fmt, ...)
+{
+	char hint[64];
+	va_list ap;
+
+	snprintf(hint, sizeof(hint), "try '%s%s%s --help'", prog,
+		 *cmdname ? " " : "", cmdname);
+	va_start(ap, fmt);
+	report_msg("error", 0, hint, fmt, ap);
+	va_end(ap);
 	exit(2);
 }
 
-/* A JSON string literal of @len bytes. */
+/*
+ * Length of the valid UTF-8 sequence at @s (of @n bytes left), or 0: no
+ * overlong forms, no surrogates, nothing above U+10FFFF.
+ */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	__u32 c;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] < 0xc2)
+		return 0;
+	if (s[0] < 0xe0) {
+		len = 2;
+		c = s[0] & 0x1f;
+	} else if (s[0] < 0xf0) {
+		len = 3;
+		c = s[0] & 0x0f;
+	} else if (s[0] < 0xf5) {
+		len = 4;
+		c = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/*
+ * A JSON string literal of @len bytes: valid UTF-8 as is, quotes,
+ * backslashes and control bytes escaped, and every byte that is not part
+ * of valid UTF-8 as \u00XX (so the output is always valid JSON in UTF-8).
+ */
 static void json_str(FILE *f, const void *p, size_t len)
 {
 	const unsigned char *s = p;
-	size_t i;
+	size_t i = 0, n;
 
 	fputc('"', f);
-	for (i = 0; i < len; i++) {
+	while (i < len) {
 		switch (s[i]) {
 		case '"':
 			fputs("\\\"", f);
@@ -106,18 +215,32 @@ static void json_str(FILE *f, const void *p, size_t len)
 		case '\\':
 			fputs("\\\\", f);
 			break;
+		case '\b':
+			fputs("\\b", f);
+			break;
+		case '\f':
+			fputs("\\f", f);
+			break;
 		case '\n':
 			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
 			break;
 		case '\t':
 			fputs("\\t", f);
 			break;
 		default:
-			if (s[i] < 0x20 || s[i] >= 0x7f)
+			n = utf8_len(s + i, len - i);
+			if (s[i] < 0x20 || s[i] == 0x7f || !n) {
 				fprintf(f, "\\u%04x", s[i]);
-			else
-				fputc(s[i], f);
+				break;
+			}
+			fwrite(s + i, 1, n, f);
+			i += n;
+			continue;
 		}
+		i++;
 	}
 	fputc('"', f);
 }
@@ -125,6 +248,35 @@ static void json_str(FILE *f, const void *p, size_t len)
 static void json_cstr(FILE *f, const char *s)
 {
 	json_str(f, s, strlen(s));
+}
+
+/* A decimal number (no exponent) in JSON's own syntax. */
+static bool is_json_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (!isdigit((unsigned char)*s) ||
+	    (*s == '0' && isdigit((unsigned char)s[1])))
+		return false;
+	while (isdigit((unsigned char)*s))
+		s++;
+	if (*s == '.') {
+		s++;
+		if (!isdigit((unsigned char)*s))
+			return false;
+		while (isdigit((unsigned char)*s))
+			s++;
+	}
+	return !*s;
+}
+
+/* A sysfs value: a JSON number if it is a decimal number, else a string. */
+static void json_value(FILE *f, const char *s)
+{
+	if (is_json_number(s))
+		fputs(s, f);
+	else
+		json_cstr(f, s);
 }
 
 /* Text output of a message: printable as is, the rest escaped. */
@@ -143,44 +295,93 @@ static void text_bytes(FILE *f, const void *p, size_t len)
 
 /* ---- parsing -------------------------------------------------------- */
 
-static __u64 parse_size(const char *s, const char *what)
+/*
+ * A number: decimal, or hexadecimal after 0x; with @suffix, K, M or G
+ * (2^10, 2^20, 2^30) may follow.  Anything else (a sign, blanks, junk
+ * after it) and anything above @max (including what overflows 64 bits)
+ * is a usage error.
+ */
+static __u64 parse_num(const char *s, const char *what, __u64 max,
+		       bool suffix)
 {
+	const char *p = s;
 	unsigned long long v;
+	int base = 10, shift = 0;
 	char *end;
 
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *s == '-')
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+	}
+	if (base == 10 ? !isdigit((unsigned char)*p) :
+			 !isxdigit((unsigned char)*p))
 		usage_error("bad %s '%s'", what, s);
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
+	errno = 0;
+	v = strtoull(p, &end, base);
+	if (suffix && *end && !end[1]) {
+		switch (*end) {
+		case 'k':
+		case 'K':
+			shift = 10;
+			break;
+		case 'm':
+		case 'M':
+			shift = 20;
+			break;
+		case 'g':
+		case 'G':
+			shift = 30;
+			break;
+		}
+		if (shift)
+			end++;
 	}
 	if (*end)
 		usage_error("bad %s '%s'", what, s);
-	return v;
+	if (errno == ERANGE || v > max >> shift)
+		usage_error("%s '%s' is too large (at most %llu)", what, s,
+			    (unsigned long long)max);
+	return (__u64)v << shift;
+}
+
+/* Bytes or a count: K, M, G allowed. */
+static __u64 parse_size(const char *s, const char *what, __u64 max)
+{
+	return parse_num(s, what, max, true);
 }
 
 static __u32 parse_u32(const char *s, const char *what)
 {
-	__u64 v = parse_size(s, what);
+	return (__u32)parse_num(s, what, UINT32_MAX, true);
+}
 
-	if (v > UINT32_MAX)
-		usage_error("%s '%s' too large", what, s);
-	return (__u32)v;
+/* Milliseconds, seconds, a port or a scope: a plain number. */
+static __u32 parse_plain(const char *s, const char *what)
+{
+	return (__u32)parse_num(s, what, UINT32_MAX, false);
+}
+
+/* A hexadecimal number (0x optional) of @len bytes at @s, at most @max. */
+static bool parse_hex(const char *s, size_t len, __u64 max, __u64 *out)
+{
+	unsigned long long v;
+	char buf[24], *end;
+
+	if (len >= sizeof(buf))
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	s = buf;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	if (!isxdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 16);
+	if (*end || errno == ERANGE || v > max)
+		return false;
+	*out = v;
+	return true;
 }
 
 /* "IPv4[:PORT]", "[IPv6[%IF]][:PORT]" or a bare IPv6 address. */
@@ -220,7 +421,7 @@ static void parse_addr(const char *s, struct krdma_ioc_addr *a, bool need_port)
 		*pct++ = 0;
 		a->scope_id = if_nametoindex(pct);
 		if (!a->scope_id)
-			a->scope_id = parse_u32(pct, "scope");
+			a->scope_id = parse_plain(pct, "scope");
 	}
 	if (inet_pton(AF_INET, host, a->addr) == 1 && !pct)
 		a->family = AF_INET;
@@ -229,9 +430,9 @@ static void parse_addr(const char *s, struct krdma_ioc_addr *a, bool need_port)
 	else
 		usage_error("bad address '%s'", host);
 	if (port) {
-		__u64 p = parse_size(port, "port");
+		__u64 p = parse_num(port, "port", 65535, false);
 
-		if (!p || p > 65535)
+		if (!p)
 			usage_error("bad port '%s'", port);
 		a->port = (__u16)p;
 	} else if (need_port) {
@@ -260,13 +461,20 @@ static const char *addr_str(const struct krdma_ioc_addr *a, char *buf,
 	return buf;
 }
 
+/* 0xADDR:0xRKEY:LENGTH, as serve prints it (0x optional, LENGTH decimal). */
 static void parse_token(const char *s, struct krdma_ioc_token *t)
 {
-	unsigned long long addr, rkey, len;
+	const char *c1 = strchr(s, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	__u64 addr, rkey, len;
+	char *end;
 
-	/* %llx, not %lli: addresses above LLONG_MAX must not saturate. */
-	if (sscanf(s, "%llx:%llx:%llu", &addr, &rkey, &len) != 3 ||
-	    rkey > UINT32_MAX || len > UINT32_MAX)
+	if (!c2 || !parse_hex(s, c1 - s, UINT64_MAX, &addr) ||
+	    !parse_hex(c1 + 1, c2 - c1 - 1, UINT32_MAX, &rkey) ||
+	    !isdigit((unsigned char)c2[1]))
+		usage_error("bad token '%s' (ADDR:RKEY:LENGTH)", s);
+	errno = 0;
+	len = strtoull(c2 + 1, &end, 10);
+	if (*end || errno == ERANGE || len > UINT32_MAX)
 		usage_error("bad token '%s' (ADDR:RKEY:LENGTH)", s);
 	t->addr = addr;
 	t->rkey = (__u32)rkey;
@@ -284,7 +492,7 @@ static void *read_file(const char *path, size_t *len)
 
 	fd = strcmp(path, "-") ? open(path, O_RDONLY) : 0;
 	if (fd < 0)
-		die("%s: %s", path, strerror(errno));
+		die_err(errno, NULL, "cannot open %s", path);
 	if (!buf)
 		die("out of memory");
 	for (;;) {
@@ -296,7 +504,7 @@ static void *read_file(const char *path, size_t *len)
 		}
 		r = read(fd, buf + n, cap - n);
 		if (r < 0)
-			die("%s: %s", path, strerror(errno));
+			die_err(errno, NULL, "cannot read %s", path);
 		if (!r)
 			break;
 		n += r;
@@ -316,16 +524,16 @@ static void write_file(const char *path, const void *buf, size_t len)
 	fd = strcmp(path, "-") ? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)
 			       : 1;
 	if (fd < 0)
-		die("%s: %s", path, strerror(errno));
+		die_err(errno, NULL, "cannot create %s", path);
 	while (len) {
 		r = write(fd, p, len);
 		if (r < 0)
-			die("%s: %s", path, strerror(errno));
+			die_err(errno, NULL, "cannot write %s", path);
 		p += r;
 		len -= r;
 	}
 	if (fd != 1 && close(fd))
-		die("%s: %s", path, strerror(errno));
+		die_err(errno, NULL, "cannot write %s", path);
 }
 
 static __u64 fnv1a(const void *p, size_t len)
@@ -342,20 +550,30 @@ static __u64 fnv1a(const void *p, size_t len)
 
 /* ---- /dev/krdma ----------------------------------------------------- */
 
+#define LOAD_HINT	"is the krdma module loaded? modprobe krdma"
+
 static int dev_open(void)
 {
 	struct krdma_ioc_version v;
-	int fd;
+	int fd, err;
 
 	fd = open(devpath, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		die("%s: %s%s", devpath, strerror(errno),
-		    errno == ENOENT ? " (is krdma loaded?)" : "");
-	if (ioctl(fd, KRDMA_IOC_VERSION, &v))
-		die("%s: VERSION: %s", devpath, strerror(errno));
+	if (fd < 0) {
+		err = errno;
+		die_err(err, err == ENOENT || err == ENXIO || err == ENODEV ?
+			LOAD_HINT : err == EACCES || err == EPERM ?
+			"it is root's (mode 0600): run as root" : NULL,
+			"cannot open %s", devpath);
+	}
+	if (ioctl(fd, KRDMA_IOC_VERSION, &v)) {
+		err = errno;
+		die_err(err, err == ENOTTY ? "not krdma's device? see --dev" :
+			NULL, "%s: VERSION", devpath);
+	}
 	if (v.abi_version != KRDMA_ABI_VERSION)
-		die("module speaks ABI version %u, %s was built for %u",
-		    v.abi_version, prog, KRDMA_ABI_VERSION);
+		die_err(0, "build both from one source tree: make",
+			"the module speaks ABI version %u, %s was built for %u",
+			v.abi_version, prog, KRDMA_ABI_VERSION);
 	return fd;
 }
 
@@ -373,10 +591,14 @@ static __u32 do_connect(int fd, const struct conn_opts *o)
 		.timeout_ms = o->timeout_ms,
 	};
 	char a[80];
+	int err;
 
-	if (ioctl(fd, KRDMA_IOC_CONNECT, &c))
-		die("connect to %s: %s", addr_str(&o->addr, a, sizeof(a)),
-		    strerror(errno));
+	if (ioctl(fd, KRDMA_IOC_CONNECT, &c)) {
+		err = errno;
+		die_err(err, err == ECONNREFUSED ? "nobody listens there?" :
+			err == ETIMEDOUT ? "no answer within --timeout MS" :
+			NULL, "connect to %s", addr_str(&o->addr, a, sizeof(a)));
+	}
 	return c.handle;
 }
 
@@ -387,10 +609,14 @@ static __u32 do_listen(int fd, const struct conn_opts *o)
 		.max_msg_size = o->msg,
 	};
 	char a[80];
+	int err;
 
-	if (ioctl(fd, KRDMA_IOC_LISTEN, &l))
-		die("listen on %s: %s", addr_str(&o->addr, a, sizeof(a)),
-		    strerror(errno));
+	if (ioctl(fd, KRDMA_IOC_LISTEN, &l)) {
+		err = errno;
+		die_err(err, err == EADDRINUSE ?
+			"something listens there already" : NULL,
+			"listen on %s", addr_str(&o->addr, a, sizeof(a)));
+	}
 	return l.handle;
 }
 
@@ -398,8 +624,13 @@ static __u32 do_accept(int fd, __u32 lh, __u32 timeout_ms)
 {
 	struct krdma_ioc_accept a = { .handle = lh, .timeout_ms = timeout_ms };
 
-	if (ioctl(fd, KRDMA_IOC_ACCEPT, &a))
-		die("accept: %s", strerror(errno));
+	int err;
+
+	if (ioctl(fd, KRDMA_IOC_ACCEPT, &a)) {
+		err = errno;
+		die_err(err, err == ETIMEDOUT || err == EAGAIN ?
+			"no client within --timeout MS" : NULL, "accept");
+	}
 	return a.conn;
 }
 
@@ -408,7 +639,7 @@ static void do_query(int fd, __u32 h, struct krdma_ioc_query *q)
 	memset(q, 0, sizeof(*q));
 	q->handle = h;
 	if (ioctl(fd, KRDMA_IOC_QUERY, q))
-		die("query: %s", strerror(errno));
+		die_err(errno, NULL, "query");
 }
 
 static int do_send(int fd, __u32 h, const void *buf, size_t len)
@@ -470,7 +701,11 @@ static void print_conn(const char *event, const struct krdma_ioc_query *q)
 		json_cstr(stdout, q->name);
 		printf(",\"state\":\"%s\",\"error\":%d", state_str(q->state),
 		       q->error);
-		printf(",\"local\":\"%s\",\"peer\":\"%s\",\"device\":", la, pa);
+		printf(",\"local\":");
+		json_cstr(stdout, la);
+		printf(",\"peer\":");
+		json_cstr(stdout, pa);
+		printf(",\"device\":");
 		json_cstr(stdout, q->device);
 		printf(",\"queue_depth\":%u,\"max_msg_size\":%u,\"credits\":%u",
 		       q->queue_depth, q->max_msg_size, q->credits);
@@ -500,9 +735,9 @@ static void print_token(const char *event, const struct krdma_ioc_token *t,
 		       (unsigned long long)t->addr, t->rkey, t->length);
 		return;
 	}
-		printf("%s addr=0x%llx rkey=0x%x length=%u (--token 0x%llx:0x%x:%u)\n",
-		       event, (unsigned long long)t->addr, t->rkey, t->length,
-		       (unsigned long long)t->addr, t->rkey, t->length);
+	printf("%s addr=0x%llx rkey=0x%x length=%u (--token 0x%llx:0x%x:%u)\n",
+	       event, (unsigned long long)t->addr, t->rkey, t->length,
+	       (unsigned long long)t->addr, t->rkey, t->length);
 }
 
 static void print_msg(__u64 n, const void *buf, size_t len)
@@ -529,70 +764,183 @@ struct cmd {
 
 static const struct cmd *cur;
 
+static const char common_help[] =
+	"Connection options: --src IP, -t|--depth N (queue depth), --msg BYTES\n"
+	"(largest message), --timeout MS (connecting: default 5000; waiting for\n"
+	"a client: default forever).  Every timeout is in milliseconds.\n"
+	"Options take '--opt=value' or '--opt value'; '--' ends them.  BYTES and\n"
+	"counts take a K, M or G suffix (2^10, 2^20, 2^30).  Every command takes\n"
+	"-h|--help and -j|--json.\n";
+
 static noreturn void help(void)
 {
-	printf("usage: %s [--json] [--dev PATH] %s\n", prog, cur->usage);
+	printf("usage: %s [-j|--json] [--dev PATH] %s\n\n%s", prog, cur->usage,
+	       common_help);
 	exit(0);
 }
 
 /*
- * Connection options every command takes: --src, --depth, --msg,
- * --timeout.  Returns true if argv[*i] was one (consuming its value).
+ * Each command's options go through getopt_long: "--opt=value" and
+ * "--opt value", short aliases (perftest's where it has one: -s size,
+ * -n count, -D seconds, -t depth), "--" ends the options.  The short
+ * option strings start with "-:", so that operands come back in order (as
+ * 1, whatever POSIXLY_CORRECT says) and a missing value as ':'.
  */
-static bool conn_opt(int argc, char **argv, int *i, struct conn_opts *o)
-{
-	const char *a = argv[*i];
+enum {
+	O_SRC = 256, O_MSG, O_TIMEOUT, O_HOLD, O_FILE, O_OUT, O_DUMP,
+	O_CLIENTS, O_ACCESS, O_TOKEN, O_OFFSET, O_LEN, O_NO_VERIFY, O_LOOP,
+	O_SEND, O_SEND_FILE, O_WRITE, O_READ, O_EXPECT, O_ADDR, O_OP,
+	O_BATCH, O_DEV,
+};
 
-	if (!strcmp(a, "--json")) {
-		json = true;
-		return true;
+static const struct option common_lo[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{}
+};
+
+/* Connection options: --src, --depth (-t), --msg, --timeout. */
+static const struct option conn_lo[] = {
+	{ "src", required_argument, NULL, O_SRC },
+	{ "depth", required_argument, NULL, 't' },
+	{ "msg", required_argument, NULL, O_MSG },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{}
+};
+
+#define CONN_SHORT	"-:jht:"
+
+static const char *o_short;
+static struct option o_long[48];	/* common_lo and the command's */
+static bool o_rest;		/* after "--": operands only */
+
+static const char *opt_name(char *const *argv, int at)
+{
+	static char buf[64];
+	const char *a = argv[at], *eq;
+
+	if (a[0] == '-' && a[1] == '-') {
+		eq = strchr(a, '=');
+		snprintf(buf, sizeof(buf), "%.*s",
+			 eq ? (int)(eq - a) : (int)strlen(a), a);
+	} else {
+		snprintf(buf, sizeof(buf), "-%c", optopt);
 	}
-	if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-		help();
-	if (strcmp(a, "--src") && strcmp(a, "--depth") && strcmp(a, "--msg") &&
-	    strcmp(a, "--timeout"))
-		return false;
-	if (*i + 1 >= argc)
-		usage_error("%s needs a value", a);
-	(*i)++;
-	if (!strcmp(a, "--src"))
-		parse_addr(argv[*i], &o->src, false);
-	else if (!strcmp(a, "--depth"))
-		o->depth = parse_u32(argv[*i], "depth");
-	else if (!strcmp(a, "--msg"))
-		o->msg = parse_u32(argv[*i], "message size");
-	else
-		o->timeout_ms = parse_u32(argv[*i], "timeout");
-	return true;
+	return buf;
 }
 
-static const char *optval(int argc, char **argv, int *i)
+/*
+ * Start on a command's options: common_lo and the NULL-terminated list of
+ * tables @tabs.  --json is looked for first, so that an error in the
+ * options before it is reported as JSON too.
+ */
+static void opt_begin(int argc, char **argv, const char *shortopts,
+		      const struct option *const *tabs)
 {
-	if (*i + 1 >= argc)
-		usage_error("%s needs a value", argv[*i]);
-	return argv[++(*i)];
+	const struct option *t = common_lo;
+	size_t n = 0;
+	int c;
+
+	for (; t; t = *tabs++)
+		for (; t->name; t++) {
+			if (n + 1 >= ARRAY_SIZE(o_long))
+				die("too many options");
+			o_long[n++] = *t;
+		}
+	memset(&o_long[n], 0, sizeof(o_long[n]));
+	o_short = shortopts;
+	o_rest = false;
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, o_short, o_long, NULL)) != -1)
+		if (c == 'j')
+			json = true;
+	optind = 0;
+}
+
+/*
+ * The next option (its short letter or O_*, value in optarg), 1 for an
+ * operand (in optarg), -1 at the end.  --json and --help are handled here,
+ * unknown options and missing values are usage errors.
+ */
+static int opt_next(int argc, char **argv)
+{
+	int c, at;
+
+	for (;;) {
+		if (o_rest) {
+			if (optind >= argc)
+				return -1;
+			optarg = argv[optind++];
+			return 1;
+		}
+		at = optind ? optind : 1;
+		c = getopt_long(argc, argv, o_short, o_long, NULL);
+		switch (c) {
+		case -1:
+			o_rest = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			help();
+		case '?':
+			usage_error("unknown option '%s'", opt_name(argv, at));
+		case ':':
+			usage_error("%s needs a value", opt_name(argv, at));
+		default:
+			return c;
+		}
+	}
+}
+
+/* A connection option: true if @c was one. */
+static bool conn_opt(int c, struct conn_opts *o)
+{
+	switch (c) {
+	case O_SRC:
+		parse_addr(optarg, &o->src, false);
+		return true;
+	case 't':
+		o->depth = parse_u32(optarg, "--depth");
+		return true;
+	case O_MSG:
+		o->msg = parse_u32(optarg, "--msg");
+		return true;
+	case O_TIMEOUT:
+		o->timeout_ms = parse_plain(optarg, "--timeout");
+		return true;
+	}
+	return false;
 }
 
 /* ---- connect, send, listen, recv ------------------------------------ */
 
 static int cmd_connect(int argc, char **argv)
 {
+	static const struct option lo[] = {
+		{ "hold", required_argument, NULL, O_HOLD },
+		{}
+	};
 	struct conn_opts o = {};
 	struct krdma_ioc_query q;
 	const char *addr = NULL;
 	unsigned int hold = 0;
 	__u32 h;
-	int fd, i;
+	int fd, c;
 
-	for (i = 1; i < argc; i++) {
-		if (conn_opt(argc, argv, &i, &o))
+	opt_begin(argc, argv, CONN_SHORT,
+		  (const struct option *[]){ conn_lo, lo, NULL });
+	while ((c = opt_next(argc, argv)) != -1) {
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(argv[i], "--hold"))
-			hold = parse_u32(optval(argc, argv, &i), "hold");
-		else if (argv[i][0] == '-' || addr)
-			usage_error("unexpected '%s'", argv[i]);
+		if (c == O_HOLD)
+			hold = parse_plain(optarg, "--hold");
+		else if (addr)
+			usage_error("unexpected '%s'", optarg);
 		else
-			addr = argv[i];
+			addr = optarg;
 	}
 	if (!addr)
 		usage_error("missing ADDR:PORT");
@@ -609,23 +957,29 @@ static int cmd_connect(int argc, char **argv)
 
 static int cmd_send(int argc, char **argv)
 {
+	static const struct option lo[] = {
+		{ "file", required_argument, NULL, O_FILE },
+		{}
+	};
 	struct conn_opts o = {};
 	const char *addr = NULL, *file = NULL;
 	char **msgs = calloc(argc, sizeof(*msgs));
-	int fd, i, n = 0, ret;
+	int fd, i, c, n = 0, ret;
 	__u32 h;
 
-	for (i = 1; i < argc; i++) {
-		if (conn_opt(argc, argv, &i, &o))
+	if (!msgs)
+		die("out of memory");
+	opt_begin(argc, argv, CONN_SHORT,
+		  (const struct option *[]){ conn_lo, lo, NULL });
+	while ((c = opt_next(argc, argv)) != -1) {
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(argv[i], "--file"))
-			file = optval(argc, argv, &i);
-		else if (argv[i][0] == '-' && argv[i][1])
-			usage_error("unexpected '%s'", argv[i]);
+		if (c == O_FILE)
+			file = optarg;
 		else if (!addr)
-			addr = argv[i];
+			addr = optarg;
 		else
-			msgs[n++] = argv[i];
+			msgs[n++] = optarg;
 	}
 	if (!addr)
 		usage_error("missing ADDR:PORT");
@@ -648,7 +1002,7 @@ static int cmd_send(int argc, char **argv)
 		}
 		ret = do_send(fd, h, buf, len);
 		if (ret)
-			die("send of %zu bytes: %s", len, strerror(-ret));
+			die_err(-ret, NULL, "send of %zu bytes", len);
 		if (json)
 			printf("{\"event\":\"sent\",\"len\":%zu}\n", len);
 		else
@@ -669,21 +1023,30 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 	struct krdma_ioc_query q;
 	__u32 lh, h;
 	char *buf;
+	static const struct option listen_lo[] = {
+		{ "count", required_argument, NULL, 'n' },
+		{}
+	}, recv_lo[] = {
+		{ "out", required_argument, NULL, O_OUT },
+		{}
+	};
 	long len;
-	int fd, i;
+	int fd, c;
 	FILE *f = stdout;
 
-	for (i = 1; i < argc; i++) {
-		if (conn_opt(argc, argv, &i, &o))
+	opt_begin(argc, argv, CONN_SHORT "n:", (const struct option *[]){
+		  conn_lo, listen_lo, raw ? recv_lo : NULL, NULL });
+	while ((c = opt_next(argc, argv)) != -1) {
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(argv[i], "--count"))
-			count = parse_size(optval(argc, argv, &i), "count");
-		else if (raw && !strcmp(argv[i], "--out"))
-			out = optval(argc, argv, &i);
-		else if (argv[i][0] == '-' || addr)
-			usage_error("unexpected '%s'", argv[i]);
+		if (c == 'n')
+			count = parse_size(optarg, "--count", UINT64_MAX);
+		else if (c == O_OUT)
+			out = optarg;
+		else if (addr)
+			usage_error("unexpected '%s'", optarg);
 		else
-			addr = argv[i];
+			addr = optarg;
 	}
 	if (!addr)
 		usage_error("missing ADDR:PORT");
@@ -691,19 +1054,21 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 	if (raw && strcmp(out, "-")) {
 		f = fopen(out, "w");
 		if (!f)
-			die("%s: %s", out, strerror(errno));
+			die_err(errno, NULL, "cannot create %s", out);
 	}
 	fd = dev_open();
 	lh = do_listen(fd, &o);
 	if (!raw) {
 		char a[80];
 
-		if (json)
-			printf("{\"event\":\"listening\",\"addr\":\"%s\"}\n",
-			       addr_str(&o.addr, a, sizeof(a)));
-		else
+		if (json) {
+			printf("{\"event\":\"listening\",\"addr\":");
+			json_cstr(stdout, addr_str(&o.addr, a, sizeof(a)));
+			printf("}\n");
+		} else {
 			printf("listening on %s\n",
 			       addr_str(&o.addr, a, sizeof(a)));
+		}
 		fflush(stdout);
 	}
 	h = do_accept(fd, lh, o.timeout_ms);
@@ -721,11 +1086,11 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 		if (len == -ECONNRESET && !raw)
 			break;
 		if (len < 0)
-			die("receive: %s", strerror(-len));
+			die_err(-len, NULL, "receive");
 		n++;
 		if (raw) {
 			if (fwrite(buf, 1, len, f) != (size_t)len)
-				die("%s: %s", out, strerror(errno));
+				die_err(errno, NULL, "cannot write %s", out);
 		} else {
 			print_msg(n, buf, len);
 		}
@@ -740,7 +1105,7 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 			       (unsigned long long)n);
 	}
 	if (f != stdout && fclose(f))
-		die("%s: %s", out, strerror(errno));
+		die_err(errno, NULL, "cannot write %s", out);
 	free(buf);
 	close(fd);
 	return 0;
@@ -775,7 +1140,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 	do_query(fd, h, &q);
 	print_conn("accepted", &q);
 	if (ioctl(fd, KRDMA_IOC_REG, &r))
-		die("register %zu bytes: %s", size, strerror(errno));
+		die_err(errno, NULL, "register %zu bytes", size);
 	print_token("token", &r.token, r.mr);
 	fflush(stdout);
 	snprintf(reply, sizeof(reply), TOKEN_TAG " 0x%llx 0x%x %u",
@@ -783,7 +1148,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 		 r.token.length);
 	ret = do_send(fd, h, reply, strlen(reply));
 	if (ret)
-		die("sending the token: %s", strerror(-ret));
+		die_err(-ret, NULL, "sending the token");
 
 	buf = malloc(q.max_msg_size + 1);
 	if (!buf)
@@ -795,7 +1160,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 			      KRDMA_IOC_TIMEOUT_INF);
 		if (len < 0) {
 			if (len != -ECONNRESET)
-				warnx("receive: %s", strerror(-len));
+				warn_err(-len, "receive");
 			ret = len == -ECONNRESET ? 0 : 1;
 			break;
 		}
@@ -820,7 +1185,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 		}
 		fflush(stdout);
 		if (ret) {
-			warnx("reply: %s", strerror(-ret));
+			warn_err(-ret, "reply");
 			ret = 1;
 			break;
 		}
@@ -828,12 +1193,12 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 	free(buf);
 	u.handle = r.mr;
 	if (ioctl(fd, KRDMA_IOC_UNREG, &u))
-		die("unregister: %s", strerror(errno));
+		die_err(errno, NULL, "unregister");
 	do_query(fd, h, &q);
 	print_conn("done", &q);
 	u.handle = h;
 	if (ioctl(fd, KRDMA_IOC_CLOSE, &u))
-		die("close: %s", strerror(errno));
+		die_err(errno, NULL, "close");
 	fflush(stdout);
 	return ret;
 }
@@ -851,6 +1216,14 @@ static __u32 parse_access(const char *v)
 
 static int cmd_serve(int argc, char **argv)
 {
+	static const struct option lo[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "file", required_argument, NULL, O_FILE },
+		{ "dump", required_argument, NULL, O_DUMP },
+		{ "clients", required_argument, NULL, O_CLIENTS },
+		{ "access", required_argument, NULL, O_ACCESS },
+		{}
+	};
 	struct conn_opts o = { .timeout_ms = KRDMA_IOC_TIMEOUT_INF };
 	__u32 access = KRDMA_IOC_ACCESS_REMOTE_READ |
 			  KRDMA_IOC_ACCESS_REMOTE_WRITE;
@@ -858,26 +1231,35 @@ static int cmd_serve(int argc, char **argv)
 	__u64 size = 0, clients = 1, served = 0;
 	size_t flen = 0;
 	char *mem, *fdata = NULL, a[80];
-	int fd, i, ret = 0;
+	int fd, c, ret = 0;
 	__u32 lh;
 
-	for (i = 1; i < argc; i++) {
-		if (conn_opt(argc, argv, &i, &o))
+	opt_begin(argc, argv, CONN_SHORT "s:",
+		  (const struct option *[]){ conn_lo, lo, NULL });
+	while ((c = opt_next(argc, argv)) != -1) {
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(argv[i], "--size"))
-			size = parse_size(optval(argc, argv, &i), "size");
-		else if (!strcmp(argv[i], "--file"))
-			file = optval(argc, argv, &i);
-		else if (!strcmp(argv[i], "--dump"))
-			dump = optval(argc, argv, &i);
-		else if (!strcmp(argv[i], "--clients"))
-			clients = parse_size(optval(argc, argv, &i), "clients");
-		else if (!strcmp(argv[i], "--access"))
-			access = parse_access(optval(argc, argv, &i));
-		else if (argv[i][0] == '-' || addr)
-			usage_error("unexpected '%s'", argv[i]);
-		else
-			addr = argv[i];
+		switch (c) {
+		case 's':
+			size = parse_size(optarg, "--size", KRDMA_IOC_MAX_XFER);
+			break;
+		case O_FILE:
+			file = optarg;
+			break;
+		case O_DUMP:
+			dump = optarg;
+			break;
+		case O_CLIENTS:
+			clients = parse_size(optarg, "--clients", UINT64_MAX);
+			break;
+		case O_ACCESS:
+			access = parse_access(optarg);
+			break;
+		default:
+			if (addr)
+				usage_error("unexpected '%s'", optarg);
+			addr = optarg;
+		}
 	}
 	if (!addr)
 		usage_error("missing ADDR:PORT");
@@ -888,8 +1270,9 @@ static int cmd_serve(int argc, char **argv)
 		size = flen ? flen : 1 << 20;
 	if (flen > size)
 		usage_error("--file is larger than --size");
-	if (size > KRDMA_IOC_MAX_XFER)
-		usage_error("--size above %llu", KRDMA_IOC_MAX_XFER);
+	if (size > KRDMA_IOC_MAX_XFER)	/* --size is checked already */
+		usage_error("%s is larger than %llu bytes", file,
+			    KRDMA_IOC_MAX_XFER);
 	/* Page aligned: BYTES take the fewest pages of a memory region. */
 	mem = aligned_alloc(4096, (size + 4095) & ~4095ULL);
 	if (!mem)
@@ -900,14 +1283,15 @@ static int cmd_serve(int argc, char **argv)
 
 	fd = dev_open();
 	lh = do_listen(fd, &o);
-	if (json)
-		printf("{\"event\":\"listening\",\"addr\":\"%s\",\"size\":%llu}\n",
-		       addr_str(&o.addr, a, sizeof(a)),
-		       (unsigned long long)size);
-	else
+	if (json) {
+		printf("{\"event\":\"listening\",\"addr\":");
+		json_cstr(stdout, addr_str(&o.addr, a, sizeof(a)));
+		printf(",\"size\":%llu}\n", (unsigned long long)size);
+	} else {
 		printf("listening on %s, exposing %llu bytes\n",
 		       addr_str(&o.addr, a, sizeof(a)),
 		       (unsigned long long)size);
+	}
 	fflush(stdout);
 	while (!clients || served < clients) {
 		__u32 h = do_accept(fd, lh, o.timeout_ms);
@@ -954,7 +1338,7 @@ static void get_token(struct session *s)
 		return;
 	n = do_recv(s->fd, s->h, s->msg, s->max_msg, REPLY_MS);
 	if (n < 0)
-		die("waiting for the server's token: %s", strerror(-n));
+		die_err(-n, NULL, "waiting for the server's token");
 	s->msg[n] = 0;
 	if (sscanf(s->msg, TOKEN_TAG " %llx %llx %llu", &addr, &rkey, &len) != 3 ||
 	    rkey > UINT32_MAX || len > UINT32_MAX)
@@ -970,9 +1354,11 @@ static void report(const char *what, const struct action *a, __u64 len,
 		   const char *result)
 {
 	if (json) {
-		printf("{\"event\":\"%s\",\"len\":%llu,\"offset\":%llu,\"result\":\"%s\"}\n",
+		printf("{\"event\":\"%s\",\"len\":%llu,\"offset\":%llu,\"result\":",
 		       what, (unsigned long long)len,
-		       (unsigned long long)a->offset, result);
+		       (unsigned long long)a->offset);
+		json_cstr(stdout, result);	/* may be a file name */
+		printf("}\n");
 	} else {
 		printf("%s %llu bytes", what, (unsigned long long)len);
 		if (a->type != A_SEND && a->type != A_SEND_FILE)
@@ -1016,7 +1402,7 @@ static void act_send(struct session *s, const struct action *a)
 	}
 	ret = do_send(s->fd, s->h, buf, len);
 	if (ret)
-		die("send of %zu bytes: %s", len, strerror(-ret));
+		die_err(-ret, NULL, "send of %zu bytes", len);
 	if (!a->verify) {
 		report("send", a, len, "sent");
 		free(buf);
@@ -1024,7 +1410,7 @@ static void act_send(struct session *s, const struct action *a)
 	}
 	n = do_recv(s->fd, s->h, s->msg, s->max_msg, REPLY_MS);
 	if (n < 0)
-		die("waiting for the echo: %s", strerror(-n));
+		die_err(-n, NULL, "waiting for the echo");
 	if ((size_t)n != len || first_diff(buf, s->msg, len) >= 0)
 		die("echo of %zu bytes differs (got %ld bytes, first difference at %lld)",
 		    len, n, (size_t)n == len ? first_diff(buf, s->msg, len) : 0LL);
@@ -1044,10 +1430,10 @@ static __u64 server_sum(struct session *s, __u64 off, __u64 len)
 		 (unsigned long long)off, (unsigned long long)len);
 	ret = do_send(s->fd, s->h, req, strlen(req));
 	if (ret)
-		die("checksum request: %s", strerror(-ret));
+		die_err(-ret, NULL, "checksum request");
 	n = do_recv(s->fd, s->h, s->msg, s->max_msg, REPLY_MS);
 	if (n < 0)
-		die("waiting for the checksum: %s", strerror(-n));
+		die_err(-n, NULL, "waiting for the checksum");
 	s->msg[n] = 0;
 	if (sscanf(s->msg, SUM_TAG " %llu %llu %llx", &o2, &l2, &sum) != 3 ||
 	    o2 != off || l2 != len)
@@ -1068,8 +1454,9 @@ static void act_write(struct session *s, const struct action *a)
 		die("%s is empty", a->arg);
 	ret = do_rdma(s->fd, s->h, true, data, len, &s->tok, a->offset);
 	if (ret)
-		die("RDMA WRITE of %zu bytes at offset %llu: %s", len,
-		    (unsigned long long)a->offset, strerror(-ret));
+		die_err(-ret, NULL, "RDMA WRITE of %zu bytes at offset %llu",
+			len,
+		    (unsigned long long)a->offset);
 	if (!a->verify) {
 		report("write", a, len, "written");
 		free(data);
@@ -1081,7 +1468,7 @@ static void act_write(struct session *s, const struct action *a)
 		die("out of memory");
 	ret = do_rdma(s->fd, s->h, false, back, len, &s->tok, a->offset);
 	if (ret)
-		die("RDMA READ back: %s", strerror(-ret));
+		die_err(-ret, NULL, "RDMA READ back");
 	d = first_diff(data, back, len);
 	if (d >= 0)
 		die("read back differs from what was written at byte %lld", d);
@@ -1112,9 +1499,8 @@ static void act_read(struct session *s, const struct action *a)
 	}
 	ret = do_rdma(s->fd, s->h, false, buf, len, &s->tok, a->offset);
 	if (ret)
-		die("RDMA READ of %llu bytes at offset %llu: %s",
-		    (unsigned long long)len, (unsigned long long)a->offset,
-		    strerror(-ret));
+		die_err(-ret, NULL, "RDMA READ of %llu bytes at offset %llu",
+			(unsigned long long)len, (unsigned long long)a->offset);
 	if (a->type == A_EXPECT) {
 		d = first_diff(buf, want, len);
 		if (d >= 0)
@@ -1186,57 +1572,80 @@ static void client_run(struct conn_opts *o, struct action *acts, int nacts,
  */
 static int client_like(int argc, char **argv, int fixed)
 {
+	static const struct option rw_lo[] = {
+		{ "token", required_argument, NULL, O_TOKEN },
+		{ "offset", required_argument, NULL, O_OFFSET },
+		{ "len", required_argument, NULL, O_LEN },
+		{ "no-verify", no_argument, NULL, O_NO_VERIFY },
+		{}
+	}, client_lo[] = {
+		{ "loop", required_argument, NULL, O_LOOP },
+		{ "send", required_argument, NULL, O_SEND },
+		{ "send-file", required_argument, NULL, O_SEND_FILE },
+		{ "write", required_argument, NULL, O_WRITE },
+		{ "read", required_argument, NULL, O_READ },
+		{ "expect", required_argument, NULL, O_EXPECT },
+		{}
+	};
 	struct conn_opts o = {};
 	struct krdma_ioc_token tok = {};
 	struct action *acts = calloc(argc, sizeof(*acts));
 	__u64 offset = 0, len = 0, loops = 1;
 	const char *addr = NULL;
 	bool have_tok = false, verify = true;
-	int i, n = 0;
+	int i, c, n = 0;
 
 	if (!acts)
 		die("out of memory");
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	opt_begin(argc, argv, CONN_SHORT, (const struct option *[]){
+		  conn_lo, rw_lo, fixed < 0 ? client_lo : NULL, NULL });
+	while ((c = opt_next(argc, argv)) != -1) {
 		struct action *x = &acts[n];
 
-		if (conn_opt(argc, argv, &i, &o))
+		if (conn_opt(c, &o))
 			continue;
-		if (!strcmp(a, "--token")) {
-			parse_token(optval(argc, argv, &i), &tok);
+		switch (c) {
+		case O_TOKEN:
+			parse_token(optarg, &tok);
 			have_tok = true;
-		} else if (!strcmp(a, "--offset")) {
-			offset = parse_size(optval(argc, argv, &i), "offset");
-		} else if (!strcmp(a, "--len")) {
-			len = parse_size(optval(argc, argv, &i), "length");
-		} else if (!strcmp(a, "--no-verify")) {
+			break;
+		case O_OFFSET:
+			offset = parse_size(optarg, "--offset", UINT64_MAX);
+			break;
+		case O_LEN:
+			len = parse_size(optarg, "--len", KRDMA_IOC_MAX_XFER);
+			break;
+		case O_NO_VERIFY:
 			verify = false;
-		} else if (fixed < 0 && !strcmp(a, "--loop")) {
-			loops = parse_size(optval(argc, argv, &i), "loop count");
-		} else if (fixed < 0 && (!strcmp(a, "--send") ||
-					 !strcmp(a, "--send-file") ||
-					 !strcmp(a, "--write") ||
-					 !strcmp(a, "--read") ||
-					 !strcmp(a, "--expect"))) {
-			x->type = !strcmp(a, "--send") ? A_SEND :
-				  !strcmp(a, "--send-file") ? A_SEND_FILE :
-				  !strcmp(a, "--write") ? A_WRITE :
-				  !strcmp(a, "--read") ? A_READ : A_EXPECT;
-			x->arg = optval(argc, argv, &i);
+			break;
+		case O_LOOP:
+			loops = parse_size(optarg, "--loop", UINT64_MAX);
+			break;
+		case O_SEND:
+		case O_SEND_FILE:
+		case O_WRITE:
+		case O_READ:
+		case O_EXPECT:
+			x->type = c == O_SEND ? A_SEND :
+				  c == O_SEND_FILE ? A_SEND_FILE :
+				  c == O_WRITE ? A_WRITE :
+				  c == O_READ ? A_READ : A_EXPECT;
+			x->arg = optarg;
 			x->offset = offset;
 			x->len = len;
 			x->verify = verify;
 			n++;
-		} else if (a[0] == '-' && a[1]) {
-			usage_error("unexpected '%s'", a);
-		} else if (!addr) {
-			addr = a;
-		} else if (fixed >= 0 && !n) {
-			x->type = fixed;
-			x->arg = a;
-			n++;
-		} else {
-			usage_error("unexpected '%s'", a);
+			break;
+		default:
+			if (!addr) {
+				addr = optarg;
+			} else if (fixed >= 0 && !n) {
+				x->type = fixed;
+				x->arg = optarg;
+				n++;
+			} else {
+				usage_error("unexpected '%s'", optarg);
+			}
 		}
 	}
 	if (!addr)
@@ -1381,7 +1790,7 @@ static void stat_obj(const char *dir, const char *name, const char *const *keys,
 			printf(",");
 			json_cstr(stdout, k);
 			printf(":");
-			json_cstr(stdout, val);
+			json_value(stdout, val);
 		} else {
 			printf(all ? "\n    %s: %s" : " %s=%s", k, val);
 		}
@@ -1427,20 +1836,15 @@ static int cmd_stat(int argc, char **argv)
 		NULL };
 	const char *name = NULL;
 	char v[64], t[64];
-	int i;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			help();
-		else if (argv[i][0] == '-' || name)
-			usage_error("unexpected '%s'", argv[i]);
-		else
-			name = argv[i];
+	opt_begin(argc, argv, "-:jh", (const struct option *[]){ NULL });
+	while (opt_next(argc, argv) != -1) {
+		if (name)
+			usage_error("unexpected '%s'", optarg);
+		name = optarg;
 	}
 	if (access(SYSFS, F_OK))
-		die(SYSFS ": %s (is krdma loaded?)", strerror(errno));
+		die_err(errno, LOAD_HINT, SYSFS);
 	if (name) {
 		char p[PATH_MAX];
 
@@ -1459,10 +1863,15 @@ static int cmd_stat(int argc, char **argv)
 	}
 	sys_read(SYSFS, "version", v, sizeof(v));
 	sys_read(SYSFS, "conns_total", t, sizeof(t));
-	if (json)
-		printf("{\"version\":\"%s\",\"conns_total\":%s,", v, t);
-	else
+	if (json) {
+		printf("{\"version\":");
+		json_cstr(stdout, v);
+		printf(",\"conns_total\":");
+		json_value(stdout, t);
+		printf(",");
+	} else {
 		printf("krdma %s, %s connections made since load\n", v, t);
+	}
 	stat_group("devices", dev_keys, true);
 	stat_group("listeners", lis_keys, false);
 	stat_group("conns", conn_keys, false);
@@ -1471,39 +1880,44 @@ static int cmd_stat(int argc, char **argv)
 	return 0;
 }
 
+/* Wait up to @ms milliseconds for @file to be (or to leave) @want. */
 static int wait_sys(const char *dir, const char *file, const char *want,
-		    bool equal, unsigned int secs)
+		    bool equal, __u64 ms)
 {
 	struct timespec ts = { 0, 100 * 1000 * 1000 };
-	unsigned int i;
 	char v[128];
+	__u64 t;
 
-	for (i = 0; i < secs * 10; i++) {
+	for (t = 0;; t += 100) {
 		if (sys_read(dir, file, v, sizeof(v)) &&
 		    (!strcmp(v, want)) == equal)
 			return 0;
+		if (t >= ms)
+			return -1;
 		nanosleep(&ts, NULL);
 	}
-	return -1;
 }
 
 /*
  * Run VERB (test or bench) with ARGS on sysfs connection @name, or on a
  * connection made for it to a listener made for it at @addr (both sides
- * in this kernel, removed afterwards); wait up to @secs for
+ * in this kernel, removed afterwards); wait up to @ms for
  * PREFIX_status to leave "running" and print the PREFIX_* values @res.
  */
 static int sysfs_run(const char *verb, const char *name, const char *addr,
-		     const char *args, const char *const *res, unsigned int secs)
+		     const char *args, const char *const *res, __u64 ms)
 {
 	char lname[32], cname[32], cmd[320], dir[PATH_MAX], st[128], sf[32];
-	int ret, rc;
+	int ret, rc, err;
 
 	/* One word each in the control command. */
 	if (name && strpbrk(name, "\t\n\r /"))
 		usage_error("bad connection name");
-	if (access(SYSFS "/control", W_OK))
-		die(SYSFS "/control: %s", strerror(errno));
+	if (access(SYSFS "/control", W_OK)) {
+		err = errno;
+		die_err(err, err == EACCES ? "run as root" :
+			err == ENOENT ? LOAD_HINT : NULL, SYSFS "/control");
+	}
 	if (addr) {
 		struct krdma_ioc_addr a;
 
@@ -1514,20 +1928,20 @@ static int sysfs_run(const char *verb, const char *name, const char *addr,
 			 addr);
 		ret = sys_write(SYSFS "/control", cmd);
 		if (ret)
-			die("'%s': %s", cmd, strerror(-ret));
+			die_err(-ret, NULL, "'%s'", cmd);
 		snprintf(cmd, sizeof(cmd), "connect name=%s addr=%s", cname,
 			 addr);
 		ret = sys_write(SYSFS "/control", cmd);
 		if (ret) {
 			snprintf(cmd, sizeof(cmd), "unlisten name=%s", lname);
 			sys_write(SYSFS "/control", cmd);
-			die("'connect name=%s addr=%s': %s", cname, addr,
-			    strerror(-ret));
+			die_err(-ret, NULL, "'connect name=%s addr=%s'", cname,
+				addr);
 		}
 		name = cname;
 		/* The passive side answers once it is established. */
 		snprintf(dir, sizeof(dir), SYSFS "/conns/%s.0", lname);
-		if (wait_sys(dir, "state", "connected", true, 10))
+		if (wait_sys(dir, "state", "connected", true, 10000))
 			warnx("%s.0 is not connected", lname);
 	}
 	snprintf(dir, sizeof(dir), SYSFS "/conns/%s", name);
@@ -1535,9 +1949,10 @@ static int sysfs_run(const char *verb, const char *name, const char *addr,
 	snprintf(cmd, sizeof(cmd), "%s name=%s %s", verb, name, args);
 	ret = sys_write(SYSFS "/control", cmd);
 	if (ret)
-		warnx("'%s': %s", cmd, strerror(-ret));
-	else if (wait_sys(dir, sf, "running", false, secs))
-		warnx("%s still running after %u s", verb, secs);
+		warn_err(-ret, "'%s'", cmd);
+	else if (wait_sys(dir, sf, "running", false, ms))
+		warnx("%s still running after %llu ms (raise --timeout MS)",
+		      verb, (unsigned long long)ms);
 	sys_read(dir, sf, st, sizeof(st));
 	rc = !ret && !strcmp(st, "passed") ? 0 : 1;
 	if (!ret) {
@@ -1570,31 +1985,41 @@ static int cmd_test(int argc, char **argv)
 		"test_lat_min_ns", "test_lat_avg_ns", "test_lat_max_ns", NULL };
 	const char *name = NULL, *addr = NULL, *op = "send,write,read";
 	__u64 size = 4096, count = 10;
-	unsigned int secs = 120;
+	static const struct option lo[] = {
+		{ "addr", required_argument, NULL, O_ADDR },
+		{ "op", required_argument, NULL, O_OP },
+		{ "size", required_argument, NULL, 's' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{}
+	};
+	__u64 ms = 120000;
 	char args[160];
-	int i;
+	int c;
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--json"))
-			json = true;
-		else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-			help();
-		else if (!strcmp(a, "--addr"))
-			addr = optval(argc, argv, &i);
-		else if (!strcmp(a, "--op"))
-			op = optval(argc, argv, &i);
-		else if (!strcmp(a, "--size"))
-			size = parse_size(optval(argc, argv, &i), "size");
-		else if (!strcmp(a, "--count"))
-			count = parse_size(optval(argc, argv, &i), "count");
-		else if (!strcmp(a, "--timeout"))
-			secs = parse_u32(optval(argc, argv, &i), "timeout");
-		else if (a[0] == '-' || name)
-			usage_error("unexpected '%s'", a);
-		else
-			name = a;
+	opt_begin(argc, argv, "-:jhs:n:", (const struct option *[]){ lo, NULL });
+	while ((c = opt_next(argc, argv)) != -1) {
+		switch (c) {
+		case O_ADDR:
+			addr = optarg;
+			break;
+		case O_OP:
+			op = optarg;
+			break;
+		case 's':
+			size = parse_u32(optarg, "--size");
+			break;
+		case 'n':
+			count = parse_u32(optarg, "--count");
+			break;
+		case O_TIMEOUT:
+			ms = parse_plain(optarg, "--timeout");
+			break;
+		default:
+			if (name)
+				usage_error("unexpected '%s'", optarg);
+			name = optarg;
+		}
 	}
 	if (!name == !addr)
 		usage_error("give a sysfs connection NAME or --addr IP:PORT");
@@ -1602,7 +2027,7 @@ static int cmd_test(int argc, char **argv)
 		usage_error("bad --op");
 	snprintf(args, sizeof(args), "op=%s size=%llu count=%llu", op,
 		 (unsigned long long)size, (unsigned long long)count);
-	return sysfs_run("test", name, addr, args, res, secs);
+	return sysfs_run("test", name, addr, args, res, ms);
 }
 
 static int cmd_bench(int argc, char **argv)
@@ -1614,37 +2039,55 @@ static int cmd_bench(int argc, char **argv)
 		NULL };
 	const char *name = NULL, *addr = NULL, *op = NULL;
 	__u64 size = 4096, count = 0, depth = 0, batch = 0, bsecs = 0;
-	unsigned int secs = 0;
+	static const struct option lo[] = {
+		{ "addr", required_argument, NULL, O_ADDR },
+		{ "op", required_argument, NULL, O_OP },
+		{ "size", required_argument, NULL, 's' },
+		{ "depth", required_argument, NULL, 't' },
+		{ "batch", required_argument, NULL, O_BATCH },
+		{ "count", required_argument, NULL, 'n' },
+		{ "secs", required_argument, NULL, 'D' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{}
+	};
+	__u64 ms = 0;
 	char args[160];
-	int i, n;
+	int c, n;
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--json"))
-			json = true;
-		else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-			help();
-		else if (!strcmp(a, "--addr"))
-			addr = optval(argc, argv, &i);
-		else if (!strcmp(a, "--op"))
-			op = optval(argc, argv, &i);
-		else if (!strcmp(a, "--size"))
-			size = parse_size(optval(argc, argv, &i), "size");
-		else if (!strcmp(a, "--depth"))
-			depth = parse_size(optval(argc, argv, &i), "depth");
-		else if (!strcmp(a, "--batch"))
-			batch = parse_size(optval(argc, argv, &i), "batch");
-		else if (!strcmp(a, "--count"))
-			count = parse_size(optval(argc, argv, &i), "count");
-		else if (!strcmp(a, "--secs"))
-			bsecs = parse_u32(optval(argc, argv, &i), "secs");
-		else if (!strcmp(a, "--timeout"))
-			secs = parse_u32(optval(argc, argv, &i), "timeout");
-		else if (a[0] == '-' || name)
-			usage_error("unexpected '%s'", a);
-		else
-			name = a;
+	opt_begin(argc, argv, "-:jhs:t:n:D:",
+		  (const struct option *[]){ lo, NULL });
+	while ((c = opt_next(argc, argv)) != -1) {
+		switch (c) {
+		case O_ADDR:
+			addr = optarg;
+			break;
+		case O_OP:
+			op = optarg;
+			break;
+		case 's':
+			size = parse_u32(optarg, "--size");
+			break;
+		case 't':
+			depth = parse_u32(optarg, "--depth");
+			break;
+		case O_BATCH:
+			batch = parse_u32(optarg, "--batch");
+			break;
+		case 'n':
+			count = parse_u32(optarg, "--count");
+			break;
+		case 'D':
+			bsecs = parse_plain(optarg, "--secs");
+			break;
+		case O_TIMEOUT:
+			ms = parse_plain(optarg, "--timeout");
+			break;
+		default:
+			if (name)
+				usage_error("unexpected '%s'", optarg);
+			name = optarg;
+		}
 	}
 	if (!name == !addr)
 		usage_error("give a sysfs connection NAME or --addr IP:PORT");
@@ -1668,27 +2111,22 @@ static int cmd_bench(int argc, char **argv)
 		snprintf(args + n, sizeof(args) - n, " secs=%llu",
 			 (unsigned long long)bsecs);
 	/* A timed run ends by itself; give a counted one two minutes. */
-	if (!secs)
-		secs = bsecs ? bsecs + 60 : 120;
-	return sysfs_run("bench", name, addr, args, res, secs);
+	if (!ms)
+		ms = bsecs ? (bsecs + 60) * 1000 : 120000;
+	return sysfs_run("bench", name, addr, args, res, ms);
 }
 
 static int cmd_version(int argc, char **argv)
 {
 	struct krdma_ioc_version v;
-	int fd, i;
+	int fd;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			help();
-		else
-			usage_error("unexpected '%s'", argv[i]);
-	}
+	opt_begin(argc, argv, "-:jh", (const struct option *[]){ NULL });
+	if (opt_next(argc, argv) != -1)
+		usage_error("unexpected '%s'", optarg);
 	fd = dev_open();
 	if (ioctl(fd, KRDMA_IOC_VERSION, &v))
-		die("VERSION: %s", strerror(errno));
+		die_err(errno, NULL, "VERSION");
 	if (json) {
 		printf("{\"abi_version\":%u,\"max_handles\":%u",
 		       v.abi_version, v.max_handles);
@@ -1708,22 +2146,22 @@ static int cmd_version(int argc, char **argv)
 
 static const struct cmd cmds[] = {
 	{ "listen", cmd_listen,
-	  "listen ADDR:PORT [--count N] [--depth N] [--msg BYTES] [--timeout MS]\n"
+	  "listen ADDR:PORT [-n|--count N] [connection options]\n"
 	  "  Accept one connection and print its messages until the peer closes\n"
 	  "  (or N messages came)." },
 	{ "connect", cmd_connect,
-	  "connect ADDR:PORT [--src IP] [--depth N] [--msg BYTES] [--timeout MS] [--hold SECONDS]\n"
+	  "connect ADDR:PORT [--hold SECONDS] [connection options]\n"
 	  "  Connect, print the connection, keep it SECONDS (default 0), close." },
 	{ "send", cmd_send,
-	  "send ADDR:PORT MESSAGE... [--file FILE] [connection options]\n"
+	  "send ADDR:PORT [--] MESSAGE... [--file FILE] [connection options]\n"
 	  "  Connect and send each MESSAGE (and FILE's contents) as one message." },
 	{ "recv", cmd_recv,
-	  "recv ADDR:PORT [--count N] [--out FILE] [--depth N] [--msg BYTES] [--timeout MS]\n"
+	  "recv ADDR:PORT [-n|--count N] [--out FILE] [connection options]\n"
 	  "  Accept one connection, write the payload of N messages (default 1)\n"
 	  "  to FILE or stdout." },
 	{ "serve", cmd_serve,
-	  "serve ADDR:PORT [--size BYTES] [--file FILE] [--dump FILE] [--access r|w|rw]\n"
-	  "      [--clients N] [--depth N] [--msg BYTES] [--timeout MS]\n"
+	  "serve ADDR:PORT [-s|--size BYTES] [--file FILE] [--dump FILE]\n"
+	  "      [--access r|w|rw] [--clients N] [connection options]\n"
 	  "  Accept N clients (default 1, 0: forever), one at a time.  For each,\n"
 	  "  register BYTES (default: FILE's size, else 1M) holding FILE, send the\n"
 	  "  token as the first message, echo messages, answer checksum requests;\n"
@@ -1739,7 +2177,8 @@ static const struct cmd cmds[] = {
 	  "  Without --token the token is the first message of 'krdmactl serve'.\n"
 	  "  A token is written 0xADDR:0xRKEY:LENGTH, as serve prints it." },
 	{ "write", cmd_write,
-	  "write ADDR:PORT FILE [--offset N] [--len N] [--token ADDR:RKEY:LEN] [--no-verify]\n"
+	  "write ADDR:PORT FILE [--offset N] [--len N] [--token ADDR:RKEY:LEN]\n"
+	  "      [--no-verify]\n"
 	  "  RDMA WRITE FILE into the peer's region (client --write)." },
 	{ "read", cmd_read,
 	  "read ADDR:PORT FILE [--offset N] [--len N] [--token ADDR:RKEY:LEN]\n"
@@ -1749,62 +2188,106 @@ static const struct cmd cmds[] = {
 	  "  krdma's devices, listeners and connections (from sysfs), or every\n"
 	  "  value of one connection or listener." },
 	{ "test", cmd_test,
-	  "test NAME|--addr IP:PORT [--op send,write,read,atomic] [--size BYTES]\n"
-	  "     [--count N] [--timeout SECONDS]\n"
+	  "test NAME|--addr IP:PORT [--op send,write,read,atomic]\n"
+	  "     [-s|--size BYTES] [-n|--count N] [--timeout MS]\n"
 	  "  Run the in-kernel self-test on sysfs connection NAME, or on a\n"
-	  "  connection made for it to a listener made for it at IP:PORT." },
+	  "  connection made for it to a listener made for it at IP:PORT.\n"
+	  "  --timeout: how long to wait for the result (default 120000)." },
 	{ "bench", cmd_bench,
-	  "bench NAME|--addr IP:PORT --op write|read|send [--size BYTES] [--depth N]\n"
-	  "      [--batch N] [--count N | --secs N] [--timeout SECONDS]\n"
+	  "bench NAME|--addr IP:PORT --op write|read|send [-s|--size BYTES]\n"
+	  "      [-t|--depth N] [--batch N] [-n|--count N | -D|--secs SECONDS]\n"
+	  "      [--timeout MS]\n"
 	  "  Run the in-kernel benchmark on sysfs connection NAME (or on a\n"
 	  "  connection made for it, as test does): bandwidth, message rate and\n"
 	  "  latency (min, median, p99, max) of --op at --size (default 4K),\n"
 	  "  --depth operations in flight (default: the queue depth); write and\n"
-	  "  read post --batch operations at a time with one completion (default 1)." },
-	{ "version", cmd_version, "version\n  The module's ABI version and limits." },
+	  "  read post --batch operations at a time with one completion\n"
+	  "  (default 1).  --duration is --secs.  --timeout: how long to wait for\n"
+	  "  the result (default: --secs plus a minute, else 120000)." },
+	{ "version", cmd_version,
+	  "version\n"
+	  "  The module's ABI version and limits (-V: krdmactl's own version)." },
 };
 
 static noreturn void main_usage(FILE *f, int status)
 {
 	size_t i;
 
-	fprintf(f, "usage: %s [--json] [--dev PATH] COMMAND [ARGS]\n\ncommands:\n",
-		prog);
+	fprintf(f, "usage: %s [-j|--json] [--dev PATH] COMMAND [ARGS]\n"
+		"       %s -V|--version\n\ncommands:\n", prog, prog);
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
 		fprintf(f, "  %s\n", cmds[i].usage);
-	fprintf(f, "\nEvery COMMAND takes --help and --json.\n");
-	fprintf(f, "Exit status: 0 success, 1 failure, 2 usage.\n");
+	fprintf(f, "\n%s", common_help);
+	fprintf(f, "Exit status: 0 success, 1 failure, 2 usage.  With --json an\n"
+		"error is a JSON object on stderr:\n"
+		"  {\"error\":\"...\",\"errno\":N,\"command\":\"...\"}\n");
 	exit(status);
+}
+
+/* krdmactl's own version, without /dev/krdma. */
+static int print_version(void)
+{
+	if (json)
+		printf("{\"version\":\"%s\",\"abi_version\":%u}\n",
+		       KRDMA_VERSION, KRDMA_ABI_VERSION);
+	else
+		printf("%s %s (ABI version %u)\n", prog, KRDMA_VERSION,
+		       KRDMA_ABI_VERSION);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "dev", required_argument, NULL, O_DEV },
+		{}
+	};
+	bool version = false;
 	size_t i;
-	int a = 1;
+	int c, at;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while (a < argc && argv[a][0] == '-') {
-		if (!strcmp(argv[a], "--json")) {
+	/* '+': the options before COMMAND; the command's own come after. */
+	opterr = 0;
+	for (;;) {
+		at = optind;
+		c = getopt_long(argc, argv, "+:jhV", lo, NULL);
+		if (c == -1)
+			break;
+		switch (c) {
+		case 'j':
 			json = true;
-		} else if (!strcmp(argv[a], "--dev") && a + 1 < argc) {
-			devpath = argv[++a];
-		} else if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
+			break;
+		case 'h':
 			main_usage(stdout, 0);
-		} else {
-			fprintf(stderr, "%s: unknown option %s\n", prog, argv[a]);
-			main_usage(stderr, 2);
+		case 'V':
+			version = true;
+			break;
+		case O_DEV:
+			devpath = optarg;
+			break;
+		case '?':
+			usage_error("unknown option '%s'", opt_name(argv, at));
+		default:
+			usage_error("%s needs a value", opt_name(argv, at));
 		}
-		a++;
 	}
-	if (a >= argc)
+	if (version)
+		return print_version();
+	if (optind >= argc) {
+		if (json)
+			usage_error("no COMMAND");
 		main_usage(stderr, 2);
+	}
 	for (i = 0; i < ARRAY_SIZE(cmds); i++) {
-		if (!strcmp(argv[a], cmds[i].name)) {
+		if (!strcmp(argv[optind], cmds[i].name)) {
 			cur = &cmds[i];
 			cmdname = cur->name;
-			return cur->fn(argc - a, argv + a);
+			return cur->fn(argc - optind, argv + optind);
 		}
 	}
-	fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[a]);
-	main_usage(stderr, 2);
+	usage_error("unknown command '%s'", argv[optind]);
 }

@@ -250,7 +250,7 @@ no_conns_left "after krdmactl test"
 # The benchmark engine through krdmactl: counts exact, JSON for scripts.
 "$ctl" --json bench --addr "$MY_IP:7418" --op write --size 8K --count 25 >"$tmp/bench.json" ||
 	fail "krdmactl bench: $(cat "$tmp/bench.json")"
-for kv in '"bench_status":"passed"' '"bench_ops":"25"' '"bench_bytes":"204800"'; do
+for kv in '"bench_status":"passed"' '"bench_ops":25,' '"bench_bytes":204800,'; do
 	grep -qF "$kv" "$tmp/bench.json" || fail "krdmactl bench --json lacks $kv: $(cat "$tmp/bench.json")"
 done
 no_conns_left "after krdmactl bench"
