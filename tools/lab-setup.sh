@@ -15,7 +15,7 @@ cache=${KRDMA_CACHE:-${HOME:?HOME is not set}/.cache/krdma}
 pkgs=(
 	build-essential make gcc gcc-12 perl bc bison flex libelf-dev libssl-dev
 	xz-utils cpio kmod busybox-static qemu-system-x86 iproute2
-	rdma-core ibverbs-utils rdmacm-utils perftest sparse dkms
+	rdma-core ibverbs-utils rdmacm-utils perftest sparse dkms python3
 	linux-source-6.1 linux-source-6.12
 )
 # Kernel line -> the meta-package that names its current release.
