@@ -261,9 +261,15 @@ static void krdma_conn_ev_work(struct work_struct *work)
 	pending = conn->ev_off ? 0 : conn->ev_pending;
 	conn->ev_pending = 0;
 	err = conn->error ?: -ECONNRESET;
+	/*
+	 * Reset with no cause reported (only a flush, or the peer's DREQ)
+	 * is the peer leaving: siw flushes the receives before the CM
+	 * reports the disconnect.
+	 */
 	if (err == -ENODEV)
 		ev = KRDMA_EVENT_DEVICE_REMOVAL;
-	else if (conn->state == KRDMA_CONN_DISCONNECTED)
+	else if (conn->state == KRDMA_CONN_DISCONNECTED ||
+		 (conn->error_weak && err == -ECONNRESET))
 		ev = KRDMA_EVENT_DISCONNECTED;
 	else
 		ev = KRDMA_EVENT_ERROR;

@@ -42,7 +42,8 @@ struct krdma_mr;
  * @KRDMA_EVENT_ESTABLISHED: the connection is usable.  First, and once.
  *	On the passive side it hands the connection over: the listener's
  *	consumer owns it from here on and must krdma_close() it.
- * @KRDMA_EVENT_DISCONNECTED: the peer disconnected (error -ECONNRESET).
+ * @KRDMA_EVENT_DISCONNECTED: the peer disconnected, or the connection was
+ *	reset with no other cause reported (error -ECONNRESET).
  * @KRDMA_EVENT_ERROR: the connection failed; the error says why (the work
  *	completion's status as an errno, -ETIMEDOUT, -EPROTO, ...).
  * @KRDMA_EVENT_DEVICE_REMOVAL: its RDMA device went away (error -ENODEV);
