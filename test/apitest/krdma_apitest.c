@@ -3131,8 +3131,9 @@ out:
  * connected, so that some arrive before the passive side's ESTABLISHED
  * event and are held until it returns.  The callback, in softirq context,
  * checks order, length and bytes, and keeps every third message (up to
- * AT_RCB_KEEP at a time); the test thread checks each kept message again
- * (its buffer was not reused) before it releases it.
+ * AT_RCB_KEEP at a time); the test thread checks each kept message again,
+ * AT_RCB_HOLD messages later (its buffer was not received into again),
+ * before it releases it.
  */
 #define AT_RCB_N	400
 #define AT_RCB_KEEP	6
@@ -3144,6 +3145,7 @@ struct at_rcb {
 	char			why[96];
 	spinlock_t		klock;	/* kept, nkept */
 	struct krdma_msg	*kept[AT_RCB_KEEP];
+	u32			kseq[AT_RCB_KEEP];	/* their seq */
 	int			nkept;
 	u32			kept_total;
 };
@@ -3205,6 +3207,7 @@ static int at_rcb_recv(struct krdma_conn *c, struct krdma_msg *m)
 	if (seq % 3 == 0) {
 		spin_lock(&r->klock);
 		if (r->nkept < AT_RCB_KEEP) {
+			r->kseq[r->nkept] = seq;
 			r->kept[r->nkept++] = m;
 			r->kept_total++;
 			keep = true;
@@ -3221,21 +3224,34 @@ static const struct krdma_conn_ops at_rcb_ops = {
 	.recv = at_rcb_recv,
 };
 
-/* Check and give back every kept message of @p; false on a bad one. */
+/*
+ * Check and give back the kept messages of @p that AT_RCB_HOLD messages
+ * have come after (@all: every one); false on a bad one.  Held that long,
+ * a buffer krdma reposted too early would have been received into again
+ * (the connection has queue depth + 1 receive buffers).
+ */
+#define AT_RCB_HOLD	40
+
 static bool at_rcb_release(struct at_test *t, struct at_rcb *r,
-			   struct krdma_conn *p)
+			   struct krdma_conn *p, bool all)
 {
 	struct krdma_msg *m[AT_RCB_KEEP];
+	u32 next = READ_ONCE(r->next), sq[AT_RCB_KEEP];
 	bool ok = true;
 	int i, n;
 
 	spin_lock_bh(&r->klock);
-	n = r->nkept;
+	for (n = 0; n < r->nkept; n++)
+		if (!all && r->kseq[n] + AT_RCB_HOLD > next)
+			break;
 	memcpy(m, r->kept, n * sizeof(*m));
-	r->nkept = 0;
+	memcpy(sq, r->kseq, n * sizeof(*sq));
+	r->nkept -= n;
+	memmove(r->kept, r->kept + n, r->nkept * sizeof(*m));
+	memmove(r->kseq, r->kseq + n, r->nkept * sizeof(*sq));
 	spin_unlock_bh(&r->klock);
 	for (i = 0; i < n; i++) {
-		u32 seq = m[i]->len >= 4 ? at_get32(m[i]->data) : 0;
+		u32 seq = sq[i];
 
 		if (ok && at_rcb_bad(m[i], seq) >= 0) {
 			at_fail(t, "kept message %u changed before its release",
@@ -3300,7 +3316,7 @@ static void sc_recv_cb(struct at_test *t)
 			goto out_c;
 		if (!p && READ_ONCE(r->ev.n))
 			p = r->ev.conn[0];
-		if (p && !at_rcb_release(t, r, p))
+		if (p && !at_rcb_release(t, r, p, false))
 			goto out_c;
 	}
 	if (!at_ev_expect(t, &r->ev, 0, KRDMA_EVENT_ESTABLISHED, 0,
@@ -3314,7 +3330,7 @@ static void sc_recv_cb(struct at_test *t)
 		goto out_c;
 	}
 	if (!at_expect(t, atomic_read(&r->got), AT_RCB_N, "messages received") ||
-	    !at_rcb_release(t, r, p) ||
+	    !at_rcb_release(t, r, p, true) ||
 	    !at_expect(t, krdma_recv(p, buf, 16, 0), -EINVAL,
 		       "krdma_recv with a recv callback"))
 		goto out_c;
@@ -3337,7 +3353,7 @@ out_c:
 	if (p) {
 		at_ev_expect(t, &r->ev, 1, KRDMA_EVENT_DISCONNECTED,
 			     -ECONNRESET, "the active side closed");
-		at_rcb_release(t, r, p);
+		at_rcb_release(t, r, p, true);
 		krdma_close(p);
 	}
 out_l:
