@@ -27,6 +27,14 @@ args=(port=7471 "dev=$DEV" "scenarios=${KRDMA_APITEST_SCENARIOS:-all}")
 # in the client's module: one guest only too.
 exclude=
 [ "$TOPO" = pair ] && exclude+=,sq_mix,recv_cb
+# async_window needs ops to stay in flight while more are posted.  rxe on
+# 6.1 runs a whole loopback op, down to its completion, in the poster's
+# spin_unlock_bh(): on one guest the window fills only by chance (it was
+# a SKIP in most runs).  siw on 6.1 and both devices between two guests
+# fill it.
+if [ "$KLINE" = 6.1 ] && [ "$DEV" = rxe ] && [ "$TOPO" = single ]; then
+	exclude+=,async_window
+fi
 [ -z "$exclude" ] || args+=("exclude=${exclude#,}")
 # sq_mix: 64 threads overran the old send queue under TCG (16 did not);
 # the debug kernel, 15 times slower there, runs the 16 of issue #22.
