@@ -307,6 +307,26 @@ static void krdma_conn_ev_stop(struct krdma_conn *conn)
 }
 
 /**
+ * krdma_conn_abandon - refuse a connection a listener handed over
+ * @conn: a connection from a listener's KRDMA_EVENT_ESTABLISHED
+ *
+ * For a consumer that cannot take the connection (out of memory, say):
+ * krdma disconnects it and frees it; no more callbacks come for it, and
+ * @conn must not be used afterwards.
+ *
+ * Context: any process context, its ESTABLISHED callback included.
+ */
+void krdma_conn_abandon(struct krdma_conn *conn)
+{
+	spin_lock_bh(&conn->lock);
+	conn->ev_off = true;
+	conn->orphan = true;
+	spin_unlock_bh(&conn->lock);
+	krdma_conn_schedule_teardown(conn, -ECONNABORTED);
+}
+EXPORT_SYMBOL_GPL(krdma_conn_abandon);
+
+/**
  * krdma_conn_priv - the consumer's pointer of a connection
  * @conn: the connection
  *
@@ -339,7 +359,8 @@ EXPORT_SYMBOL_GPL(krdma_conn_set_priv);
 /*
  * Every change of conn->state: the move krdma_conn_next_state() allows,
  * or none (false).  Called with conn->lock held.  A connection that ends
- * other than by its owner's close tells its consumer.
+ * other than by its owner's krdma_close() tells its consumer (a revoke
+ * that tears a connection down does too).
  */
 static bool krdma_conn_event_locked(struct krdma_conn *conn,
 				    enum krdma_conn_event ev)
@@ -349,8 +370,8 @@ static bool krdma_conn_event_locked(struct krdma_conn *conn,
 	if (next < 0)
 		return false;
 	conn->state = next;
-	if (ev != KRDMA_CONN_EV_TEARDOWN_OK &&
-	    (next == KRDMA_CONN_DISCONNECTED || next == KRDMA_CONN_ERROR))
+	/* Not for the owner's krdma_close(): it stopped events first. */
+	if (next == KRDMA_CONN_DISCONNECTED || next == KRDMA_CONN_ERROR)
 		krdma_conn_ev_queue_locked(conn, KRDMA_EVP_END);
 	return true;
 }
@@ -585,6 +606,8 @@ void krdma_close(struct krdma_conn *conn)
 {
 	krdma_conn_ev_stop(conn);
 	krdma_conn_teardown(conn, 0);
+	/* krdma_msg_release() after this would touch freed memory. */
+	WARN_ON_ONCE(READ_ONCE(conn->rx_kept));
 	if (krdma_conn_unpublish(conn))
 		krdma_conn_put(conn);
 }
@@ -1172,7 +1195,7 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 	if (ret)
 		goto fail;
 	pr_info_ratelimited("%s: connected to %pISpc on %s (depth %u, max message %u)\n",
-			    conn->name, dst, conn->kdev->name, conn->depth,
+			    conn->name, dst, conn->devname, conn->depth,
 			    conn->max_msg);
 	krdma_conn_ev_up(conn);
 	return conn;
@@ -1395,7 +1418,11 @@ bool krdma_accept_ready(struct krdma_listener *l)
  * @l: the listener
  *
  * Connections already accepted are not affected; established connections
- * not yet taken with krdma_accept() are closed.
+ * not yet taken with krdma_accept() are closed.  With callbacks, every
+ * connection handed over has had its ESTABLISHED event when this returns.
+ *
+ * Context: process context; sleeps.  Not from an event callback of one
+ * of the listener's connections.
  */
 void krdma_listener_close(struct krdma_listener *l)
 {
@@ -1419,6 +1446,30 @@ void krdma_listener_close(struct krdma_listener *l)
 			krdma_conn_schedule_teardown(conn, -ECONNABORTED);
 	}
 	mutex_unlock(&krdma_lock);
+
+	/*
+	 * With callbacks: a connection handed over just before the close
+	 * (its ESTABLISHED event queued, not run) reaches the consumer
+	 * before this returns, so that the consumer, which may go away
+	 * next, knows every connection it owns.  None is handed over now.
+	 */
+	while (l->opts.ops) {
+		struct krdma_conn *c, *busy = NULL;
+
+		mutex_lock(&krdma_lock);
+		list_for_each_entry(c, &krdma_conns, list) {
+			if (c->listener == l && work_pending(&c->ev_work)) {
+				busy = c;
+				krdma_conn_get(busy);
+				break;
+			}
+		}
+		mutex_unlock(&krdma_lock);
+		if (!busy)
+			break;
+		flush_work(&busy->ev_work);
+		krdma_conn_put(busy);
+	}
 
 	for (;;) {
 		spin_lock_bh(&l->lock);

@@ -347,8 +347,9 @@ static void krdma_ctl_take(struct krdma_conn *conn)
 
 	ctl = krdma_ctl_alloc();
 	if (!ctl) {
-		pr_warn_ratelimited("%s: no memory to take it, left to unload\n",
+		pr_warn_ratelimited("%s: no memory to take it, disconnected\n",
 				    conn->name);
+		krdma_conn_abandon(conn);
 		return;
 	}
 	krdma_ctl_attach(ctl, conn);

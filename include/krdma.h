@@ -46,8 +46,9 @@ struct krdma_mr;
  *	reset with no other cause reported (error -ECONNRESET).
  * @KRDMA_EVENT_ERROR: the connection failed; the error says why (the work
  *	completion's status as an errno, -ETIMEDOUT, -EPROTO, ...).
- * @KRDMA_EVENT_DEVICE_REMOVAL: its RDMA device went away (error -ENODEV);
- *	the connection's RDMA resources are released already.
+ * @KRDMA_EVENT_DEVICE_REMOVAL: its RDMA device is going away (error
+ *	-ENODEV); krdma releases the connection's RDMA resources itself,
+ *	without waiting for the consumer.
  *
  * After ESTABLISHED at most one of the other three comes: the first thing
  * that ended the connection, with the cause known then (krdma_conn_error()
@@ -95,8 +96,9 @@ struct krdma_msg {
  *	copy); a kept message holds one of the peer's credits, so keeping
  *	queue-depth messages stops the peer until one is released.
  *	Context: softirq, or process context with bottom halves disabled;
- *	must not sleep.  With @recv, krdma_recv() on the connection
- *	fails with -EINVAL.
+ *	must not sleep.  Messages that came before the connection failed
+ *	may still be delivered after its end event.  With @recv,
+ *	krdma_recv() on the connection fails with -EINVAL.
  *
  * No callback runs once krdma_close() has returned.
  */
@@ -227,6 +229,7 @@ void krdma_close(struct krdma_conn *conn);
 int krdma_conn_error(struct krdma_conn *conn);
 u32 krdma_max_msg_size(struct krdma_conn *conn);
 u32 krdma_queue_depth(struct krdma_conn *conn);
+void krdma_conn_abandon(struct krdma_conn *conn);
 void *krdma_conn_priv(struct krdma_conn *conn);
 void krdma_conn_set_priv(struct krdma_conn *conn, void *priv);
 
