@@ -121,7 +121,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	init_completion(&conn->cm_done);
 	mutex_init(&conn->teardown_mutex);
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
-	INIT_WORK(&conn->ev_work, krdma_conn_ev_work);
+	INIT_DELAYED_WORK(&conn->ev_work, krdma_conn_ev_work);
 	spin_lock_init(&conn->lock);
 	init_waitqueue_head(&conn->wq);
 	return conn;
@@ -223,6 +223,11 @@ struct krdma_listener *krdma_listener_find(const char *name)
 
 #define KRDMA_EVP_UP	BIT(0)	/* KRDMA_EVENT_ESTABLISHED */
 #define KRDMA_EVP_END	BIT(1)	/* what ended it */
+/* How long the end waits for its cause (krdma_conn_ev_work()). */
+#define KRDMA_EV_SETTLE	(HZ)
+
+static void krdma_conn_ev_kick_locked(struct krdma_conn *conn,
+				      unsigned long delay);
 
 /*
  * Queue an event for the consumer's callback, with conn->lock held.  The
@@ -241,17 +246,44 @@ static void krdma_conn_ev_queue_locked(struct krdma_conn *conn, u8 what)
 	} else if (!conn->ev_up) {
 		return;
 	}
+	if ((what & KRDMA_EVP_END) && !(conn->ev_pending & KRDMA_EVP_END))
+		conn->ev_settle_by = jiffies + KRDMA_EV_SETTLE;
 	conn->ev_pending |= what;
-	/* The work's reference; a queued work holds one already. */
+	krdma_conn_ev_kick_locked(conn, 0);
+}
+
+/* Run the event work after @delay; it holds a reference while queued. */
+static void krdma_conn_ev_kick_locked(struct krdma_conn *conn,
+				      unsigned long delay)
+{
 	krdma_conn_get(conn);
-	if (!queue_work(krdma_wq, &conn->ev_work))
+	if (!queue_delayed_work(krdma_wq, &conn->ev_work, delay))
 		krdma_conn_put(conn);
+}
+
+/*
+ * Work requests posted and not completed yet, with conn->lock held.  One
+ * of them may carry the cause of a failure whose placeholder (the peer's
+ * disconnect, a flush) was seen first.
+ */
+static bool krdma_conn_sq_busy_locked(struct krdma_conn *conn)
+{
+	struct list_head *pos;
+	u32 free = 0;
+
+	if (conn->rw_slots)
+		return true;
+	if (conn->rx_closed)
+		return false;	/* teardown finished the sends */
+	list_for_each(pos, &conn->tx_free)
+		free++;
+	return free != conn->nr_tx;
 }
 
 static void krdma_conn_ev_work(struct work_struct *work)
 {
-	struct krdma_conn *conn = container_of(work, struct krdma_conn,
-					       ev_work);
+	struct krdma_conn *conn = container_of(to_delayed_work(work),
+					       struct krdma_conn, ev_work);
 	const struct krdma_conn_ops *ops = conn->opts.ops;
 	enum krdma_event ev;
 	u8 pending;
@@ -260,6 +292,19 @@ static void krdma_conn_ev_work(struct work_struct *work)
 	spin_lock_bh(&conn->lock);
 	pending = conn->ev_off ? 0 : conn->ev_pending;
 	conn->ev_pending = 0;
+	/*
+	 * The end is told with its cause: if all that is known yet is a
+	 * placeholder, the completions of what was in flight (a remote
+	 * access error the peer disconnected for) come first, for up to
+	 * KRDMA_EV_SETTLE.  The QP is in ERROR, so they come soon.
+	 */
+	if ((pending & KRDMA_EVP_END) && conn->error_weak &&
+	    krdma_conn_sq_busy_locked(conn) &&
+	    time_before(jiffies, conn->ev_settle_by)) {
+		pending &= ~KRDMA_EVP_END;
+		conn->ev_pending |= KRDMA_EVP_END;
+		krdma_conn_ev_kick_locked(conn, msecs_to_jiffies(5));
+	}
 	err = conn->error ?: -ECONNRESET;
 	/*
 	 * Reset with no cause reported (only a flush, or the peer's DREQ)
@@ -302,7 +347,7 @@ static void krdma_conn_ev_stop(struct krdma_conn *conn)
 	spin_lock_bh(&conn->lock);
 	conn->ev_off = true;
 	spin_unlock_bh(&conn->lock);
-	if (cancel_work_sync(&conn->ev_work))
+	if (cancel_delayed_work_sync(&conn->ev_work))
 		krdma_conn_put(conn);
 }
 
@@ -1458,7 +1503,8 @@ void krdma_listener_close(struct krdma_listener *l)
 
 		mutex_lock(&krdma_lock);
 		list_for_each_entry(c, &krdma_conns, list) {
-			if (c->listener == l && work_pending(&c->ev_work)) {
+			if (c->listener == l &&
+			    delayed_work_pending(&c->ev_work)) {
 				busy = c;
 				krdma_conn_get(busy);
 				break;
@@ -1467,7 +1513,7 @@ void krdma_listener_close(struct krdma_listener *l)
 		mutex_unlock(&krdma_lock);
 		if (!busy)
 			break;
-		flush_work(&busy->ev_work);
+		flush_delayed_work(&busy->ev_work);
 		krdma_conn_put(busy);
 	}
 

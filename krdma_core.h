@@ -185,8 +185,9 @@ struct krdma_conn {
 	size_t			buf_size;	/* rx/tx buffers' mapped size */
 
 	/* Events for opts.ops (include/krdma.h), under conn->lock. */
-	struct work_struct	ev_work;
+	struct delayed_work	ev_work;
 	u8			ev_pending;	/* KRDMA_EVP_* */
+	unsigned long		ev_settle_by;	/* end told by then, in jiffies */
 	bool			ev_up;		/* ESTABLISHED queued */
 	bool			ev_off;		/* krdma_close() began */
 	bool			rx_cb;		/* recv callback delivers */

@@ -51,9 +51,13 @@ struct krdma_mr;
  *	without waiting for the consumer.
  *
  * After ESTABLISHED at most one of the other three comes: the first thing
- * that ended the connection, with the cause known then (krdma_conn_error()
- * may name a more precise one later, when a completion that explains a
- * flush arrives).  A connection closed by its owner gets none of them.
+ * that ended the connection, with its cause.  When all that is known at
+ * first is a reset or the peer's disconnect, the event waits (up to a
+ * second) for the completions of the work requests still in flight, so
+ * that an error of ours the peer disconnected for (a remote access error)
+ * is reported as ERROR with that cause, not as DISCONNECTED.  Past that
+ * second, krdma_conn_error() may still name a more precise cause later.
+ * A connection closed by its owner gets none of them.
  */
 enum krdma_event {
 	KRDMA_EVENT_ESTABLISHED,
