@@ -18,8 +18,10 @@
 
 const char krdma_cmd_usage[] =
 "listen name=NAME addr=IP:PORT [depth=N] [msg=BYTES] [backlog=N]\n"
+"       [hb_ms=MS|off] [hb_misses=N]\n"
 "unlisten name=NAME\n"
 "connect name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
+"        [hb_ms=MS|off] [hb_misses=N]\n"
 "disconnect name=NAME\n"
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
 "     [sge=N] [timeout_ms=MS]\n"
@@ -28,7 +30,8 @@ const char krdma_cmd_usage[] =
 
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
-	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_BACKLOG, K_NR,
+	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_BACKLOG, K_HB_MS,
+	K_HB_MISSES, K_NR,
 };
 
 static const char * const krdma_keys[K_NR] = {
@@ -37,6 +40,7 @@ static const char * const krdma_keys[K_NR] = {
 	[K_TOS] = "tos", [K_HELLO] = "hello", [K_OP] = "op",
 	[K_SIZE] = "size", [K_COUNT] = "count", [K_SGE] = "sge",
 	[K_SECS] = "secs", [K_BATCH] = "batch", [K_BACKLOG] = "backlog",
+	[K_HB_MS] = "hb_ms", [K_HB_MISSES] = "hb_misses",
 };
 
 struct krdma_verb {
@@ -49,12 +53,14 @@ struct krdma_verb {
 #define B(k) (1u << (k))
 static const struct krdma_verb krdma_verbs[] = {
 	{ "listen", KRDMA_CMD_LISTEN,
-	  B(K_NAME) | B(K_ADDR) | B(K_DEPTH) | B(K_MSG) | B(K_BACKLOG),
+	  B(K_NAME) | B(K_ADDR) | B(K_DEPTH) | B(K_MSG) | B(K_BACKLOG) |
+	  B(K_HB_MS) | B(K_HB_MISSES),
 	  B(K_NAME) | B(K_ADDR) },
 	{ "unlisten", KRDMA_CMD_UNLISTEN, B(K_NAME), B(K_NAME) },
 	{ "connect", KRDMA_CMD_CONNECT,
 	  B(K_NAME) | B(K_ADDR) | B(K_SRC) | B(K_DEPTH) | B(K_MSG) |
-	  B(K_TIMEOUT) | B(K_TOS) | B(K_HELLO), B(K_NAME) | B(K_ADDR) },
+	  B(K_TIMEOUT) | B(K_TOS) | B(K_HELLO) | B(K_HB_MS) | B(K_HB_MISSES),
+	  B(K_NAME) | B(K_ADDR) },
 	{ "disconnect", KRDMA_CMD_DISCONNECT, B(K_NAME), B(K_NAME) },
 	{ "test", KRDMA_CMD_TEST,
 	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_COUNT) | B(K_SGE) | B(K_TIMEOUT),
@@ -243,9 +249,15 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	case K_SGE:
 	case K_SECS:
 	case K_BATCH:
-	case K_BACKLOG: {
+	case K_BACKLOG:
+	case K_HB_MS:
+	case K_HB_MISSES: {
 		u32 val;
 
+		if (k == K_HB_MS && !strcmp(v, "off")) {
+			cmd->hb_ms = KRDMA_HEARTBEAT_OFF;
+			return 0;
+		}
 		ret = krdma_parse_size(v, &val);
 		if (ret)
 			return ERR("bad number '%s=%s'", krdma_keys[k], v);
@@ -290,6 +302,17 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 		case K_BACKLOG:
 			lim = KRDMA_MAX_BACKLOG;
 			cmd->backlog = val;
+			break;
+		case K_HB_MS:
+			lim = KRDMA_MAX_HEARTBEAT_MS;
+			cmd->hb_ms = val;
+			if (val && val < KRDMA_MIN_HEARTBEAT_MS)
+				return ERR("hb_ms=%u out of range (at least %u)",
+				    val, KRDMA_MIN_HEARTBEAT_MS);
+			break;
+		case K_HB_MISSES:
+			lim = KRDMA_MAX_HEARTBEAT_MISSES;
+			cmd->hb_misses = val;
 			break;
 		default:
 			lim = KRDMA_TEST_MAX_SGE;

@@ -60,6 +60,8 @@ struct krdma_cmd {
 	u32			secs;		/* bench */
 	u32			batch;		/* bench */
 	u32			backlog;	/* listen */
+	u32			hb_ms;		/* heartbeat, listen/connect */
+	u32			hb_misses;
 };
 
 int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,

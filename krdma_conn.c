@@ -65,6 +65,10 @@ static void krdma_conn_opts_fill(struct krdma_conn_opts *o,
 		o->timeout_ms = 5000;
 	if (!o->backlog)
 		o->backlog = KRDMA_DEFAULT_BACKLOG;
+	if (!o->heartbeat_ms)
+		o->heartbeat_ms = KRDMA_DEFAULT_HEARTBEAT_MS;
+	if (!o->heartbeat_misses)
+		o->heartbeat_misses = KRDMA_DEFAULT_HEARTBEAT_MISSES;
 }
 
 static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
@@ -85,6 +89,26 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 	if (o->backlog > KRDMA_MAX_BACKLOG) {
 		pr_warn_ratelimited("backlog %u out of range 1..%u\n",
 				    o->backlog, KRDMA_MAX_BACKLOG);
+		return -EINVAL;
+	}
+	if (o->heartbeat_ms != KRDMA_HEARTBEAT_OFF &&
+	    (o->heartbeat_ms < KRDMA_MIN_HEARTBEAT_MS ||
+	     o->heartbeat_ms > KRDMA_MAX_HEARTBEAT_MS)) {
+		pr_warn_ratelimited("heartbeat interval %u ms out of range %u..%u\n",
+				    o->heartbeat_ms, KRDMA_MIN_HEARTBEAT_MS,
+				    KRDMA_MAX_HEARTBEAT_MS);
+		return -EINVAL;
+	}
+	if (o->private_data_len > KRDMA_MAX_PRIVATE_DATA ||
+	    (o->private_data_len && !o->private_data)) {
+		pr_warn_ratelimited("private data of %u bytes refused (at most %u)\n",
+				    o->private_data_len, KRDMA_MAX_PRIVATE_DATA);
+		return -EINVAL;
+	}
+	if (o->heartbeat_misses > KRDMA_MAX_HEARTBEAT_MISSES) {
+		pr_warn_ratelimited("heartbeat misses %u out of range 1..%u\n",
+				    o->heartbeat_misses,
+				    KRDMA_MAX_HEARTBEAT_MISSES);
 		return -EINVAL;
 	}
 	return 0;
@@ -109,6 +133,10 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 		snprintf(conn->name, sizeof(conn->name), "conn%u", conn->id);
 	conn->ctx.type = KRDMA_CTX_CONN;
 	conn->opts = *opts;
+	/* The caller's bytes need not outlive krdma_connect(): a copy. */
+	if (opts->private_data_len)
+		memcpy(conn->pdata, opts->private_data, opts->private_data_len);
+	conn->opts.private_data = NULL;
 	conn->depth = opts->queue_depth;
 	conn->max_msg = opts->max_msg_size;
 	conn->state = KRDMA_CONN_CONNECTING;
@@ -122,6 +150,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	mutex_init(&conn->teardown_mutex);
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
 	INIT_DELAYED_WORK(&conn->ev_work, krdma_conn_ev_work);
+	krdma_hb_init(conn);
 	spin_lock_init(&conn->lock);
 	init_waitqueue_head(&conn->wq);
 	return conn;
@@ -548,6 +577,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	conn->rx_closed = true;
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
+	krdma_hb_stop(conn);
 	wait_event(conn->wq, krdma_conn_idle(conn));
 
 	if (!completion_done(&conn->cm_done)) {
@@ -745,26 +775,33 @@ static int krdma_conn_prepare(struct krdma_conn *conn)
 static int krdma_conn_do_connect(struct krdma_conn *conn)
 {
 	struct rdma_conn_param param;
-	struct krdma_hello hello;
-	u8 len = sizeof(hello);
+	struct {
+		struct krdma_hello hello;
+		u8 pdata[KRDMA_MAX_PRIVATE_DATA];
+	} __packed req;
+	struct krdma_hello *h = &req.hello;
+	u8 len = sizeof(*h) + conn->opts.private_data_len;
 
-	krdma_hello_encode(&hello, conn->depth, conn->max_msg);
+	krdma_hello_encode(h, conn->depth, conn->max_msg,
+			   krdma_hb_asked(&conn->opts));
+	h->pdata_len = conn->opts.private_data_len;
+	memcpy(req.pdata, conn->pdata, conn->opts.private_data_len);
 	/* Test hooks: speak a wrong handshake to exercise the peer's checks. */
 	switch (conn->test_hello) {
 	case 1:
-		hello.magic = cpu_to_be32(0xdeadbeef);
+		h->magic = cpu_to_be32(0xdeadbeef);
 		break;
 	case 2:
-		hello.version = KRDMA_PROTO_VERSION + 1;
+		h->version = KRDMA_PROTO_VERSION + 1;
 		break;
 	case 3:
 		len = 4;
 		break;
 	case 4:
-		hello.queue_depth = cpu_to_be16(0);
+		h->queue_depth = cpu_to_be16(0);
 		break;
 	}
-	krdma_fill_conn_param(conn, &param, &hello, len);
+	krdma_fill_conn_param(conn, &param, &req, len);
 	return rdma_connect_locked(conn->cm_id, &param);
 }
 
@@ -788,6 +825,8 @@ static int krdma_connect_done(struct krdma_conn *conn, int status)
 			status = conn->error ?: -ECONNRESET;
 		spin_unlock_bh(&conn->lock);
 		wake_up_all(&conn->wq);
+		if (!status)
+			krdma_hb_start(conn);
 	}
 	if (conn->active) {
 		conn->cm_status = status;
@@ -801,14 +840,19 @@ static int krdma_active_established(struct krdma_conn *conn,
 {
 	struct krdma_params remote, local = {
 		.queue_depth = conn->depth, .max_msg_size = conn->max_msg,
+		.heartbeat_ms = krdma_hb_asked(&conn->opts),
 	};
 	int reason;
 
 	reason = krdma_hello_decode(ev->param.conn.private_data,
 				    ev->param.conn.private_data_len, &remote);
+	/* The accept carries what the passive side settled on. */
 	if (!reason && (remote.queue_depth > local.queue_depth ||
 			remote.max_msg_size > local.max_msg_size ||
-			!remote.queue_depth))
+			!remote.queue_depth ||
+			remote.heartbeat_ms > local.heartbeat_ms ||
+			(remote.heartbeat_ms &&
+			 remote.heartbeat_ms < KRDMA_MIN_HEARTBEAT_MS)))
 		reason = KRDMA_REJ_PARAMS;
 	if (reason) {
 		pr_warn_ratelimited("%s: peer %pISpc accepted with a bad handshake: %s\n",
@@ -824,6 +868,7 @@ static int krdma_active_established(struct krdma_conn *conn,
 	spin_lock_bh(&conn->lock);
 	conn->depth = remote.queue_depth;
 	conn->max_msg = remote.max_msg_size;
+	conn->hb_ms = remote.heartbeat_ms;
 	krdma_credit_init(&conn->cr, conn->depth);
 	spin_unlock_bh(&conn->lock);
 	return 0;
@@ -924,7 +969,12 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 
 		pdata = rdma_consumer_reject_data(id, ev, &plen);
 		reason = krdma_rej_decode(pdata, plen);
-		if (reason) {
+		if (reason == KRDMA_REJ_APP) {
+			ret = krdma_rej_app_errno(pdata, plen);
+			pr_warn_ratelimited("%s: %pISpc rejected the connection: %s (%d)\n",
+					    conn->name, &conn->raddr,
+					    krdma_rej_str(reason), ret);
+		} else if (reason) {
 			pr_warn_ratelimited("%s: %pISpc rejected the connection: %s\n",
 					    conn->name, &conn->raddr,
 					    krdma_rej_str(reason));
@@ -998,6 +1048,15 @@ static int krdma_reject(struct rdma_cm_id *id, int reason)
 	return rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
+/* The listener's consumer refused the request with @err. */
+static int krdma_reject_app(struct rdma_cm_id *id, int err)
+{
+	struct krdma_rej rej;
+
+	krdma_rej_encode_app(&rej, err);
+	return rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+}
+
 /*
  * Test knob: a passive connection sleeps this long once it holds its
  * device, so that device removal meets it there (test/guest/devstorm.sh).
@@ -1014,6 +1073,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 	struct krdma_params remote, neg, local = {
 		.queue_depth = l->opts.queue_depth,
 		.max_msg_size = l->opts.max_msg_size,
+		.heartbeat_ms = krdma_hb_asked(&l->opts),
 	};
 	struct rdma_conn_param param;
 	struct krdma_conn_opts opts;
@@ -1034,9 +1094,35 @@ static int krdma_connect_request(struct krdma_listener *l,
 		goto reject;
 	}
 
+	/* The consumer's say, before anything is held for the request. */
+	if (l->opts.ops && l->opts.ops->accept) {
+		struct krdma_conn_req req = {
+			.private_data_len = remote.pdata_len,
+			.peer = (struct sockaddr *)&id->route.addr.dst_addr,
+			.listener_priv = l->opts.priv,
+		};
+
+		if (remote.pdata_len)
+			req.private_data = (const u8 *)ev->param.conn.private_data +
+					   sizeof(struct krdma_hello);
+		ret = l->opts.ops->accept(&req);
+		if (ret) {
+			pr_info_ratelimited("%s: connection from %pISpc refused by its consumer: %d\n",
+					    l->name, &id->route.addr.dst_addr,
+					    ret);
+			spin_lock_bh(&l->lock);
+			l->rejected++;
+			spin_unlock_bh(&l->lock);
+			krdma_reject_app(id, ret);
+			return 1;
+		}
+	}
+
 	opts = l->opts;
 	opts.queue_depth = neg.queue_depth;
 	opts.max_msg_size = neg.max_msg_size;
+	opts.private_data = NULL;
+	opts.private_data_len = 0;
 	/* A peer cannot make the listener hold more than its backlog. */
 	spin_lock_bh(&l->lock);
 	full = l->held >= l->opts.backlog;
@@ -1069,6 +1155,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 	conn->held = true;
 	kobject_get(&l->kobj);
 	krdma_credit_init(&conn->cr, conn->depth);
+	conn->hb_ms = neg.heartbeat_ms;
 	memcpy(&conn->laddr, &id->route.addr.src_addr, sizeof(conn->laddr));
 	memcpy(&conn->raddr, &id->route.addr.dst_addr, sizeof(conn->raddr));
 
@@ -1098,7 +1185,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 	}
 	if (unlikely(fault_accept_delay_ms))
 		msleep(fault_accept_delay_ms);
-	krdma_hello_encode(&hello, conn->depth, conn->max_msg);
+	krdma_hello_encode(&hello, conn->depth, conn->max_msg, conn->hb_ms);
 	krdma_fill_conn_param(conn, &param, &hello, sizeof(hello));
 	param.responder_resources = min_t(u32, param.responder_resources,
 					  ev->param.conn.initiator_depth);

@@ -91,6 +91,7 @@ struct krdma_stats {
 	atomic64_t	errors;
 	atomic64_t	credit_waits;
 	atomic64_t	imm_msgs;	/* notices sent as KRDMA_MSG_IMM */
+	atomic64_t	hb_sent, hb_received;	/* pings and pongs */
 };
 
 struct krdma_listener;
@@ -125,6 +126,7 @@ struct krdma_conn {
 	bool			active;
 	struct krdma_conn_opts	opts;
 	u8			test_hello;	/* fault injection for tests */
+	u8			pdata[KRDMA_MAX_PRIVATE_DATA];	/* opts' copy */
 
 	struct krdma_cm_ctx	ctx;
 	struct rdma_cm_id	*cm_id;
@@ -183,6 +185,20 @@ struct krdma_conn {
 	/* error is a placeholder: a flush's, or the peer's disconnect */
 	bool			error_weak;
 	size_t			buf_size;	/* rx/tx buffers' mapped size */
+
+	/* Heartbeats (krdma_hb.c), under conn->lock. */
+	u32			hb_ms;		/* agreed interval; 0: none */
+	struct delayed_work	hb_work;
+	struct krdma_tx		hb_tx;		/* ping or pong, header only */
+	bool			hb_tx_busy;	/* hb_tx is posted */
+	bool			hb_pong_owed;	/* a ping came while it was */
+	bool			hb_ping_out;	/* active: ping not answered */
+	bool			hb_stopped;	/* teardown began */
+	u32			hb_missed;	/* silent ticks in a row */
+	u32			hb_rx;		/* receives completed */
+	u32			rw_done;	/* one-sided completions */
+	u32			hb_rx_seen;	/* hb_rx at the last tick */
+	u32			hb_rw_seen;	/* rw_done at the last tick */
 
 	/* Events for opts.ops (include/krdma.h), under conn->lock. */
 	struct delayed_work	ev_work;
@@ -297,6 +313,19 @@ void krdma_rw_reap(struct krdma_conn *conn);
 int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		     struct scatterlist *sg, int nents, u64 skip, u64 len,
 		     const struct krdma_token *token, u64 offset, long timeout);
+
+/* krdma_hb.c */
+void krdma_hb_init(struct krdma_conn *conn);
+void krdma_hb_start(struct krdma_conn *conn);
+void krdma_hb_stop(struct krdma_conn *conn);
+void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong);
+void krdma_hb_sent(struct ib_cq *cq, struct ib_wc *wc);
+
+/* The heartbeat interval a side asks for in its hello (0: none). */
+static inline u32 krdma_hb_asked(const struct krdma_conn_opts *o)
+{
+	return o->heartbeat_ms == KRDMA_HEARTBEAT_OFF ? 0 : o->heartbeat_ms;
+}
 
 /* krdma_mr.c */
 void krdma_conn_release_mrs(struct krdma_conn *conn);

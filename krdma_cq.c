@@ -13,6 +13,9 @@
  * A WRITE_WITH_IMM takes a credit too but has no header; while an ack is
  * owed its notice goes as a KRDMA_MSG_IMM message, or a one-way stream of
  * them would keep the peer's token for ever and stall.
+ * One more receive on each side takes heartbeats (krdma_hb.c), which stay
+ * out of this accounting: at most one ping and one pong are ever in
+ * flight, each answered or reposted before the next can come.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -126,6 +129,16 @@ static int krdma_op_errno(struct krdma_conn *conn, struct ib_wc *wc)
 
 /* ---- buffers ------------------------------------------------------- */
 
+static void krdma_free_hdr_tx(struct krdma_conn *conn, struct krdma_tx *tx)
+{
+	if (!tx->buf)
+		return;
+	ib_dma_unmap_single(conn->kdev->ibdev, tx->dma, KRDMA_HDR_LEN,
+			    DMA_TO_DEVICE);
+	kfree(tx->buf);
+	tx->buf = NULL;
+}
+
 static void krdma_free_bufs(struct krdma_conn *conn)
 {
 	struct ib_device *ibdev = conn->kdev->ibdev;
@@ -179,17 +192,34 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 	}
 	kfree(conn->tx);
 	conn->tx = NULL;
-	if (conn->ctl_tx.buf) {
-		ib_dma_unmap_single(ibdev, conn->ctl_tx.dma, KRDMA_HDR_LEN,
-				    DMA_TO_DEVICE);
-		kfree(conn->ctl_tx.buf);
-		conn->ctl_tx.buf = NULL;
-	}
+	krdma_free_hdr_tx(conn, &conn->ctl_tx);
+	krdma_free_hdr_tx(conn, &conn->hb_tx);
 }
 
 static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc);
-static void krdma_ctl_done(struct ib_cq *cq, struct ib_wc *wc);
+static void krdma_credit_msg_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/* A header-only send buffer: the credit message's, the heartbeat's. */
+static int krdma_alloc_hdr_tx(struct krdma_conn *conn, struct krdma_tx *tx,
+			      void (*done)(struct ib_cq *cq, struct ib_wc *wc))
+{
+	struct ib_device *ibdev = conn->kdev->ibdev;
+
+	tx->buf = kmalloc(KRDMA_HDR_LEN, GFP_KERNEL);
+	if (!tx->buf)
+		return -ENOMEM;
+	tx->dma = ib_dma_map_single(ibdev, tx->buf, KRDMA_HDR_LEN,
+				    DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(ibdev, tx->dma)) {
+		kfree(tx->buf);
+		tx->buf = NULL;
+		return -ENOMEM;
+	}
+	tx->conn = conn;
+	tx->cqe.done = done;
+	return 0;
+}
 
 /*
  * rxe and siw have no DMA device: buffers come from kmalloc and are mapped
@@ -208,7 +238,8 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 	 */
 	conn->buf_size = sz;
 
-	conn->nr_rx = conn->depth + 1;
+	/* depth data receives, the credit message's, the heartbeat's */
+	conn->nr_rx = conn->depth + 2;
 	conn->nr_tx = conn->depth;
 	conn->rx = kcalloc(conn->nr_rx, sizeof(*conn->rx), GFP_KERNEL);
 	conn->tx = kcalloc(conn->nr_tx, sizeof(*conn->tx), GFP_KERNEL);
@@ -248,18 +279,9 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 		tx->cqe.done = krdma_send_done;
 		list_add_tail(&tx->list, &conn->tx_free);
 	}
-	conn->ctl_tx.buf = kmalloc(KRDMA_HDR_LEN, GFP_KERNEL);
-	if (!conn->ctl_tx.buf)
+	if (krdma_alloc_hdr_tx(conn, &conn->ctl_tx, krdma_credit_msg_done) ||
+	    krdma_alloc_hdr_tx(conn, &conn->hb_tx, krdma_hb_sent))
 		return -ENOMEM;
-	conn->ctl_tx.dma = ib_dma_map_single(ibdev, conn->ctl_tx.buf,
-					     KRDMA_HDR_LEN, DMA_TO_DEVICE);
-	if (ib_dma_mapping_error(ibdev, conn->ctl_tx.dma)) {
-		kfree(conn->ctl_tx.buf);
-		conn->ctl_tx.buf = NULL;
-		return -ENOMEM;
-	}
-	conn->ctl_tx.conn = conn;
-	conn->ctl_tx.cqe.done = krdma_ctl_done;
 	return 0;
 }
 
@@ -460,6 +482,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
 		/* The data went to the token; this receive only notifies. */
 		spin_lock(&conn->lock);
+		conn->hb_rx++;
 		rx->byte_len = 0;
 		rx->has_imm = true;
 		rx->imm = be32_to_cpu(wc->ex.imm_data);
@@ -498,9 +521,19 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_conn_set_error(conn, ret);
 		return;
 	}
+	conn->hb_rx++;
 	if (info.credits || (info.flags & KRDMA_MSG_F_CTL_ACK))
 		wake = true;
-	if (info.type == KRDMA_MSG_CREDIT) {
+	if (info.type == KRDMA_MSG_HB) {
+		/*
+		 * Reposted before any answer: the peer may ping again.  On
+		 * the passive side a ping may come before the ESTABLISHED
+		 * event (qp_ok): its receive goes back all the same.
+		 */
+		if (!conn->rx_closed && krdma_post_recv(conn, rx))
+			conn->qp_ok = false;
+		krdma_hb_rx_locked(conn, info.flags & KRDMA_MSG_F_PONG);
+	} else if (info.type == KRDMA_MSG_CREDIT) {
 		atomic64_inc(&conn->stats.credit_msgs);
 		krdma_repost_locked(conn, rx, true);
 	} else if (info.type == KRDMA_MSG_IMM) {
@@ -811,7 +844,7 @@ static int krdma_post_ctl_locked(struct krdma_conn *conn)
 	return 0;
 }
 
-static void krdma_ctl_done(struct ib_cq *cq, struct ib_wc *wc)
+static void krdma_credit_msg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_tx *tx = container_of(wc->wr_cqe, struct krdma_tx, cqe);
 

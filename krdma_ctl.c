@@ -286,6 +286,8 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 		.max_msg_size = cmd->msg,
 		.timeout_ms = cmd->timeout_ms,
 		.tos = cmd->tos,
+		.heartbeat_ms = cmd->hb_ms,
+		.heartbeat_misses = cmd->hb_misses,
 	};
 	struct krdma_ctl_conn *ctl;
 	struct krdma_conn *conn;
@@ -415,6 +417,8 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 		.queue_depth = cmd->depth,
 		.max_msg_size = cmd->msg,
 		.backlog = cmd->backlog,
+		.heartbeat_ms = cmd->hb_ms,
+		.heartbeat_misses = cmd->hb_misses,
 		.ops = &krdma_ctl_passive_ops,
 	};
 	struct krdma_ctl_listener *cl;

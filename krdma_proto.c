@@ -2,6 +2,7 @@
 /*
  * krdma wire formats: encode and decode, no side effects.
  */
+#include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/kernel.h>
 #include <linux/export.h>
@@ -11,13 +12,15 @@
 #include <krdma.h>
 #include "krdma_proto.h"
 
-void krdma_hello_encode(struct krdma_hello *h, u32 depth, u32 max_msg)
+void krdma_hello_encode(struct krdma_hello *h, u32 depth, u32 max_msg,
+			u32 heartbeat_ms)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = cpu_to_be32(KRDMA_PROTO_MAGIC);
 	h->version = KRDMA_PROTO_VERSION;
 	h->queue_depth = cpu_to_be16(depth);
 	h->max_msg_size = cpu_to_be32(max_msg);
+	h->heartbeat_ms = cpu_to_be32(heartbeat_ms);
 }
 
 /*
@@ -37,13 +40,21 @@ int krdma_hello_decode(const void *data, size_t len, struct krdma_params *p)
 	p->version = h->version;
 	p->queue_depth = be16_to_cpu(h->queue_depth);
 	p->max_msg_size = be32_to_cpu(h->max_msg_size);
+	p->heartbeat_ms = be32_to_cpu(h->heartbeat_ms);
+	/* The consumer's bytes must be there, and within the bound. */
+	p->pdata_len = h->pdata_len;
+	if (p->pdata_len > KRDMA_MAX_PRIVATE_DATA)
+		return KRDMA_REJ_PARAMS;
+	if (len < sizeof(*h) + p->pdata_len)
+		return KRDMA_REJ_SHORT;
 	return 0;
 }
 
 /*
- * Both sides settle on the smaller depth and message size.  A peer offering
- * a value outside krdma's limits is refused rather than clamped: it would
- * size its own buffers by what it offered.
+ * Both sides settle on the smaller depth and message size, and on the
+ * shorter heartbeat interval if both want heartbeats (none if either does
+ * not).  A peer offering a value outside krdma's limits is refused rather
+ * than clamped: it would size its own buffers by what it offered.
  */
 int krdma_negotiate(const struct krdma_params *local,
 		    const struct krdma_params *remote,
@@ -54,7 +65,15 @@ int krdma_negotiate(const struct krdma_params *local,
 	if (remote->max_msg_size < sizeof(struct krdma_token_wire) ||
 	    remote->max_msg_size > KRDMA_MAX_MSG_SIZE)
 		return KRDMA_REJ_PARAMS;
+	if (remote->heartbeat_ms &&
+	    (remote->heartbeat_ms < KRDMA_MIN_HEARTBEAT_MS ||
+	     remote->heartbeat_ms > KRDMA_MAX_HEARTBEAT_MS))
+		return KRDMA_REJ_PARAMS;
 	out->version = KRDMA_PROTO_VERSION;
+	out->heartbeat_ms = 0;
+	if (local->heartbeat_ms && remote->heartbeat_ms)
+		out->heartbeat_ms = min(local->heartbeat_ms,
+					remote->heartbeat_ms);
 	out->queue_depth = min(local->queue_depth, remote->queue_depth);
 	out->max_msg_size = min(local->max_msg_size, remote->max_msg_size);
 	return 0;
@@ -66,6 +85,32 @@ void krdma_rej_encode(struct krdma_rej *r, int reason)
 	r->magic = cpu_to_be32(KRDMA_PROTO_MAGIC);
 	r->version = KRDMA_PROTO_VERSION;
 	r->reason = reason;
+}
+
+/* A listener's consumer refused: its errno (1..MAX_ERRNO) goes back. */
+void krdma_rej_encode_app(struct krdma_rej *r, int err)
+{
+	krdma_rej_encode(r, KRDMA_REJ_APP);
+	if (err >= 0 || err < -MAX_ERRNO)
+		err = -ECONNREFUSED;
+	r->app_errno = cpu_to_be16(-err);
+}
+
+/*
+ * The errno of a KRDMA_REJ_APP reject (negative), -ECONNREFUSED for any
+ * other or for one that carries none.
+ */
+int krdma_rej_app_errno(const void *data, size_t len)
+{
+	const struct krdma_rej *r = data;
+	u16 err;
+
+	if (krdma_rej_decode(data, len) != KRDMA_REJ_APP)
+		return -ECONNREFUSED;
+	err = be16_to_cpu(r->app_errno);
+	if (!err || err > MAX_ERRNO)
+		return -ECONNREFUSED;
+	return -err;
 }
 
 /* The reason in a krdma reject, or 0 when the reject did not come from krdma. */
@@ -92,6 +137,7 @@ const char *krdma_rej_str(int reason)
 		[KRDMA_REJ_RESOURCES]	= "out of resources",
 		[KRDMA_REJ_DEVICE]	= "device going away",
 		[KRDMA_REJ_BUSY]	= "listener backlog full",
+		[KRDMA_REJ_APP]		= "refused by the listener's consumer",
 	};
 
 	if (reason < 0 || reason >= KRDMA_REJ_MAX)
@@ -146,9 +192,13 @@ int krdma_msg_decode(const void *buf, u32 byte_len, u32 max_msg,
 	info->credits = be16_to_cpu(h->credits);
 	info->len = be32_to_cpu(h->len);
 	if (info->type != KRDMA_MSG_DATA && info->type != KRDMA_MSG_CREDIT &&
-	    info->type != KRDMA_MSG_IMM)
+	    info->type != KRDMA_MSG_IMM && info->type != KRDMA_MSG_HB)
 		return -EPROTO;
-	if (info->flags & ~KRDMA_MSG_F_CTL_ACK)
+	/* A heartbeat stays out of flow control: no credits, no ack. */
+	if (info->flags & ~(info->type == KRDMA_MSG_HB ? KRDMA_MSG_F_PONG :
+							 KRDMA_MSG_F_CTL_ACK))
+		return -EPROTO;
+	if (info->type == KRDMA_MSG_HB && (info->credits || info->len))
 		return -EPROTO;
 	if (info->len > max_msg || info->len != byte_len - sizeof(*h))
 		return -EPROTO;

@@ -13,8 +13,12 @@
 /*
  * 2: KRDMA_MSG_IMM, so that a write-with-immediate notice can carry the
  * credit acknowledgment that a WRITE_WITH_IMM work request cannot.
+ * 3: heartbeats: the hello's heartbeat interval, KRDMA_MSG_HB, and one
+ * more receive on each side for them; the consumer's private data after
+ * the connect request's hello, and the listener consumer's refusal
+ * (KRDMA_REJ_APP with an errno) in the reject.
  */
-#define KRDMA_PROTO_VERSION	2
+#define KRDMA_PROTO_VERSION	3
 
 /*
  * Connect request and accept reply.  IB pads CM private data with zeros,
@@ -23,10 +27,10 @@
 struct krdma_hello {
 	__be32	magic;
 	u8	version;
-	u8	flags;
+	u8	pdata_len;	/* the consumer's bytes after the hello */
 	__be16	queue_depth;
 	__be32	max_msg_size;
-	__be32	reserved;
+	__be32	heartbeat_ms;	/* 0: none; the accept's is the agreed one */
 } __packed;
 
 /* Reject reasons carried in struct krdma_rej (and shown in dmesg). */
@@ -39,6 +43,7 @@ enum krdma_rej_reason {
 	KRDMA_REJ_RESOURCES,	/* passive side could not allocate */
 	KRDMA_REJ_DEVICE,	/* device going away */
 	KRDMA_REJ_BUSY,		/* the listener's backlog is full */
+	KRDMA_REJ_APP,		/* the listener's consumer said no (errno) */
 	KRDMA_REJ_MAX,
 };
 
@@ -46,13 +51,15 @@ struct krdma_rej {
 	__be32	magic;
 	u8	version;
 	u8	reason;
-	__be16	reserved;
+	__be16	app_errno;	/* KRDMA_REJ_APP: the consumer's errno, > 0 */
 } __packed;
 
 struct krdma_params {
 	u32	version;
 	u32	queue_depth;
 	u32	max_msg_size;
+	u32	heartbeat_ms;	/* 0: no heartbeats */
+	u32	pdata_len;	/* private data after the hello */
 };
 
 /* Message header: in front of every SEND. */
@@ -60,12 +67,14 @@ enum krdma_msg_type {
 	KRDMA_MSG_DATA = 1,	/* carries a user message */
 	KRDMA_MSG_CREDIT = 2,	/* only returns credits */
 	KRDMA_MSG_IMM = 3,	/* a write-with-immediate notice: be32 imm */
+	KRDMA_MSG_HB = 4,	/* heartbeat: a ping, or its pong */
 	KRDMA_MSG_BAD = 0xff,	/* never valid: the fault_malformed test knob */
 };
 
 #define KRDMA_MSG_IMM_LEN	4	/* the payload of a KRDMA_MSG_IMM */
 
 #define KRDMA_MSG_F_CTL_ACK	0x1	/* the peer's credit message was reposted */
+#define KRDMA_MSG_F_PONG	0x2	/* KRDMA_MSG_HB: the answer to a ping */
 
 struct krdma_msg_hdr {
 	u8	type;
@@ -81,13 +90,16 @@ struct krdma_msg_info {
 	u32	len;
 };
 
-void krdma_hello_encode(struct krdma_hello *h, u32 depth, u32 max_msg);
+void krdma_hello_encode(struct krdma_hello *h, u32 depth, u32 max_msg,
+			u32 heartbeat_ms);
 int krdma_hello_decode(const void *data, size_t len, struct krdma_params *p);
 int krdma_negotiate(const struct krdma_params *local,
 		    const struct krdma_params *remote,
 		    struct krdma_params *out);
 void krdma_rej_encode(struct krdma_rej *r, int reason);
+void krdma_rej_encode_app(struct krdma_rej *r, int err);
 int krdma_rej_decode(const void *data, size_t len);
+int krdma_rej_app_errno(const void *data, size_t len);
 const char *krdma_rej_str(int reason);
 int krdma_rej_errno(int reason);
 

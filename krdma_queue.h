@@ -12,6 +12,8 @@
  * - a one-sided chunk, an atomic, a registration (REG_MR), an invalidation
  *   (LOCAL_INV) or a write-with-immediate: one of @depth one-sided slots,
  *   each sized for the most work requests rdma_rw posts for a chunk;
+ * - the heartbeat (krdma_hb.c): one send (a ping or a pong) and one
+ *   receive;
  * - the drain: one.
  * rdma_rw adds its own share for the MRs it registers (iWARP READs), up to
  * three work requests per context, and silently clamps the sum to the
@@ -57,9 +59,9 @@ static inline int krdma_queue_sizes(u32 depth, u32 chunk_pages_max,
 	q->send_sge = clamp_t(u32, a->max_send_sge, 1, max_sge_send_cap);
 	q->rw_wr = DIV_ROUND_UP(q->chunk_pages,
 				min_t(u32, q->send_sge, a->max_sge_rd ?: 1));
-	send = (u64)depth + 1 + (u64)depth * q->rw_wr + 1;
+	send = (u64)depth + 1 + (u64)depth * q->rw_wr + 1 + 1;
 	rw_share = (u64)KRDMA_RW_QP_FACTOR * depth;
-	q->recv_wr = depth + 1 + 1;
+	q->recv_wr = depth + 1 + 1 + 1;
 	cqe = send + rw_share + q->recv_wr;
 	q->send_wr = min_t(u64, send, U32_MAX);
 	q->cqe = min_t(u64, cqe, U32_MAX);

@@ -269,6 +269,7 @@ void krdma_slots_put(struct krdma_conn *conn, u32 n)
 
 	spin_lock_bh(&conn->lock);
 	conn->rw_slots -= n;
+	conn->rw_done++;	/* progress, for the heartbeat */
 	/*
 	 * Only a poster waiting for slots wants this wakeup: waking conn->wq
 	 * on every completion would also wake a receiver waiting for a

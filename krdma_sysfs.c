@@ -188,6 +188,12 @@ static ssize_t conn_error_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%d\n", err);
 }
 
+static ssize_t conn_heartbeat_ms_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(to_conn(kobj)->hb_ms));
+}
+
 static ssize_t conn_role_show(struct kobject *kobj,
 			      struct kobj_attribute *attr, char *buf)
 {
@@ -278,6 +284,8 @@ KRDMA_CONN_STAT(atomic_ops, KRDMA_STAT_OFF(atomic_ops));
 KRDMA_CONN_STAT(credit_msgs, KRDMA_STAT_OFF(credit_msgs));
 KRDMA_CONN_STAT(credit_waits, KRDMA_STAT_OFF(credit_waits));
 KRDMA_CONN_STAT(imm_msgs, KRDMA_STAT_OFF(imm_msgs));
+KRDMA_CONN_STAT(hb_sent, KRDMA_STAT_OFF(hb_sent));
+KRDMA_CONN_STAT(hb_received, KRDMA_STAT_OFF(hb_received));
 KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
 
 #define KRDMA_CONN_ATTR(_name) \
@@ -294,6 +302,7 @@ KRDMA_CONN_ATTR(qp_num);
 KRDMA_CONN_ATTR(queue_depth);
 KRDMA_CONN_ATTR(max_msg_size);
 KRDMA_CONN_ATTR(credits);
+KRDMA_CONN_ATTR(heartbeat_ms);
 
 static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_state.attr,
@@ -318,6 +327,9 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_credit_msgs.attr,
 	&conn_attr_imm_msgs.attr,
 	&conn_attr_credit_waits.attr,
+	&conn_attr_heartbeat_ms.attr,
+	&conn_attr_hb_sent.attr,
+	&conn_attr_hb_received.attr,
 	&conn_attr_errors.attr,
 	NULL,
 };

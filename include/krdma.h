@@ -36,6 +36,15 @@ struct krdma_mr;
 #define KRDMA_MAX_MSG_SIZE	(1024 * 1024)
 #define KRDMA_DEFAULT_BACKLOG	16
 #define KRDMA_MAX_BACKLOG	1024
+/* Heartbeats: a dead peer is noticed within interval x (misses + 1). */
+#define KRDMA_DEFAULT_HEARTBEAT_MS	2000
+#define KRDMA_MIN_HEARTBEAT_MS		100
+#define KRDMA_MAX_HEARTBEAT_MS		600000
+#define KRDMA_HEARTBEAT_OFF		U32_MAX
+#define KRDMA_DEFAULT_HEARTBEAT_MISSES	4
+#define KRDMA_MAX_HEARTBEAT_MISSES	100
+/* The consumer's bytes in a connect request (opts.private_data). */
+#define KRDMA_MAX_PRIVATE_DATA		32
 
 /**
  * enum krdma_event - what a connection's event callback is told
@@ -84,6 +93,22 @@ struct krdma_msg {
 #define KRDMA_MSG_KEEP	1
 
 /**
+ * struct krdma_conn_req - a connection request, as a listener's accept
+ *	callback sees it
+ * @private_data: the bytes the peer gave in its opts.private_data (NULL
+ *	when none)
+ * @private_data_len: how many, at most KRDMA_MAX_PRIVATE_DATA
+ * @peer: the peer's address
+ * @listener_priv: the listener's opts.priv
+ */
+struct krdma_conn_req {
+	const void		*private_data;
+	u8			private_data_len;
+	const struct sockaddr	*peer;
+	void			*listener_priv;
+};
+
+/**
  * struct krdma_conn_ops - a consumer's callbacks
  * @event: a connection's state changed (enum krdma_event); @error is 0
  *	for ESTABLISHED, else the negative errno that ended it.
@@ -104,12 +129,25 @@ struct krdma_msg {
  *	may still be delivered after its end event.  With @recv,
  *	krdma_recv() on the connection fails with -EINVAL.
  *
+ * @accept: a listener's only: a peer asks to connect.  Return 0 to accept
+ *	(the connection is then set up and handed over by its ESTABLISHED
+ *	event), or a negative errno to refuse: the peer's krdma_connect()
+ *	returns it (on iWARP the reject may reach the peer as a reset, and
+ *	its connect then returns -ECONNREFUSED).  Called before anything is
+ *	allocated for the request, so refusing costs nothing; @req and its
+ *	bytes are valid during the call only.  Without @accept every
+ *	request within the backlog is accepted.
+ *	Context: process context, from the RDMA CM's handler of the
+ *	listener; it may sleep, but requests to the listener wait for it.
+ *	It must not call krdma_listener_close() of this listener.
+ *
  * No callback runs once krdma_close() has returned.
  */
 struct krdma_conn_ops {
 	void	(*event)(struct krdma_conn *conn, enum krdma_event ev,
 			 int error);
 	int	(*recv)(struct krdma_conn *conn, struct krdma_msg *msg);
+	int	(*accept)(const struct krdma_conn_req *req);
 };
 
 /**
@@ -132,6 +170,20 @@ struct krdma_conn_ops {
  *	The table must outlive the connections.
  * @priv: the consumer's pointer, for krdma_conn_priv(); a listener's
  *	connections start with the listener's.
+ * @private_data: krdma_connect(): bytes for the listener's accept callback
+ *	(an export name, a session id, credentials...), or NULL
+ * @private_data_len: how many, at most KRDMA_MAX_PRIVATE_DATA (-EINVAL)
+ * @heartbeat_ms: how often an established connection checks that its
+ *	peer is there (0: KRDMA_DEFAULT_HEARTBEAT_MS; KRDMA_HEARTBEAT_OFF:
+ *	never).  The two sides use the shorter of their intervals, and none
+ *	if either side has them off.  The active side pings, the passive
+ *	side's krdma answers; heartbeats have a receive and a send buffer of
+ *	their own on each side and never take a credit.
+ * @heartbeat_misses: intervals in a row in which nothing came from the
+ *	peer (no message, no heartbeat, no one-sided completion) after which
+ *	the connection fails with -ETIMEDOUT, a KRDMA_EVENT_ERROR (0:
+ *	KRDMA_DEFAULT_HEARTBEAT_MISSES; the passive side allows one more).
+ *	With the defaults a vanished peer is noticed within 10 seconds.
  */
 struct krdma_conn_opts {
 	u32	queue_depth;
@@ -141,6 +193,10 @@ struct krdma_conn_opts {
 	u32	backlog;
 	const struct krdma_conn_ops	*ops;
 	void	*priv;
+	u32	heartbeat_ms;
+	u32	heartbeat_misses;
+	const void	*private_data;
+	u8	private_data_len;
 };
 
 /**

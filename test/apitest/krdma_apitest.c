@@ -3363,6 +3363,313 @@ out_free:
 	kfree(r);
 }
 
+/*
+ * #18: heartbeats never take a credit.  On one guest: a listener whose
+ * recv callback keeps every message, and a client that sends until it
+ * has no credit left (-EAGAIN), both with heartbeats every 100 ms and
+ * two misses allowed.  For 1.5 s no credit moves and no message can go
+ * either way, only heartbeats: both ends must stay connected, with no
+ * event but ESTABLISHED.  Then the passive side releases what it kept
+ * and the client's next send goes through.
+ */
+#define AT_HBS_DEPTH	8
+
+struct at_hbs {
+	struct at_ev		ev;	/* first: at_ev_cb() finds it */
+	spinlock_t		klock;
+	struct krdma_msg	*kept[AT_HBS_DEPTH + 1];
+	int			nkept;
+	bool			overflow;
+};
+
+static int at_hbs_recv(struct krdma_conn *c, struct krdma_msg *m)
+{
+	struct at_hbs *h = krdma_conn_priv(c);
+	int ret = KRDMA_MSG_KEEP;
+
+	spin_lock(&h->klock);
+	if (h->nkept < ARRAY_SIZE(h->kept)) {
+		h->kept[h->nkept++] = m;
+	} else {
+		h->overflow = true;
+		ret = 0;
+	}
+	spin_unlock(&h->klock);
+	wake_up_all(&h->ev.wq);
+	return ret;
+}
+
+static const struct krdma_conn_ops at_hbs_ops = {
+	.event = at_ev_cb,
+	.recv = at_hbs_recv,
+};
+
+static void at_hbs_release(struct at_hbs *h, struct krdma_conn *p)
+{
+	struct krdma_msg *m;
+
+	for (;;) {
+		spin_lock_bh(&h->klock);
+		m = h->nkept ? h->kept[--h->nkept] : NULL;
+		spin_unlock_bh(&h->klock);
+		if (!m)
+			break;
+		krdma_msg_release(p, m);
+	}
+}
+
+static void sc_hb_starved(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_hbs_ops,
+		.queue_depth = AT_HBS_DEPTH,
+		.timeout_ms = 10000,
+		.heartbeat_ms = 100,
+		.heartbeat_misses = 2,
+	};
+	struct krdma_conn_opts copts = lopts;
+	struct krdma_conn *c, *p = NULL;
+	struct krdma_listener *l;
+	struct at_hbs *h;
+	struct at_ev *ce;
+	char msg[64] = "starved";
+	int i, ret, sent = 0;
+
+	if (strcmp(role, "both")) {
+		t->skipped = true;
+		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+		return;
+	}
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	ce = kzalloc(sizeof(*ce), GFP_KERNEL);
+	if (!h || !ce) {
+		at_fail(t, "out of memory");
+		goto out_free;
+	}
+	at_ev_init(&h->ev);
+	at_ev_init(ce);
+	spin_lock_init(&h->klock);
+	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 3);
+	if (laddr.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 3);
+	lopts.priv = h;
+	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
+	if (IS_ERR(l)) {
+		at_fail(t, "krdma_listen: %ld", PTR_ERR(l));
+		goto out_free;
+	}
+	copts.ops = &at_ev_ops;
+	copts.priv = ce;
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, &copts);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect: %ld", PTR_ERR(c));
+		goto out_l;
+	}
+	if (!at_ev_expect(t, ce, 0, KRDMA_EVENT_ESTABLISHED, 0, "active") ||
+	    !at_ev_expect(t, &h->ev, 0, KRDMA_EVENT_ESTABLISHED, 0, "passive"))
+		goto out_c;
+	p = h->ev.conn[0];
+	/* Every credit spent, every message kept. */
+	for (i = 0; i < 4 * AT_HBS_DEPTH; i++) {
+		ret = krdma_send(c, msg, sizeof(msg), 0);
+		if (ret == -EAGAIN)
+			break;
+		if (!at_expect(t, ret, 0, "send %d", i))
+			goto out_c;
+		sent++;
+	}
+	if (!at_expect(t, sent, AT_HBS_DEPTH, "sends before -EAGAIN"))
+		goto out_c;
+	wait_event_timeout(h->ev.wq, READ_ONCE(h->nkept) == AT_HBS_DEPTH,
+			   10 * HZ);
+	if (!at_expect(t, READ_ONCE(h->nkept), AT_HBS_DEPTH, "messages kept"))
+		goto out_c;
+	/* 15 heartbeat intervals with no credit on either side. */
+	msleep(1500);
+	if (!at_expect(t, krdma_conn_error(c), 0, "active side's error after 1.5 s starved") ||
+	    !at_expect(t, krdma_conn_error(p), 0, "passive side's error after 1.5 s starved") ||
+	    !at_expect(t, READ_ONCE(ce->n), 1, "active side's events") ||
+	    !at_expect(t, READ_ONCE(h->ev.n), 1, "passive side's events"))
+		goto out_c;
+	at_hbs_release(h, p);
+	ret = krdma_send(c, msg, sizeof(msg), AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "send after the release"))
+		goto out_c;
+	wait_event_timeout(h->ev.wq, READ_ONCE(h->nkept) == 1, 10 * HZ);
+	if (!at_expect(t, READ_ONCE(h->nkept), 1, "message after the release") ||
+	    !at_expect(t, memcmp(h->kept[0]->data, msg, sizeof(msg)), 0,
+		       "its bytes"))
+		goto out_c;
+	pr_info("%s: %d sends then -EAGAIN, 1.5 s without credits, still connected\n",
+		t->name, sent);
+out_c:
+	krdma_close(c);
+	if (p) {
+		at_hbs_release(h, p);
+		krdma_close(p);
+	}
+out_l:
+	krdma_listener_close(l);
+out_free:
+	kfree(ce);
+	kfree(h);
+}
+
+/*
+ * #17: the accept hook.  On one guest: a listener whose accept callback
+ * sees the connect request's private data and decides.  Every refusal's
+ * errno must reach the peer's krdma_connect() (on iWARP a reject may
+ * arrive as a reset: -ECONNREFUSED is taken there too), the bytes the
+ * callback saw must be the ones sent, byte for byte, and an accepted
+ * connection carries messages.
+ */
+struct at_acc {
+	struct at_ev	ev;	/* first: at_ev_cb() finds it */
+	atomic_t	calls;
+	u8		seen[KRDMA_MAX_PRIVATE_DATA];
+	int		seen_len;
+	bool		seen_null;
+};
+
+static int at_acc_cb(const struct krdma_conn_req *req)
+{
+	struct at_acc *a = req->listener_priv;
+	u8 i;
+
+	atomic_inc(&a->calls);
+	a->seen_len = req->private_data_len;
+	a->seen_null = !req->private_data;
+	if (req->private_data_len)
+		memcpy(a->seen, req->private_data, req->private_data_len);
+	if (!req->private_data_len)
+		return -EPERM;
+	if (req->private_data_len == 6 && !memcmp(req->private_data, "enoent", 6))
+		return -ENOENT;
+	if (req->private_data_len != KRDMA_MAX_PRIVATE_DATA)
+		return -EACCES;
+	for (i = 0; i < KRDMA_MAX_PRIVATE_DATA; i++)
+		if (a->seen[i] != (u8)(0xc0 + i * 7))
+			return -EACCES;
+	return 0;
+}
+
+static const struct krdma_conn_ops at_acc_ops = {
+	.event = at_ev_cb,
+	.accept = at_acc_cb,
+};
+
+static struct krdma_conn *at_acc_connect(struct sockaddr_storage *a,
+					 const void *pd, u8 len)
+{
+	struct krdma_conn_opts o = {
+		.timeout_ms = 10000,
+		.private_data = pd,
+		.private_data_len = len,
+	};
+
+	return krdma_connect((struct sockaddr *)a, NULL, &o);
+}
+
+static bool at_acc_refused(struct at_test *t, struct at_acc *a,
+			   struct sockaddr_storage *laddr, const void *pd,
+			   u8 len, int want, int calls)
+{
+	struct krdma_conn *c = at_acc_connect(laddr, pd, len);
+	long got = IS_ERR(c) ? PTR_ERR(c) : 0;
+
+	if (!IS_ERR(c))
+		krdma_close(c);
+	if (got != want && !(at_iwarp && got == -ECONNREFUSED && want != -EINVAL)) {
+		at_fail(t, "connect with %u bytes of private data: got %ld, want %d",
+			len, got, want);
+		return false;
+	}
+	if (!at_expect(t, atomic_read(&a->calls), calls,
+		       "accept calls after a connect with %u bytes", len))
+		return false;
+	return calls == 0 || at_expect(t, a->seen_len, len, "bytes the hook saw");
+}
+
+static void sc_accept_hook(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_acc_ops,
+		.timeout_ms = 10000,
+	};
+	u8 pd[KRDMA_MAX_PRIVATE_DATA + 1];
+	struct krdma_conn *c, *p;
+	struct krdma_listener *l;
+	char got[16];
+	struct at_acc *a;
+	int i, ret;
+
+	if (strcmp(role, "both")) {
+		t->skipped = true;
+		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+		return;
+	}
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a) {
+		at_fail(t, "out of memory");
+		return;
+	}
+	at_ev_init(&a->ev);
+	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 4);
+	if (laddr.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 4);
+	lopts.priv = a;
+	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
+	if (IS_ERR(l)) {
+		at_fail(t, "krdma_listen with an accept hook: %ld", PTR_ERR(l));
+		goto out_free;
+	}
+	for (i = 0; i < sizeof(pd); i++)
+		pd[i] = 0xc0 + i * 7;
+	/* Too many bytes: refused at home, the hook never called. */
+	if (!at_acc_refused(t, a, &laddr, pd, KRDMA_MAX_PRIVATE_DATA + 1,
+			    -EINVAL, 0) ||
+	    !at_acc_refused(t, a, &laddr, NULL, 0, -EPERM, 1) ||
+	    !at_expect(t, a->seen_null, true, "no private data is NULL") ||
+	    !at_acc_refused(t, a, &laddr, "enoent", 6, -ENOENT, 2) ||
+	    !at_acc_refused(t, a, &laddr, pd, 5, -EACCES, 3))
+		goto out_l;
+	/* One byte wrong of 32: refused, and the hook saw that byte. */
+	pd[17] ^= 0x40;
+	if (!at_acc_refused(t, a, &laddr, pd, KRDMA_MAX_PRIVATE_DATA, -EACCES, 4) ||
+	    !at_expect(t, a->seen[17], pd[17], "byte 17 as the hook saw it"))
+		goto out_l;
+	pd[17] ^= 0x40;
+	if (!at_expect(t, READ_ONCE(a->ev.n), 0, "events of refused requests"))
+		goto out_l;
+	c = at_acc_connect(&laddr, pd, KRDMA_MAX_PRIVATE_DATA);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect with the right private data: %ld", PTR_ERR(c));
+		goto out_l;
+	}
+	if (!at_expect(t, atomic_read(&a->calls), 5, "accept calls") ||
+	    !at_expect(t, memcmp(a->seen, pd, KRDMA_MAX_PRIVATE_DATA), 0,
+		       "the 32 bytes the hook saw") ||
+	    !at_ev_expect(t, &a->ev, 0, KRDMA_EVENT_ESTABLISHED, 0, "passive"))
+		goto out_c;
+	p = a->ev.conn[0];
+	ret = krdma_send(c, "accepted", 9, AT_TIMEOUT);
+	if (at_expect(t, ret, 0, "send on the accepted connection")) {
+		ret = krdma_recv(p, got, sizeof(got), AT_TIMEOUT);
+		if (at_expect(t, ret, 9, "its receive"))
+			at_expect(t, memcmp(got, "accepted", 9), 0, "the message");
+	}
+	krdma_close(p);
+	pr_info("%s: 4 requests refused with their errno, 1 accepted\n", t->name);
+out_c:
+	krdma_close(c);
+out_l:
+	krdma_listener_close(l);
+out_free:
+	kfree(a);
+}
+
 static const struct at_scenario {
 	const char	*name;
 	void		(*run)(struct at_test *t);
@@ -3392,6 +3699,8 @@ static const struct at_scenario {
 	{ "peer_close", sc_peer_close },
 	{ "events", sc_events },
 	{ "recv_cb", sc_recv_cb },
+	{ "hb_starved", sc_hb_starved },
+	{ "accept_hook", sc_accept_hook },
 };
 
 static struct task_struct *at_client_task;

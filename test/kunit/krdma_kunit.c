@@ -119,6 +119,29 @@ static void cmd_listen_ok(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cmd->backlog, 1024u);
 	expect_ok(test, "listen name=l3 addr=10.1.2.3:7000 backlog=1");
 	KUNIT_EXPECT_EQ(test, cmd->backlog, 1u);
+	KUNIT_EXPECT_EQ(test, cmd->hb_ms, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->hb_misses, 0u);
+
+	/* Heartbeats: an interval, off, or out of range. */
+	expect_ok(test, "listen name=l4 addr=10.1.2.3:7000 hb_ms=500 hb_misses=3");
+	KUNIT_EXPECT_EQ(test, cmd->hb_ms, 500u);
+	KUNIT_EXPECT_EQ(test, cmd->hb_misses, 3u);
+	expect_ok(test, "connect name=c4 addr=10.1.2.3:7000 hb_ms=off");
+	KUNIT_EXPECT_EQ(test, cmd->hb_ms, KRDMA_HEARTBEAT_OFF);
+	expect_ok(test, "connect name=c4 addr=10.1.2.3:7000 hb_ms=600000 hb_misses=100");
+	KUNIT_EXPECT_EQ(test, cmd->hb_ms, 600000u);
+	KUNIT_EXPECT_EQ(test, cmd->hb_misses, 100u);
+	expect_bad(test, "connect name=c4 addr=1.2.3.4:5 hb_ms=99",
+		   "hb_ms=99 out of range (at least 100)");
+	expect_bad(test, "connect name=c4 addr=1.2.3.4:5 hb_ms=600001",
+		   "hb_ms=600001 out of range (at most 600000)");
+	expect_bad(test, "connect name=c4 addr=1.2.3.4:5 hb_misses=101",
+		   "hb_misses=101 out of range (at most 100)");
+	expect_bad(test, "connect name=c4 addr=1.2.3.4:5 hb_misses=0",
+		   "hb_misses must not be 0");
+	expect_bad(test, "connect name=c4 addr=1.2.3.4:5 hb_ms=0",
+		   "hb_ms must not be 0");
+	expect_bad(test, "test name=c4 hb_ms=500", "unknown word 'hb_ms'");
 }
 
 static void cmd_unlisten_disconnect_ok(struct kunit *test)
@@ -728,8 +751,8 @@ static void proto_hello_roundtrip(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, sizeof(h), (size_t)16);
 	memset(&h, 0xee, sizeof(h));
-	krdma_hello_encode(&h, 1024, 1048576);
-	/* Big-endian "KRDM", version, flags 0, depth, size, reserved 0. */
+	krdma_hello_encode(&h, 1024, 1048576, 0);
+	/* Big-endian "KRDM", version, flags 0, depth, size, heartbeat. */
 	KUNIT_EXPECT_EQ(test, b[0], 'K');
 	KUNIT_EXPECT_EQ(test, b[1], 'R');
 	KUNIT_EXPECT_EQ(test, b[2], 'D');
@@ -739,7 +762,7 @@ static void proto_hello_roundtrip(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, b[6], 0x04);
 	KUNIT_EXPECT_EQ(test, b[7], 0x00);
 	KUNIT_EXPECT_EQ(test, be32_to_cpu(h.max_msg_size), 1048576u);
-	KUNIT_EXPECT_TRUE(test, !h.reserved);
+	KUNIT_EXPECT_TRUE(test, !h.heartbeat_ms);
 
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(exact(test, &h, sizeof(h)), sizeof(h), &p), 0);
 	KUNIT_EXPECT_EQ(test, p.version, (u32)KRDMA_PROTO_VERSION);
@@ -753,7 +776,7 @@ static void proto_hello_short(struct kunit *test)
 	struct krdma_params p;
 	size_t len;
 
-	krdma_hello_encode(&h, 16, 4096);
+	krdma_hello_encode(&h, 16, 4096, 2000);
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(NULL, 16, &p), KRDMA_REJ_SHORT);
 	for (len = 0; len < sizeof(h); len++)
 		KUNIT_EXPECT_EQ_MSG(test, krdma_hello_decode(exact(test, &h, len), len, &p),
@@ -765,7 +788,7 @@ static void proto_hello_bad_magic(struct kunit *test)
 	struct krdma_hello h;
 	struct krdma_params p;
 
-	krdma_hello_encode(&h, 16, 4096);
+	krdma_hello_encode(&h, 16, 4096, 2000);
 	h.magic = (__force __be32)cpu_to_le32(KRDMA_PROTO_MAGIC);	/* wrong byte order */
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_MAGIC);
 	h.magic = 0;
@@ -780,13 +803,16 @@ static void proto_hello_wrong_version(struct kunit *test)
 	struct krdma_hello h;
 	struct krdma_params p;
 
-	krdma_hello_encode(&h, 16, 4096);
+	krdma_hello_encode(&h, 16, 4096, 2000);
 	h.version = 0;
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
 	h.version = KRDMA_PROTO_VERSION + 1;
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
 	/* Version 1 had no KRDMA_MSG_IMM: its peers would stall on notices. */
 	h.version = 1;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
+	/* Version 2 had no heartbeat receive: a ping would take a credit's. */
+	h.version = 2;
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
 	h.version = 0xff;
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(&h, sizeof(h), &p), KRDMA_REJ_VERSION);
@@ -799,10 +825,11 @@ static void proto_hello_ib_padding(struct kunit *test)
 	struct krdma_params p = {};
 
 	KUNIT_ASSERT_NOT_NULL(test, pd);
-	krdma_hello_encode((struct krdma_hello *)pd, 32, 8192);
+	krdma_hello_encode((struct krdma_hello *)pd, 32, 8192, 500);
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(pd, 56, &p), 0);
 	KUNIT_EXPECT_EQ(test, p.queue_depth, 32u);
 	KUNIT_EXPECT_EQ(test, p.max_msg_size, 8192u);
+	KUNIT_EXPECT_EQ(test, p.heartbeat_ms, 500u);
 	/* A padded buffer of zeros is not a hello. */
 	memset(pd, 0, 56);
 	KUNIT_EXPECT_EQ(test, krdma_hello_decode(pd, 56, &p), KRDMA_REJ_MAGIC);
@@ -830,6 +857,31 @@ static void proto_negotiate_min(struct kunit *test)
 	b.queue_depth = 1;
 	KUNIT_EXPECT_EQ(test, krdma_negotiate(&a, &b, &out), 0);
 	KUNIT_EXPECT_EQ(test, out.queue_depth, 1u);
+}
+
+/* Heartbeats: the shorter interval, none if either side wants none. */
+static void proto_negotiate_heartbeat(struct kunit *test)
+{
+	struct krdma_params a = { 1, 64, 4096, 2000 }, b = { 1, 64, 4096, 500 };
+	struct krdma_params out;
+
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&a, &b, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.heartbeat_ms, 500u);
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&b, &a, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.heartbeat_ms, 500u);
+	b.heartbeat_ms = 0;
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&a, &b, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.heartbeat_ms, 0u);
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&b, &a, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.heartbeat_ms, 0u);
+	b.heartbeat_ms = KRDMA_MAX_HEARTBEAT_MS;
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&a, &b, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.heartbeat_ms, 2000u);
+	/* A peer asking for more than krdma allows is refused. */
+	b.heartbeat_ms = KRDMA_MIN_HEARTBEAT_MS - 1;
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&a, &b, &out), KRDMA_REJ_PARAMS);
+	b.heartbeat_ms = KRDMA_MAX_HEARTBEAT_MS + 1;
+	KUNIT_EXPECT_EQ(test, krdma_negotiate(&a, &b, &out), KRDMA_REJ_PARAMS);
 }
 
 static void proto_negotiate_out_of_range(struct kunit *test)
@@ -873,6 +925,57 @@ static void proto_rej_roundtrip(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, krdma_rej_str(-1), "unknown");
 	KUNIT_EXPECT_STREQ(test, krdma_rej_str(KRDMA_REJ_MAX), "unknown");
 	KUNIT_EXPECT_STREQ(test, krdma_rej_str(1000), "unknown");
+}
+
+/* The listener's consumer refused: its errno reaches the peer's connect. */
+static void proto_rej_app(struct kunit *test)
+{
+	struct krdma_rej r;
+
+	krdma_rej_encode_app(&r, -ENOENT);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(exact(test, &r, sizeof(r)), sizeof(r)),
+			KRDMA_REJ_APP);
+	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ENOENT);
+	krdma_rej_encode_app(&r, -MAX_ERRNO);
+	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -MAX_ERRNO);
+	/* Not an errno: refused all the same. */
+	krdma_rej_encode_app(&r, 0);
+	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
+	krdma_rej_encode_app(&r, 5);
+	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
+	krdma_rej_encode_app(&r, -MAX_ERRNO - 1);
+	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
+	/* A forged errno past MAX_ERRNO, a reject of another reason. */
+	krdma_rej_encode_app(&r, -EACCES);
+	r.app_errno = cpu_to_be16(MAX_ERRNO + 1);
+	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
+	krdma_rej_encode(&r, KRDMA_REJ_BUSY);
+	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
+	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(NULL, 0), -ECONNREFUSED);
+}
+
+/* The consumer's bytes after the hello: bounded, and all of them there. */
+static void proto_hello_private_data(struct kunit *test)
+{
+	u8 *pd = kunit_kzalloc(test, 64, GFP_KERNEL);
+	struct krdma_hello *h = (struct krdma_hello *)pd;
+	struct krdma_params p = {};
+	size_t n = sizeof(*h);
+
+	KUNIT_ASSERT_NOT_NULL(test, pd);
+	krdma_hello_encode(h, 16, 4096, 0);
+	h->pdata_len = KRDMA_MAX_PRIVATE_DATA;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(exact(test, pd, n + KRDMA_MAX_PRIVATE_DATA),
+						 n + KRDMA_MAX_PRIVATE_DATA, &p), 0);
+	KUNIT_EXPECT_EQ(test, p.pdata_len, (u32)KRDMA_MAX_PRIVATE_DATA);
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(exact(test, pd, n + KRDMA_MAX_PRIVATE_DATA - 1),
+						 n + KRDMA_MAX_PRIVATE_DATA - 1, &p),
+			KRDMA_REJ_SHORT);
+	h->pdata_len = KRDMA_MAX_PRIVATE_DATA + 1;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(pd, 64, &p), KRDMA_REJ_PARAMS);
+	h->pdata_len = 0;
+	KUNIT_EXPECT_EQ(test, krdma_hello_decode(exact(test, pd, n), n, &p), 0);
+	KUNIT_EXPECT_EQ(test, p.pdata_len, 0u);
 }
 
 /* A reject that krdma did not write (another ULP, the CM itself) reads as 0. */
@@ -963,7 +1066,7 @@ static void proto_msg_truncated(struct kunit *test)
 static void proto_msg_bad_type_flags(struct kunit *test)
 {
 	struct krdma_msg_info info;
-	static const u32 types[] = { 0, 4, 0x80, 0xff };
+	static const u32 types[] = { 0, 5, 0x80, 0xff };
 	static const u32 flags[] = { 0x2, 0x4, 0x80, 0xff };
 	int i;
 
@@ -973,6 +1076,29 @@ static void proto_msg_bad_type_flags(struct kunit *test)
 	for (i = 0; i < ARRAY_SIZE(flags); i++)
 		KUNIT_EXPECT_EQ_MSG(test, msg_dec(test, KRDMA_MSG_DATA, flags[i], 1, 0, 8, &info),
 				    -EPROTO, "flags 0x%x", flags[i]);
+}
+
+/* A heartbeat is a bare header: no payload, no credits, only F_PONG. */
+static void proto_msg_heartbeat(struct kunit *test)
+{
+	struct krdma_msg_info info;
+
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_HB, 0, 0, 0, 8, &info), 0);
+	KUNIT_EXPECT_EQ(test, info.type, (u32)KRDMA_MSG_HB);
+	KUNIT_EXPECT_EQ(test, info.flags, 0u);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_HB, KRDMA_MSG_F_PONG, 0, 0, 8, &info), 0);
+	KUNIT_EXPECT_EQ(test, info.flags, (u32)KRDMA_MSG_F_PONG);
+	/* Credits or an ack would put it into flow control. */
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_HB, 0, 1, 0, 8, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_HB, KRDMA_MSG_F_CTL_ACK, 0, 0, 8, &info),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_HB, 0x4, 0, 0, 8, &info), -EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_HB, 0, 0, 4, 12, &info), -EPROTO);
+	/* F_PONG means nothing on other messages. */
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_DATA, KRDMA_MSG_F_PONG, 1, 0, 8, &info),
+			-EPROTO);
+	KUNIT_EXPECT_EQ(test, msg_dec(test, KRDMA_MSG_CREDIT, KRDMA_MSG_F_PONG, 1, 0, 8, &info),
+			-EPROTO);
 }
 
 static void proto_msg_credit_payload(struct kunit *test)
@@ -1117,6 +1243,9 @@ static struct kunit_case krdma_proto_cases[] = {
 	KUNIT_CASE(proto_hello_wrong_version),
 	KUNIT_CASE(proto_hello_ib_padding),
 	KUNIT_CASE(proto_negotiate_min),
+	KUNIT_CASE(proto_negotiate_heartbeat),
+	KUNIT_CASE(proto_rej_app),
+	KUNIT_CASE(proto_hello_private_data),
 	KUNIT_CASE(proto_negotiate_out_of_range),
 	KUNIT_CASE(proto_rej_roundtrip),
 	KUNIT_CASE(proto_rej_foreign),
@@ -1125,6 +1254,7 @@ static struct kunit_case krdma_proto_cases[] = {
 	KUNIT_CASE(proto_msg_bad_type_flags),
 	KUNIT_CASE(proto_msg_credit_payload),
 	KUNIT_CASE(proto_msg_imm_payload),
+	KUNIT_CASE(proto_msg_heartbeat),
 	KUNIT_CASE(proto_msg_over_max),
 	KUNIT_CASE(proto_pattern_roundtrip),
 	KUNIT_CASE(proto_pattern_stream),
@@ -2463,13 +2593,13 @@ static void queue_sizes_rxe(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, q.chunk_pages, 256u);
 	KUNIT_EXPECT_EQ(test, q.send_sge, 32u);
 	KUNIT_EXPECT_EQ(test, q.rw_wr, 8u);
-	/* a message, the credit message, a slot of 8 WRs, the drain */
-	KUNIT_EXPECT_EQ(test, q.send_wr, 1u + 1 + 8 + 1);
-	KUNIT_EXPECT_EQ(test, q.recv_wr, 3u);
-	KUNIT_EXPECT_EQ(test, q.cqe, 11u + 3 + 3);
+	/* a message, the credit message, a slot of 8 WRs, heartbeat, drain */
+	KUNIT_EXPECT_EQ(test, q.send_wr, 1u + 1 + 8 + 1 + 1);
+	KUNIT_EXPECT_EQ(test, q.recv_wr, 4u);
+	KUNIT_EXPECT_EQ(test, q.cqe, 12u + 3 + 4);
 	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(1024, 256, 32, &queue_rxe, &q), 0);
-	KUNIT_EXPECT_EQ(test, q.send_wr, 1024u + 1 + 1024 * 8 + 1);
-	KUNIT_EXPECT_EQ(test, q.cqe, q.send_wr + 3 * 1024 + 1026);
+	KUNIT_EXPECT_EQ(test, q.send_wr, 1024u + 1 + 1024 * 8 + 1 + 1);
+	KUNIT_EXPECT_EQ(test, q.cqe, q.send_wr + 3 * 1024 + 1027);
 }
 
 static void queue_sizes_siw(struct kunit *test)
@@ -2480,14 +2610,14 @@ static void queue_sizes_siw(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(32, 256, 32, &queue_siw, &q), 0);
 	KUNIT_EXPECT_EQ(test, q.send_sge, 6u);
 	KUNIT_EXPECT_EQ(test, q.rw_wr, 256u);
-	KUNIT_EXPECT_EQ(test, q.send_wr, 32u + 1 + 32 * 256 + 1);
-	/* The deepest queue siw holds: (0x8000 - 2) / (1 + 256 + 3). */
-	d = (0x8000 - 2) / 260;
+	KUNIT_EXPECT_EQ(test, q.send_wr, 32u + 1 + 32 * 256 + 1 + 1);
+	/* The deepest queue siw holds: (0x8000 - 3) / (1 + 256 + 3). */
+	d = (0x8000 - 3) / 260;
 	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(d, 256, 32, &queue_siw, &q), 0);
 	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(d + 1, 256, 32, &queue_siw, &q),
 			-EINVAL);
 	KUNIT_EXPECT_STREQ(test, q.limit, "send queue entries");
-	KUNIT_EXPECT_EQ(test, q.need, (d + 1) * 260 + 2);
+	KUNIT_EXPECT_EQ(test, q.need, (d + 1) * 260 + 3);
 	KUNIT_EXPECT_EQ(test, q.have, 0x8000u);
 }
 

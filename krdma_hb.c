@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Heartbeats: noticing a peer that is gone while the connection is idle.
+ *
+ * An RC connection whose peer vanished (power off, link down, a partition)
+ * fails only when something is posted and the transport gives up on it:
+ * an idle connection stays "connected" for ever, and on iWARP (siw, TCP
+ * underneath) even traffic takes TCP's retransmission timeout, minutes.
+ *
+ * The two sides agree on an interval in the handshake (the shorter of
+ * the two asked for; none if either side turned heartbeats off).  Every
+ * interval the active side sends a ping, a header-only KRDMA_MSG_HB, and
+ * the passive side answers it with a pong at once, from the receive
+ * completion.  Each side has one receive of its own for them and one send
+ * buffer, outside flow control: a heartbeat never takes or returns a
+ * credit, so it can neither starve the application nor be starved by it.
+ * Only the active side pings, and only once its last ping was answered, so
+ * at most one ping and one pong are in flight, each landing in a receive
+ * that was reposted before the message that let it be sent.
+ *
+ * Each side counts a tick as silent when nothing arrived from the peer
+ * since the previous one (no message, no heartbeat) and no one-sided
+ * operation completed (a long transfer may queue a pong behind it, and its
+ * progress shows the peer is there).  conn->opts.heartbeat_misses silent
+ * ticks in a row (one more on the passive side, whose ticks are not in
+ * step with the pings) fail the connection with -ETIMEDOUT; teardown moves
+ * the QP to ERROR, which completes everything still posted.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+
+#include "krdma_core.h"
+#include "krdma_proto.h"
+
+/* Send a ping or a pong from conn->hb_tx, with conn->lock held. */
+static int krdma_hb_post_locked(struct krdma_conn *conn, bool pong)
+{
+	struct krdma_tx *tx = &conn->hb_tx;
+	struct ib_sge sge = {
+		.addr	= tx->dma,
+		.length	= sizeof(struct krdma_msg_hdr),
+		.lkey	= conn->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe		= &tx->cqe,
+		.sg_list	= &sge,
+		.num_sge	= 1,
+		.opcode		= IB_WR_SEND,
+		.send_flags	= IB_SEND_SIGNALED,
+	};
+	int ret;
+
+	krdma_msg_encode(tx->buf, KRDMA_MSG_HB, pong ? KRDMA_MSG_F_PONG : 0,
+			 0, 0);
+	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma, sge.length,
+				      DMA_TO_DEVICE);
+	ret = ib_post_send(conn->qp, &wr, NULL);
+	if (ret) {
+		conn->qp_ok = false;
+		return ret;
+	}
+	conn->hb_tx_busy = true;
+	atomic64_inc(&conn->stats.hb_sent);
+	return 0;
+}
+
+/* The heartbeat send completed: a pong owed meanwhile goes now. */
+void krdma_hb_sent(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_tx *tx = container_of(wc->wr_cqe, struct krdma_tx, cqe);
+	struct krdma_conn *conn = tx->conn;
+	int ret = 0;
+
+	if (wc->status != IB_WC_SUCCESS)
+		krdma_wc_error(conn, wc, "heartbeat");
+	spin_lock(&conn->lock);
+	conn->hb_tx_busy = false;
+	if (conn->hb_pong_owed && conn->qp_ok) {
+		conn->hb_pong_owed = false;
+		ret = krdma_hb_post_locked(conn, true);
+	}
+	spin_unlock(&conn->lock);
+	if (ret) {
+		pr_warn_ratelimited("%s: posting a heartbeat failed: %d\n",
+				    conn->name, ret);
+		krdma_conn_set_error(conn, ret);
+	}
+}
+
+/*
+ * A heartbeat arrived, its receive already reposted; conn->lock held,
+ * softirq.  A ping is answered, once the pong buffer is free
+ * (krdma_hb_sent()) and the connection established (krdma_hb_start():
+ * the passive side may get the first ping before its ESTABLISHED event).
+ * A pong lets the active side ping again.
+ */
+void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
+{
+	atomic64_inc(&conn->stats.hb_received);
+	if (pong) {
+		conn->hb_ping_out = false;
+		return;
+	}
+	if (!conn->qp_ok || conn->hb_tx_busy) {
+		conn->hb_pong_owed = true;
+		return;
+	}
+	if (krdma_hb_post_locked(conn, true))
+		pr_warn_ratelimited("%s: posting a heartbeat failed\n",
+				    conn->name);
+}
+
+static void krdma_hb_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(to_delayed_work(work),
+					       struct krdma_conn, hb_work);
+	bool lost = false, again = false;
+	int ret = 0;
+
+	spin_lock_bh(&conn->lock);
+	if (!krdma_conn_usable(conn) || conn->hb_stopped)
+		goto unlock;
+	if (conn->hb_rx != conn->hb_rx_seen ||
+	    conn->rw_done != conn->hb_rw_seen) {
+		conn->hb_rx_seen = conn->hb_rx;
+		conn->hb_rw_seen = conn->rw_done;
+		conn->hb_missed = 0;
+	} else if (++conn->hb_missed >= conn->opts.heartbeat_misses +
+					  !conn->active) {
+		/* The passive side's ticks are not in step with the pings. */
+		lost = true;
+		goto unlock;
+	}
+	again = true;
+	if (conn->active && !conn->hb_ping_out && !conn->hb_tx_busy) {
+		ret = krdma_hb_post_locked(conn, false);
+		if (ret)
+			again = false;
+		else
+			conn->hb_ping_out = true;
+	}
+unlock:
+	if (again) {
+		/* The next tick's reference. */
+		krdma_conn_get(conn);
+		if (!queue_delayed_work(krdma_wq, &conn->hb_work,
+					msecs_to_jiffies(conn->hb_ms)))
+			krdma_conn_put(conn);
+	}
+	spin_unlock_bh(&conn->lock);
+
+	if (ret) {
+		pr_warn_ratelimited("%s: posting a heartbeat failed: %d\n",
+				    conn->name, ret);
+		krdma_conn_schedule_teardown(conn, ret);
+	} else if (lost) {
+		pr_warn_ratelimited("%s: peer %pISpc lost: %u heartbeats of %u ms unanswered\n",
+				    conn->name, &conn->raddr,
+				    conn->opts.heartbeat_misses, conn->hb_ms);
+		krdma_conn_schedule_teardown(conn, -ETIMEDOUT);
+	}
+	krdma_conn_put(conn);	/* this tick's */
+}
+
+/* Set up the heartbeat of a new connection; nothing runs yet. */
+void krdma_hb_init(struct krdma_conn *conn)
+{
+	INIT_DELAYED_WORK(&conn->hb_work, krdma_hb_work);
+}
+
+/* The connection is established: tick, if both sides want heartbeats. */
+void krdma_hb_start(struct krdma_conn *conn)
+{
+	int ret = 0;
+
+	spin_lock_bh(&conn->lock);
+	if (conn->hb_ms && !conn->hb_stopped) {
+		conn->hb_rx_seen = conn->hb_rx;
+		conn->hb_rw_seen = conn->rw_done;
+		krdma_conn_get(conn);
+		if (!queue_delayed_work(krdma_wq, &conn->hb_work,
+					msecs_to_jiffies(conn->hb_ms)))
+			krdma_conn_put(conn);
+		/* A ping that came before the ESTABLISHED event. */
+		if (conn->hb_pong_owed && conn->qp_ok && !conn->hb_tx_busy) {
+			conn->hb_pong_owed = false;
+			ret = krdma_hb_post_locked(conn, true);
+		}
+	}
+	spin_unlock_bh(&conn->lock);
+	if (ret) {
+		pr_warn_ratelimited("%s: posting a heartbeat failed: %d\n",
+				    conn->name, ret);
+		krdma_conn_set_error(conn, ret);
+	}
+}
+
+/*
+ * Teardown: no tick runs once this returns.  A heartbeat still posted is
+ * completed by the drain that follows, like every other work request.
+ */
+void krdma_hb_stop(struct krdma_conn *conn)
+{
+	spin_lock_bh(&conn->lock);
+	conn->hb_stopped = true;
+	spin_unlock_bh(&conn->lock);
+	if (cancel_delayed_work_sync(&conn->hb_work))
+		krdma_conn_put(conn);
+}

@@ -1,0 +1,67 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Heartbeats (#18) over loopback: the two sides agree on the shorter
+# interval, or none if either turned them off; pings and pongs flow on an
+# idle connection and keep it up; bad values are refused.  Peer loss,
+# where they fail a connection, is test/guest/peerloss.sh's.
+# topo: single
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+rdma_dev_up
+krdma_load
+S=$KRDMA_SYS/conns
+expect_ctl_err EINVAL connect name=bad addr=$PEER_IP:7060 hb_ms=99
+expect_ctl_err EINVAL connect name=bad addr=$PEER_IP:7060 hb_ms=0
+expect_ctl_err EINVAL connect name=bad addr=$PEER_IP:7060 hb_misses=0
+expect_ctl_err EINVAL connect name=bad addr=$PEER_IP:7060 hb_misses=101
+expect_ctl_err EINVAL listen name=bad addr=$MY_IP:7060 hb_ms=600001
+[ ! -e $S/bad ] || fail "a refused connect left conns/bad"
+
+ctl listen name=l1 addr=$MY_IP:7060 hb_ms=100 || fail "listen l1"
+ctl listen name=l2 addr=$MY_IP:7061 hb_ms=off || fail "listen l2"
+# c1 asks for 200 ms, l1 for 100: both use 100.
+ctl connect name=c1 addr=$PEER_IP:7060 hb_ms=200 hb_misses=2 || fail "connect c1"
+ctl connect name=c2 addr=$PEER_IP:7060 hb_ms=off || fail "connect c2"
+ctl connect name=c3 addr=$PEER_IP:7061 || fail "connect c3"
+wait_for 5 test -e $S/l1.1 -a -e $S/l2.0 || fail "passive ends missing"
+expect_eq "$(cat $S/c1/heartbeat_ms)" 100 "c1 heartbeat_ms (200 asked, listener 100)"
+expect_eq "$(cat $S/l1.0/heartbeat_ms)" 100 "l1.0 heartbeat_ms"
+expect_eq "$(cat $S/c2/heartbeat_ms)" 0 "c2 heartbeat_ms (off asked)"
+expect_eq "$(cat $S/l1.1/heartbeat_ms)" 0 "l1.1 heartbeat_ms"
+expect_eq "$(cat $S/c3/heartbeat_ms)" 0 "c3 heartbeat_ms (listener off)"
+expect_eq "$(cat $S/l2.0/heartbeat_ms)" 0 "l2.0 heartbeat_ms"
+
+# Idle for 3 s: about 30 pings each answered, nothing else.
+sleep 3
+for c in c1 l1.0 c2 l1.1 c3 l2.0; do
+	expect_eq "$(cat $S/$c/state)" connected "$c state after 3 s idle"
+	expect_eq "$(cat $S/$c/error)" 0 "$c error"
+done
+# Read from the last step of a ping's round to the first: the counters
+# keep moving meanwhile, but every pong c1 got was sent by l1.0 for a ping
+# it received from c1, so they must read in this order.
+pr=$(cat $S/c1/hb_received) qs=$(cat $S/l1.0/hb_sent)
+qr=$(cat $S/l1.0/hb_received) ps=$(cat $S/c1/hb_sent)
+log "c1 sent $ps received $pr; l1.0 sent $qs received $qr"
+# Under TCG ticks run late: at least 5 rounds in 3 s.
+[ "$pr" -ge 5 ] || fail "c1 got $pr pongs in 3 s at 100 ms"
+[ "$pr" -le "$qs" ] && [ "$qs" -le "$qr" ] && [ "$qr" -le "$ps" ] ||
+	fail "pongs received $pr, sent $qs; pings received $qr, sent $ps"
+for c in c2 l1.1 c3 l2.0; do
+	expect_eq "$(cat $S/$c/hb_sent) $(cat $S/$c/hb_received)" "0 0" \
+		"$c heartbeats with heartbeats off"
+done
+# Heartbeats take no credit: all of them are still there.
+expect_eq "$(cat $S/c1/credits)" "$(cat $S/c1/queue_depth)" "c1 credits"
+expect_eq "$(cat $S/c1/recv_ops) $(cat $S/l1.0/recv_ops)" "0 0" \
+	"messages received (heartbeats are not messages)"
+# And a self-test on c1 still passes alongside them.
+ctl test name=c1 op=send,write,read size=4096 count=20 || fail "test start"
+wait_for 60 not_running $S/c1/test_status
+expect_eq "$(cat $S/c1/test_status)" passed "c1 test_status"
+for c in c1 c2 c3; do
+	ctl disconnect name=$c || fail "disconnect $c"
+done
+ctl unlisten name=l1 || fail "unlisten l1"
+ctl unlisten name=l2 || fail "unlisten l2"
