@@ -305,6 +305,8 @@ void krdma_conn_free_rx_gone(struct krdma_conn *conn);
 int krdma_wc_errno(enum ib_wc_status status);
 void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc,
 		    const char *op);
+int krdma_post_hdr_locked(struct krdma_conn *conn, struct krdma_tx *tx,
+			  u32 type, u32 flags, u32 credits);
 
 /* krdma_rw.c */
 int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait);

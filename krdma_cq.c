@@ -809,9 +809,13 @@ EXPORT_SYMBOL_GPL(krdma_recv);
 
 /* ---- send ---------------------------------------------------------- */
 
-static int krdma_post_ctl_locked(struct krdma_conn *conn)
+/*
+ * Post a header-only message from @tx (the credit message's buffer, the
+ * heartbeat's), with conn->lock held.  A failed post stops posting.
+ */
+int krdma_post_hdr_locked(struct krdma_conn *conn, struct krdma_tx *tx,
+			  u32 type, u32 flags, u32 credits)
 {
-	struct krdma_tx *tx = &conn->ctl_tx;
 	struct ib_sge sge = {
 		.addr	= tx->dma,
 		.length	= KRDMA_HDR_LEN,
@@ -824,20 +828,29 @@ static int krdma_post_ctl_locked(struct krdma_conn *conn)
 		.opcode		= IB_WR_SEND,
 		.send_flags	= IB_SEND_SIGNALED,
 	};
+	int ret;
+
+	krdma_msg_encode(tx->buf, type, flags, credits, 0);
+	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
+				      KRDMA_HDR_LEN, DMA_TO_DEVICE);
+	ret = ib_post_send(conn->qp, &wr, NULL);
+	if (ret)
+		conn->qp_ok = false;
+	return ret;
+}
+
+static int krdma_post_ctl_locked(struct krdma_conn *conn)
+{
 	u32 flags = krdma_credit_hdr_ctl_ack(&conn->cr) ? KRDMA_MSG_F_CTL_ACK : 0;
 	int ret;
 
 	if (!conn->qp_ok)
 		return -ENOTCONN;
-	krdma_msg_encode(tx->buf, KRDMA_MSG_CREDIT, flags,
-			 krdma_credit_hdr_credits(&conn->cr), 0);
-	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
-				      KRDMA_HDR_LEN, DMA_TO_DEVICE);
-	ret = ib_post_send(conn->qp, &wr, NULL);
+	ret = krdma_post_hdr_locked(conn, &conn->ctl_tx, KRDMA_MSG_CREDIT, flags,
+				    krdma_credit_hdr_credits(&conn->cr));
 	if (ret) {
 		pr_warn_ratelimited("%s: posting a credit message failed: %d\n",
 				    conn->name, ret);
-		conn->qp_ok = false;
 		return ret;
 	}
 	krdma_credit_sent(&conn->cr, true);

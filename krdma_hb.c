@@ -37,30 +37,12 @@
 /* Send a ping or a pong from conn->hb_tx, with conn->lock held. */
 static int krdma_hb_post_locked(struct krdma_conn *conn, bool pong)
 {
-	struct krdma_tx *tx = &conn->hb_tx;
-	struct ib_sge sge = {
-		.addr	= tx->dma,
-		.length	= sizeof(struct krdma_msg_hdr),
-		.lkey	= conn->pd->local_dma_lkey,
-	};
-	struct ib_send_wr wr = {
-		.wr_cqe		= &tx->cqe,
-		.sg_list	= &sge,
-		.num_sge	= 1,
-		.opcode		= IB_WR_SEND,
-		.send_flags	= IB_SEND_SIGNALED,
-	};
 	int ret;
 
-	krdma_msg_encode(tx->buf, KRDMA_MSG_HB, pong ? KRDMA_MSG_F_PONG : 0,
-			 0, 0);
-	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma, sge.length,
-				      DMA_TO_DEVICE);
-	ret = ib_post_send(conn->qp, &wr, NULL);
-	if (ret) {
-		conn->qp_ok = false;
+	ret = krdma_post_hdr_locked(conn, &conn->hb_tx, KRDMA_MSG_HB,
+				    pong ? KRDMA_MSG_F_PONG : 0, 0);
+	if (ret)
 		return ret;
-	}
 	conn->hb_tx_busy = true;
 	atomic64_inc(&conn->stats.hb_sent);
 	return 0;
