@@ -25,12 +25,14 @@ struct krdma_blk_map;
  * @path: the block device's path
  * @addr: where to listen
  * @ro: refuse writes
+ * @failed: set on failure: the word to name (the path, or "addr=")
  */
 struct krdma_blk_export_args {
 	const char		*name;
 	const char		*path;
 	struct sockaddr_storage	addr;
 	bool			ro;
+	const char		*failed;
 };
 
 /**
@@ -49,7 +51,7 @@ struct krdma_blk_map_args {
 
 extern bool krdma_blk_test_ignore_ro;
 
-struct krdma_blk_export *krdma_blk_export_create(const struct krdma_blk_export_args *a);
+struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a);
 void krdma_blk_export_destroy(struct krdma_blk_export *exp);
 
 struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a);

@@ -232,7 +232,7 @@ static int krdma_blk_do_export(struct krdma_blk_cmdline *c)
 	if (IS_ERR(e->exp)) {
 		ret = PTR_ERR(e->exp);
 		kfree(e);
-		c->bad = ret == -EADDRINUSE ? c->addr : c->path;
+		c->bad = a.failed == c->path ? c->path : c->addr;
 		return ret;
 	}
 	list_add_tail(&e->list, &krdma_blk_entries);

@@ -401,7 +401,7 @@ static void krdma_blk_sio_work(struct work_struct *work)
 
 /**
  * krdma_blk_export_create - export a block device on an address
- * @a: the parsed command
+ * @a: the parsed command; @a->failed names the word of a failure
  *
  * Opens the device exclusively (read-only for a read-only export) and
  * listens on @a->addr; clients map it by name.
@@ -410,7 +410,7 @@ static void krdma_blk_sio_work(struct work_struct *work)
  * Return: the export, or an ERR_PTR: the open's error (-ENOENT, -EBUSY,
  * -ENOTBLK, ...) or the listen's (-EADDRINUSE, -EADDRNOTAVAIL, ...).
  */
-struct krdma_blk_export *krdma_blk_export_create(const struct krdma_blk_export_args *a)
+struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a)
 {
 	struct krdma_conn_opts opts = { .ops = &krdma_blk_srv_ops };
 	struct krdma_blk_export *exp;
@@ -425,12 +425,12 @@ struct krdma_blk_export *krdma_blk_export_create(const struct krdma_blk_export_a
 	exp->ro = a->ro;
 	mutex_init(&exp->lock);
 	INIT_LIST_HEAD(&exp->conns);
+	/* The control file's line names what failed (a->failed). */
+	a->failed = a->path;
 	ret = krdma_blk_bdev_open(&exp->bd, a->path, a->ro, exp);
-	if (ret) {
-		pr_warn_ratelimited("export %s: cannot open '%s' (%d)\n",
-				    a->name, a->path, ret);
+	if (ret)
 		goto free;
-	}
+	a->failed = NULL;
 	bdev = exp->bd.bdev;
 	exp->sectors = bdev_nr_sectors(bdev);
 	exp->lbs = bdev_logical_block_size(bdev);
@@ -455,8 +455,7 @@ struct krdma_blk_export *krdma_blk_export_create(const struct krdma_blk_export_a
 	exp->l = krdma_listen((const struct sockaddr *)&a->addr, &opts);
 	if (IS_ERR(exp->l)) {
 		ret = PTR_ERR(exp->l);
-		pr_warn_ratelimited("export %s: cannot listen (%d)\n",
-				    a->name, ret);
+		a->failed = "addr=";
 		goto wq;
 	}
 	return exp;
