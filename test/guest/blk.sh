@@ -8,11 +8,14 @@
 # e2fsck -fn), bad control commands fail with their errno, a read-only
 # export refuses writes, and unmap during I/O fails the I/O without a hang.
 # KRDMA_BLK_FIO_SIZE (default 64M; 16M on the debug kernel) sizes fio.
+# A kernel without the block layer (the debug kernel, from tinyconfig, has
+# CONFIG_BLOCK=n; tools/build.sh does not build the module for it): SKIP.
 # topo: single
 # dev: rxe siw
 # check-kernel: 6.12 debug
 . "$(dirname "$0")/../lib.sh"
 
+[ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
 ko=$BUILD/blk/krdma_blk.ko
 [ -f "$ko" ] || fail "$ko not built"
 command -v fio >/dev/null || fail "fio not installed (tools/lab-setup.sh)"
