@@ -195,7 +195,7 @@ bad:
 			    map->name, q->idx);
 	return 0;
 stale:
-	pr_warn_ratelimited("%s: queue %u: reply to no request in flight (timed out?)\n",
+	pr_warn_ratelimited("%s: queue %u: reply to no request in flight (failed or timed out)\n",
 			    map->name, q->idx);
 	return 0;
 }

@@ -6,7 +6,8 @@
 # against null_blk itself), fio verifies random writes of 512 B to 1 MiB,
 # an ext4 made on it survives umount and mount (sha256 of every file,
 # e2fsck -fn), bad control commands fail with their errno, a read-only
-# export refuses writes, and unmap during I/O fails the I/O without a hang.
+# export refuses writes, and unmap or unexport during I/O fails the I/O
+# without a hang.
 # KRDMA_BLK_FIO_SIZE (default 64M; 16M on the debug kernel) sizes fio.
 # A kernel without the block layer (the debug kernel, from tinyconfig, has
 # CONFIG_BLOCK=n; tools/build.sh does not build the module for it): SKIP.
@@ -229,7 +230,35 @@ rc=$?
 bgpid=
 expect_eq "$rc" 3 "I/O after unmap (3: dd failed)"
 test -b "$D" && fail "$D still there after unmap"
-blk "unexport name=e0" || fail "unexport e0 at the end"
+
+# ---- unexport during I/O ------------------------------------------------
+log "unexport during I/O"
+blk map name=krdmablk0 addr=$ADDR export=e0 || fail "map for unexport"
+wait_for 10 test -b "$D" || fail "$D never appeared (unexport)"
+(
+	while :; do
+		dd if=/dev/urandom of="$D" bs=256k count=400 oflag=direct status=none ||
+			exit 3
+	done
+) 2>/dev/null &
+bgpid=$!
+nap 3
+kill -0 "$bgpid" 2>/dev/null || fail "I/O ended before unexport"
+t0=$SECONDS
+blk "unexport name=e0" || fail "unexport during I/O"
+[ $((SECONDS - t0)) -le 60 ] || fail "unexport took $((SECONDS - t0)) s"
+t0=$SECONDS
+while kill -0 "$bgpid" 2>/dev/null; do
+	[ $((SECONDS - t0)) -le 60 ] || fail "I/O still running 60 s after unexport"
+	nap 0.2
+done
+wait "$bgpid"
+rc=$?
+bgpid=
+expect_eq "$rc" 3 "I/O after unexport (3: dd failed)"
+dd if="$D" of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null &&
+	fail "read from a map whose export is gone succeeded"
+blk "unmap name=krdmablk0" || fail "unmap after unexport"
 rmmod krdma_blk || fail "rmmod krdma_blk"
 rmmod null_blk || fail "rmmod null_blk"
 echo "PASS"
