@@ -62,7 +62,28 @@ if ! make "$jobs" -C "$kdir" M="$out/apitest" KBUILD_EXTRA_SYMBOLS="$out/Module.
 fi
 grep -E 'warning:|error:' "$log" >&2 || true
 
+# blk/: krdma_blk.ko, a block device over krdma's exported API, built the
+# same way; not for a kernel without the block layer (the debug kernel is
+# made from tinyconfig, CONFIG_BLOCK=n; test/guest/blk.sh skips there).
 config=$kdir/.config
+if grep -q '^CONFIG_BLOCK=y' "$config" 2>/dev/null; then
+	mkdir -p "$out/blk"
+	for f in "$top"/blk/Kbuild "$top"/blk/*.c "$top"/blk/*.h; do
+		[ -e "$f" ] && ln -sf "$f" "$out/blk/$(basename "$f")"
+	done
+	log=$out/blk/build.log
+	if [ "$out/Module.symvers" -nt "$out/blk/krdma_blk.ko" ]; then
+		make -C "$kdir" M="$out/blk" clean >/dev/null 2>&1 || true
+	fi
+	if ! make "$jobs" -C "$kdir" M="$out/blk" KBUILD_EXTRA_SYMBOLS="$out/Module.symvers" \
+		"$@" modules >"$log" 2>&1; then
+		cat "$log" >&2
+		echo "build: krdma_blk failed for $rel" >&2
+		exit 1
+	fi
+	grep -E 'warning:|error:' "$log" >&2 || true
+fi
+
 if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then
 	srcpkg=
 	case "$rel" in

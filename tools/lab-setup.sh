@@ -17,6 +17,7 @@ pkgs=(
 	xz-utils cpio kmod busybox-static qemu-system-x86 iproute2
 	rdma-core ibverbs-utils rdmacm-utils perftest sparse dkms python3
 	linux-source-6.1 linux-source-6.12
+	fio e2fsprogs
 )
 # Kernel line -> the meta-package that names its current release.
 declare -A meta=([6.1]=linux-headers-amd64 [6.12]=linux-headers-6.12-amd64)

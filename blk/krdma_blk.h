@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krdma-blk: what its files share.  krdma_blk_main.c has the control file
+ * and the registry of exports and maps, krdma_blk_srv.c the server side
+ * (exports), krdma_blk_clt.c the client side (blk-mq disks).
+ */
+#ifndef _KRDMA_BLK_H
+#define _KRDMA_BLK_H
+
+#include <linux/types.h>
+#include <linux/list.h>
+#include <linux/socket.h>
+
+struct krdma_blk_export;
+struct krdma_blk_map;
+
+/* The largest READ/WRITE either side does in this slice (bytes). */
+#define KRDMA_BLK_MAX_IO	(512 * 1024)
+/* How long one RDMA transfer or reply may take before the conn fails. */
+#define KRDMA_BLK_IO_TIMEOUT	(30 * HZ)
+
+/**
+ * struct krdma_blk_export_args - a parsed "export" command
+ * @name: the export's name
+ * @path: the block device's path
+ * @addr: where to listen
+ * @ro: refuse writes
+ * @failed: set on failure: the word to name (the path, or "addr=")
+ */
+struct krdma_blk_export_args {
+	const char		*name;
+	const char		*path;
+	struct sockaddr_storage	addr;
+	bool			ro;
+	const char		*failed;
+};
+
+/**
+ * struct krdma_blk_map_args - a parsed "map" command
+ * @name: the map's name, also the disk's
+ * @export: the export's name on the server
+ * @addr: the server's address
+ * @queues: connections, one per hardware queue
+ */
+struct krdma_blk_map_args {
+	const char		*name;
+	const char		*export;
+	struct sockaddr_storage	addr;
+	u32			queues;
+};
+
+extern bool krdma_blk_test_ignore_ro;
+
+struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a);
+void krdma_blk_export_destroy(struct krdma_blk_export *exp);
+
+struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a);
+void krdma_blk_map_destroy(struct krdma_blk_map *map);
+
+#endif /* _KRDMA_BLK_H */

@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma-blk server: exports a local block device on an address.
+ *
+ * A connection's first message is a HELLO naming the export; the reply
+ * gives its geometry.  Then each command arrives in the recv callback
+ * (softirq): it is copied into one of the connection's queue-depth I/O
+ * slots and run by a work item, which RDMA-READs a WRITE's data from the
+ * client's token into freshly allocated pages, submits a bio over those
+ * very pages to the backing device, or for a READ submits the bio first
+ * and RDMA-WRITEs the pages to the token; then it sends the reply.  A
+ * command with no free slot (a client past the queue depth) fails the
+ * connection: a peer cannot make the server allocate without bound.
+ *
+ * This slice waits for each bio (submit_bio_wait()) and for each transfer
+ * (krdma_read()/krdma_write()) in the work item; a later slice moves to
+ * the asynchronous API.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/workqueue.h>
+#include <linux/wait.h>
+#include <linux/string.h>
+
+#include <krdma.h>
+#include "krdma_blk.h"
+#include "krdma_blk_proto.h"
+#include "krdma_blk_compat.h"
+
+#define KRDMA_BLK_MAX_PAGES	(KRDMA_BLK_MAX_IO / PAGE_SIZE)
+
+struct krdma_blk_export {
+	char			name[KRDMA_BLK_NAME_LEN];
+	bool			ro;
+	struct krdma_blk_bdev	bd;
+	struct krdma_listener	*l;
+	struct workqueue_struct	*wq;
+	struct mutex		lock;		/* @conns, @dying */
+	struct list_head	conns;
+	bool			dying;
+	/* What a HELLO reply says. */
+	u64			sectors;
+	u32			lbs;
+	u32			max_sectors;
+	u32			max_discard;
+	u32			xflags;
+};
+
+struct krdma_blk_sconn;
+
+/* One command being served. */
+struct krdma_blk_sio {
+	struct list_head	free;
+	struct krdma_blk_sconn	*sc;
+	struct work_struct	work;
+	union {
+		struct krdma_blk_hdr	hdr;
+		struct krdma_blk_hello	hello;
+		struct krdma_blk_cmd	cmd;
+	} msg;
+	struct page		*pages[KRDMA_BLK_MAX_PAGES];
+	struct scatterlist	sg[KRDMA_BLK_MAX_PAGES];
+};
+
+/* One client connection of an export. */
+struct krdma_blk_sconn {
+	struct list_head	list;		/* in exp->conns */
+	struct krdma_blk_export	*exp;
+	struct krdma_conn	*conn;
+	spinlock_t		lock;		/* @free, @inflight, flags */
+	struct list_head	free;
+	u32			inflight;
+	bool			greeted;	/* its HELLO came */
+	bool			closing;	/* takes no more; close queued */
+	wait_queue_head_t	wait;		/* @inflight reached 0 */
+	struct work_struct	close_work;
+	u32			nios;
+	struct krdma_blk_sio	*ios;
+};
+
+static void krdma_blk_sconn_close_work(struct work_struct *work);
+static void krdma_blk_sio_work(struct work_struct *work);
+
+/* Stop taking commands; unless already done, close @sc from a work item. */
+static void krdma_blk_sconn_fail(struct krdma_blk_sconn *sc)
+{
+	bool queue;
+
+	spin_lock_bh(&sc->lock);
+	queue = !sc->closing;
+	sc->closing = true;
+	spin_unlock_bh(&sc->lock);
+	if (queue)
+		queue_work(sc->exp->wq, &sc->close_work);
+}
+
+static bool krdma_blk_sconn_idle(struct krdma_blk_sconn *sc)
+{
+	bool idle;
+
+	spin_lock_bh(&sc->lock);
+	idle = !sc->inflight;
+	spin_unlock_bh(&sc->lock);
+	return idle;
+}
+
+/* @sc is off the export's list and closing: wait for its work, free it. */
+static void krdma_blk_sconn_teardown(struct krdma_blk_sconn *sc)
+{
+	spin_lock_bh(&sc->lock);
+	sc->closing = true;
+	spin_unlock_bh(&sc->lock);
+	wait_event(sc->wait, krdma_blk_sconn_idle(sc));
+	krdma_close(sc->conn);
+	kvfree(sc->ios);
+	kfree(sc);
+}
+
+static void krdma_blk_sconn_close_work(struct work_struct *work)
+{
+	struct krdma_blk_sconn *sc = container_of(work, struct krdma_blk_sconn,
+						  close_work);
+	struct krdma_blk_export *exp = sc->exp;
+	bool mine;
+
+	mutex_lock(&exp->lock);
+	mine = !list_empty(&sc->list);
+	list_del_init(&sc->list);
+	mutex_unlock(&exp->lock);
+	/* Else unexport took it and closes it. */
+	if (mine)
+		krdma_blk_sconn_teardown(sc);
+}
+
+static struct krdma_blk_sconn *krdma_blk_sconn_alloc(struct krdma_blk_export *exp,
+						     struct krdma_conn *conn)
+{
+	struct krdma_blk_sconn *sc;
+	u32 i;
+
+	sc = kzalloc(sizeof(*sc), GFP_KERNEL);
+	if (!sc)
+		return NULL;
+	sc->nios = krdma_queue_depth(conn);
+	sc->ios = kvcalloc(sc->nios, sizeof(*sc->ios), GFP_KERNEL);
+	if (!sc->ios) {
+		kfree(sc);
+		return NULL;
+	}
+	INIT_LIST_HEAD(&sc->list);
+	INIT_LIST_HEAD(&sc->free);
+	spin_lock_init(&sc->lock);
+	init_waitqueue_head(&sc->wait);
+	INIT_WORK(&sc->close_work, krdma_blk_sconn_close_work);
+	sc->exp = exp;
+	sc->conn = conn;
+	for (i = 0; i < sc->nios; i++) {
+		sc->ios[i].sc = sc;
+		INIT_WORK(&sc->ios[i].work, krdma_blk_sio_work);
+		list_add_tail(&sc->ios[i].free, &sc->free);
+	}
+	return sc;
+}
+
+static void krdma_blk_srv_event(struct krdma_conn *conn, enum krdma_event ev,
+				int error)
+{
+	struct krdma_blk_export *exp;
+	struct krdma_blk_sconn *sc;
+
+	if (ev != KRDMA_EVENT_ESTABLISHED) {
+		krdma_blk_sconn_fail(krdma_conn_priv(conn));
+		return;
+	}
+	/* The listener's priv until we set our own. */
+	exp = krdma_conn_priv(conn);
+	sc = krdma_blk_sconn_alloc(exp, conn);
+	if (!sc) {
+		pr_warn_ratelimited("export %s: no memory for a connection\n",
+				    exp->name);
+		krdma_conn_abandon(conn);
+		return;
+	}
+	mutex_lock(&exp->lock);
+	if (exp->dying) {
+		mutex_unlock(&exp->lock);
+		kvfree(sc->ios);
+		kfree(sc);
+		krdma_conn_abandon(conn);
+		return;
+	}
+	krdma_conn_set_priv(conn, sc);
+	list_add_tail(&sc->list, &exp->conns);
+	mutex_unlock(&exp->lock);
+}
+
+/* Context: softirq (or BHs off): copy the command, queue its work. */
+static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
+{
+	struct krdma_blk_sconn *sc = krdma_conn_priv(conn);
+	const struct krdma_blk_hdr *h = msg->data;
+	struct krdma_blk_sio *io;
+	const char *why;
+	bool hello;
+
+	if (!h || msg->len < sizeof(*h) || !krdma_blk_hdr_ok(h)) {
+		why = "not a krdma-blk message";
+		goto bad;
+	}
+	hello = h->op == KRDMA_BLK_OP_HELLO;
+	if (msg->len != (hello ? sizeof(struct krdma_blk_hello) :
+			 sizeof(struct krdma_blk_cmd))) {
+		why = "bad message length";
+		goto bad;
+	}
+	spin_lock_bh(&sc->lock);
+	if (sc->closing) {
+		spin_unlock_bh(&sc->lock);
+		return 0;
+	}
+	if (hello == sc->greeted) {
+		spin_unlock_bh(&sc->lock);
+		why = hello ? "second HELLO" : "command before HELLO";
+		goto bad;
+	}
+	io = list_first_entry_or_null(&sc->free, struct krdma_blk_sio, free);
+	if (!io) {
+		spin_unlock_bh(&sc->lock);
+		why = "more commands than the queue depth";
+		goto bad;
+	}
+	list_del(&io->free);
+	sc->inflight++;
+	sc->greeted = true;
+	spin_unlock_bh(&sc->lock);
+	memcpy(&io->msg, msg->data, msg->len);
+	queue_work(sc->exp->wq, &io->work);
+	return 0;
+bad:
+	pr_warn_ratelimited("export %s: %s from the client; closing its connection\n",
+			    sc->exp->name, why);
+	krdma_blk_sconn_fail(sc);
+	return 0;
+}
+
+static const struct krdma_conn_ops krdma_blk_srv_ops = {
+	.event	= krdma_blk_srv_event,
+	.recv	= krdma_blk_srv_recv,
+};
+
+static int krdma_blk_srv_hello(struct krdma_blk_sio *io,
+			       struct krdma_blk_resp *r)
+{
+	struct krdma_blk_export *exp = io->sc->exp;
+	char name[KRDMA_BLK_NAME_LEN];
+
+	strscpy(name, io->msg.hello.export, sizeof(name));
+	if (strcmp(name, exp->name))
+		return -ENOENT;
+	r->lbs = cpu_to_be32(exp->lbs);
+	r->sectors = cpu_to_be64(exp->sectors);
+	r->max_sectors = cpu_to_be32(exp->max_sectors);
+	r->max_discard = cpu_to_be32(exp->max_discard);
+	r->xflags = cpu_to_be32(exp->xflags);
+	return 0;
+}
+
+/* READ or WRITE: data straight between the client's token and the bio. */
+static int krdma_blk_srv_rw(struct krdma_blk_sio *io, bool write, u64 sector,
+			    u32 len, u16 flags)
+{
+	struct krdma_blk_sconn *sc = io->sc;
+	struct krdma_blk_export *exp = sc->exp;
+	struct krdma_token tok;
+	unsigned int i, n = DIV_ROUND_UP(len, PAGE_SIZE);
+	blk_opf_t opf;
+	struct bio *bio;
+	int ret;
+
+	krdma_token_unpack(&io->msg.cmd.token, &tok);
+	if (tok.length < len)
+		return -EINVAL;
+	sg_init_table(io->sg, n);
+	for (i = 0; i < n; i++) {
+		io->pages[i] = alloc_page(GFP_KERNEL);
+		if (!io->pages[i]) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		sg_set_page(&io->sg[i], io->pages[i],
+			    min_t(u32, PAGE_SIZE, len - i * PAGE_SIZE), 0);
+	}
+	if (write) {
+		ret = krdma_read(sc->conn, io->sg, n, &tok, 0,
+				 KRDMA_BLK_IO_TIMEOUT);
+		if (ret)
+			goto out;
+		opf = REQ_OP_WRITE | REQ_SYNC;
+		if (flags & KRDMA_BLK_F_FUA)
+			opf |= REQ_FUA;
+	} else {
+		opf = REQ_OP_READ;
+	}
+	bio = bio_alloc(exp->bd.bdev, n, opf, GFP_KERNEL);
+	bio->bi_iter.bi_sector = sector;
+	for (i = 0; i < n; i++)
+		__bio_add_page(bio, io->pages[i], io->sg[i].length, 0);
+	ret = submit_bio_wait(bio);
+	bio_put(bio);
+	if (!ret && !write)
+		ret = krdma_write(sc->conn, io->sg, n, &tok, 0,
+				  KRDMA_BLK_IO_TIMEOUT);
+out:
+	for (i = 0; i < n && io->pages[i]; i++) {
+		__free_page(io->pages[i]);
+		io->pages[i] = NULL;
+	}
+	return ret;
+}
+
+static int krdma_blk_srv_cmd(struct krdma_blk_sio *io)
+{
+	struct krdma_blk_export *exp = io->sc->exp;
+	const struct krdma_blk_cmd *c = &io->msg.cmd;
+	u64 sector = be64_to_cpu(c->sector);
+	u32 len = be32_to_cpu(c->len);
+	u16 flags = be16_to_cpu(c->hdr.flags);
+	u8 op = c->hdr.op;
+	u64 nr = len >> SECTOR_SHIFT;
+
+	if (op < KRDMA_BLK_OP_READ || op > KRDMA_BLK_OP_WRITE_ZEROES)
+		return -EOPNOTSUPP;
+	if (op != KRDMA_BLK_OP_READ && exp->ro)
+		return -EROFS;
+	if (op == KRDMA_BLK_OP_FLUSH)
+		return len ? -EINVAL : blkdev_issue_flush(exp->bd.bdev);
+	if (!len || len % exp->lbs || sector > exp->sectors ||
+	    nr > exp->sectors - sector)
+		return -EINVAL;
+	switch (op) {
+	case KRDMA_BLK_OP_DISCARD:
+		if (!(exp->xflags & KRDMA_BLK_X_DISCARD))
+			return -EOPNOTSUPP;
+		if (nr > exp->max_discard)
+			return -EINVAL;
+		return blkdev_issue_discard(exp->bd.bdev, sector, nr,
+					    GFP_KERNEL);
+	case KRDMA_BLK_OP_WRITE_ZEROES:
+		if (!(exp->xflags & KRDMA_BLK_X_WRITE_ZEROES))
+			return -EOPNOTSUPP;
+		if (nr > exp->max_discard)
+			return -EINVAL;
+		return blkdev_issue_zeroout(exp->bd.bdev, sector, nr,
+					    GFP_KERNEL, BLKDEV_ZERO_NOUNMAP);
+	default:
+		if (nr > exp->max_sectors)
+			return -EINVAL;
+		return krdma_blk_srv_rw(io, op == KRDMA_BLK_OP_WRITE, sector,
+					len, flags);
+	}
+}
+
+static void krdma_blk_sio_work(struct work_struct *work)
+{
+	struct krdma_blk_sio *io = container_of(work, struct krdma_blk_sio,
+						work);
+	struct krdma_blk_sconn *sc = io->sc;
+	struct krdma_blk_resp r = {};
+	int status, ret;
+
+	krdma_blk_hdr_init(&r.hdr, io->msg.hdr.op, 0);
+	if (io->msg.hdr.op == KRDMA_BLK_OP_HELLO) {
+		status = krdma_blk_srv_hello(io, &r);
+	} else {
+		r.tag = io->msg.cmd.tag;
+		status = krdma_blk_srv_cmd(io);
+	}
+	r.status = cpu_to_be32(status);
+	/*
+	 * The slot is free before the reply goes: the client may send its
+	 * next command as soon as it has the reply.  @inflight still holds
+	 * the connection open for the send.
+	 */
+	spin_lock_bh(&sc->lock);
+	list_add(&io->free, &sc->free);
+	spin_unlock_bh(&sc->lock);
+	ret = krdma_send(sc->conn, &r, sizeof(r), KRDMA_BLK_IO_TIMEOUT);
+	if (ret) {
+		pr_warn_ratelimited("export %s: reply failed (%d); closing the connection\n",
+				    sc->exp->name, ret);
+		krdma_blk_sconn_fail(sc);
+	}
+	spin_lock_bh(&sc->lock);
+	if (!--sc->inflight)
+		wake_up(&sc->wait);
+	spin_unlock_bh(&sc->lock);
+}
+
+/**
+ * krdma_blk_export_create - export a block device on an address
+ * @a: the parsed command; @a->failed names the word of a failure
+ *
+ * Opens the device exclusively (read-only for a read-only export) and
+ * listens on @a->addr; clients map it by name.
+ *
+ * Context: process context; sleeps.
+ * Return: the export, or an ERR_PTR: the open's error (-ENOENT, -EBUSY,
+ * -ENOTBLK, ...) or the listen's (-EADDRINUSE, -EADDRNOTAVAIL, ...).
+ */
+struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a)
+{
+	struct krdma_conn_opts opts = { .ops = &krdma_blk_srv_ops };
+	struct krdma_blk_export *exp;
+	struct block_device *bdev;
+	u32 maxd;
+	int ret;
+
+	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
+	if (!exp)
+		return ERR_PTR(-ENOMEM);
+	strscpy(exp->name, a->name, sizeof(exp->name));
+	exp->ro = a->ro;
+	mutex_init(&exp->lock);
+	INIT_LIST_HEAD(&exp->conns);
+	/* The control file's line names what failed (a->failed). */
+	a->failed = a->path;
+	ret = krdma_blk_bdev_open(&exp->bd, a->path, a->ro, exp);
+	if (ret)
+		goto free;
+	a->failed = NULL;
+	bdev = exp->bd.bdev;
+	exp->sectors = bdev_nr_sectors(bdev);
+	exp->lbs = bdev_logical_block_size(bdev);
+	exp->max_sectors = KRDMA_BLK_MAX_IO >> SECTOR_SHIFT;
+	/* The wire's length is 32 bits of bytes. */
+	maxd = (U32_MAX >> SECTOR_SHIFT) & ~((exp->lbs >> SECTOR_SHIFT) - 1);
+	exp->max_discard = maxd;
+	if (exp->ro)
+		exp->xflags |= KRDMA_BLK_X_RO;
+	if (bdev_max_discard_sectors(bdev))
+		exp->xflags |= KRDMA_BLK_X_DISCARD;
+	if (bdev_write_zeroes_sectors(bdev))
+		exp->xflags |= KRDMA_BLK_X_WRITE_ZEROES;
+
+	exp->wq = alloc_workqueue("krdma_blk_%s", WQ_MEM_RECLAIM | WQ_UNBOUND,
+				  0, exp->name);
+	if (!exp->wq) {
+		ret = -ENOMEM;
+		goto close;
+	}
+	opts.priv = exp;
+	exp->l = krdma_listen((const struct sockaddr *)&a->addr, &opts);
+	if (IS_ERR(exp->l)) {
+		ret = PTR_ERR(exp->l);
+		a->failed = "addr=";
+		goto wq;
+	}
+	return exp;
+wq:
+	destroy_workqueue(exp->wq);
+close:
+	krdma_blk_bdev_close(&exp->bd);
+free:
+	kfree(exp);
+	return ERR_PTR(ret);
+}
+
+/**
+ * krdma_blk_export_destroy - stop exporting
+ * @exp: from krdma_blk_export_create()
+ *
+ * Closes the listener and every connection of the export (their clients'
+ * I/O fails), after the commands being served have finished, then closes
+ * the block device.
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_blk_export_destroy(struct krdma_blk_export *exp)
+{
+	struct krdma_blk_sconn *sc;
+
+	mutex_lock(&exp->lock);
+	exp->dying = true;
+	mutex_unlock(&exp->lock);
+	/* Every connection handed over has had its ESTABLISHED event. */
+	krdma_listener_close(exp->l);
+
+	for (;;) {
+		mutex_lock(&exp->lock);
+		sc = list_first_entry_or_null(&exp->conns,
+					      struct krdma_blk_sconn, list);
+		if (sc)
+			list_del_init(&sc->list);
+		mutex_unlock(&exp->lock);
+		if (!sc)
+			break;
+		spin_lock_bh(&sc->lock);
+		sc->closing = true;
+		spin_unlock_bh(&sc->lock);
+		/* A close work already queued finds @sc off the list. */
+		cancel_work_sync(&sc->close_work);
+		krdma_blk_sconn_teardown(sc);
+	}
+	/* Close works of connections that took themselves off the list. */
+	destroy_workqueue(exp->wq);
+	krdma_blk_bdev_close(&exp->bd);
+	kfree(exp);
+}

@@ -1,0 +1,264 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# krdma-blk (blk/, krdma_blk.ko), client and server in one guest: a
+# memory-backed null_blk exported and mapped over the lane's device as
+# /dev/krdmablk0.  Data written through it is compared byte for byte (and
+# against null_blk itself), fio verifies random writes of 512 B to 1 MiB,
+# an ext4 made on it survives umount and mount (sha256 of every file,
+# e2fsck -fn), bad control commands fail with their errno, a read-only
+# export refuses writes, and unmap or unexport during I/O fails the I/O
+# without a hang.
+# KRDMA_BLK_FIO_SIZE (default 64M; 16M on the debug kernel) sizes fio.
+# A kernel without the block layer (the debug kernel, from tinyconfig, has
+# CONFIG_BLOCK=n; tools/build.sh does not build the module for it): SKIP.
+# topo: single
+# dev: rxe siw
+# check-kernel: 6.12 debug
+. "$(dirname "$0")/../lib.sh"
+
+[ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
+ko=$BUILD/blk/krdma_blk.ko
+[ -f "$ko" ] || fail "$ko not built"
+command -v fio >/dev/null || fail "fio not installed (tools/lab-setup.sh)"
+command -v mkfs.ext4 >/dev/null || fail "mkfs.ext4 not installed"
+
+BLK_CTL=/sys/kernel/krdma_blk/control
+PORT=7480
+ADDR=$MY_IP:$PORT
+NB=/dev/nullb0
+D=/dev/krdmablk0
+MNT=/tmp/blk-mnt
+W=/tmp/blk-work
+fio_size=${KRDMA_BLK_FIO_SIZE:-64M}
+[ "$KLINE" = debug ] && fio_size=${KRDMA_BLK_FIO_SIZE:-16M}
+bgpid=
+
+blk() { echo "$*" >"$BLK_CTL"; }
+# blk_err ERRNO CMD...: the command fails with ERRNO, and dmesg names it.
+blk_err() {
+	local want=$1
+	shift
+	ratelimit_pace
+	dmesg_mark
+	KRDMA_CTL=$BLK_CTL expect_ctl_err "$want" "$@"
+	dmesg_new | grep -q 'krdma_blk: control: ' ||
+		fail "'$*': no dmesg line names the bad word"
+}
+
+cleanup() {
+	set +e
+	[ -z "$bgpid" ] || kill "$bgpid" 2>/dev/null
+	mountpoint -q "$MNT" && umount "$MNT"
+	if [ -w "$BLK_CTL" ]; then
+		for m in krdmablk0 krdmablk1 krdmablk2; do
+			echo "unmap name=$m" >"$BLK_CTL" 2>/dev/null
+		done
+		for e in e0 ero; do
+			echo "unexport name=$e" >"$BLK_CTL" 2>/dev/null
+		done
+	fi
+	lsmod | grep -q '^krdma_blk ' && rmmod krdma_blk
+	lsmod | grep -q '^null_blk ' && rmmod null_blk
+	rm -rf "$W"
+}
+trap cleanup EXIT
+
+rdma_dev_up
+krdma_load
+lsmod | grep -q '^null_blk ' && rmmod null_blk
+modprobe null_blk queue_mode=2 irqmode=0 memory_backed=1 gb=1 nr_devices=1 ||
+	fail "modprobe null_blk"
+wait_for 10 test -b "$NB" || fail "$NB never appeared"
+insmod "$ko" || fail "insmod krdma_blk.ko"
+mkdir -p "$MNT" "$W"
+
+# ---- the control file ---------------------------------------------------
+g=$(cat "$BLK_CTL") || fail "read control"
+for v in export unexport map unmap; do
+	grep -q "^$v name=" <<<"$g" || fail "grammar lacks '$v': $g"
+done
+expect_eq "$(wc -l <<<"$g")" 4 "grammar lines"
+
+blk export name=e0 path=$NB addr=$ADDR || fail "export e0"
+blk map name=krdmablk0 addr=$ADDR export=e0 queues=2 || fail "map krdmablk0"
+wait_for 10 test -b "$D" || fail "$D never appeared"
+expect_eq "$(blockdev --getsize64 "$D")" "$(blockdev --getsize64 "$NB")" "size"
+expect_eq "$(blockdev --getss "$D")" "$(blockdev --getss "$NB")" "logical block size"
+
+# ---- data, byte for byte -----------------------------------------------
+log "dd and cmp"
+head -c 8M /dev/urandom >"$W/rand" || fail "random data"
+for off in 0 3 517; do	# in MiB
+	for fl in oflag=direct conv=fsync; do
+		dd if="$W/rand" of="$D" bs=1M seek=$off $fl status=none ||
+			fail "dd to $D at ${off}M ($fl)"
+		dd if="$D" of="$W/back" bs=1M skip=$off count=8 iflag=direct status=none ||
+			fail "dd from $D at ${off}M"
+		cmp "$W/rand" "$W/back" || fail "data read back at ${off}M ($fl) differs"
+		dd if="$NB" of="$W/nb" bs=1M skip=$off count=8 iflag=direct status=none ||
+			fail "dd from $NB"
+		cmp "$W/rand" "$W/nb" || fail "null_blk at ${off}M ($fl) differs"
+	done
+done
+# Sub-page I/O at an odd sector, both ways.
+head -c 1536 /dev/urandom >"$W/small"
+dd if="$W/small" of="$D" bs=512 seek=12345 oflag=direct status=none ||
+	fail "dd 1536 B"
+dd if="$NB" of="$W/nb" bs=512 skip=12345 count=3 iflag=direct status=none
+cmp "$W/small" "$W/nb" || fail "1536 B at sector 12345 differs on null_blk"
+dd if="$D" of="$W/back" bs=512 skip=12345 count=3 iflag=direct status=none
+cmp "$W/small" "$W/back" || fail "1536 B at sector 12345 read back differs"
+
+# ---- fio verify ---------------------------------------------------------
+log "fio verify, $fio_size"
+(cd "$W" && fio --name=blkverify --filename="$D" --direct=1 --ioengine=libaio \
+	--rw=randwrite --bsrange=512-1M --bs_unaligned=0 --iodepth=16 --numjobs=2 \
+	--size="$fio_size" --offset_increment="$fio_size" --verify=crc32c \
+	--do_verify=1 --verify_fatal=1 --verify_state_save=0 --group_reporting \
+	--output-format=terse --terse-version=3 >"$W/fio.out" 2>"$W/fio.err")
+rc=$?
+[ $rc = 0 ] || { cat "$W/fio.out" "$W/fio.err"; fail "fio exit $rc"; }
+# terse v3: field 5 is the total error count.
+errs=$(grep '^3;' "$W/fio.out" | cut -d';' -f5 | head -n 1)
+expect_eq "$errs" 0 "fio errors"
+grep -qiE 'verify:|bad magic|error' "$W/fio.err" &&
+	{ cat "$W/fio.err"; fail "fio complained"; }
+
+# ---- ext4 ---------------------------------------------------------------
+log "ext4"
+mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=1,lazy_journal_init=1 "$D" 256M ||
+	fail "mkfs.ext4"
+mount "$D" "$MNT" || fail "mount"
+for i in 1 2 3 4; do
+	mkdir -p "$MNT/d$i/sub"
+	for j in 1 2 3 4 5; do
+		head -c $((i * 37000 + j * 4093)) /dev/urandom >"$MNT/d$i/f$j"
+		head -c $((j * 1000)) /dev/urandom >"$MNT/d$i/sub/g$j"
+	done
+done
+head -c 3M /dev/urandom >"$MNT/big"
+(cd "$MNT" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$W/sums" ||
+	fail "sha256 before"
+sync
+umount "$MNT" || fail "umount"
+echo 3 >/proc/sys/vm/drop_caches
+mount "$D" "$MNT" || fail "mount again"
+(cd "$MNT" && sha256sum --quiet -c "$W/sums") || fail "sha256 after remount differ"
+expect_eq "$(wc -l <"$W/sums")" 41 "files"
+umount "$MNT" || fail "umount again"
+e2fsck -fn "$D" >"$W/fsck" 2>&1 || { cat "$W/fsck"; fail "e2fsck -fn"; }
+
+# ---- bad commands -------------------------------------------------------
+log "bad commands"
+blk_err ENOENT "map name=krdmablk1 addr=$ADDR export=nosuch"
+test -b /dev/krdmablk1 && fail "krdmablk1 exists after a failed map"
+blk_err EEXIST "map name=krdmablk0 addr=$ADDR export=e0"
+blk_err EEXIST "export name=e0 path=$NB addr=$MY_IP:$((PORT + 1))"
+blk_err EINVAL "map name=krdmablk1 export=e0"
+blk_err EINVAL "map name=krdmablk1 addr=$ADDR"
+blk_err EINVAL "export name=x addr=$ADDR"
+blk_err EINVAL "frobnicate name=x"
+blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 queues=lots"
+blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 queues=0"
+blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 colour=red"
+blk_err EINVAL "map name=bad/name addr=$ADDR export=e0"
+blk_err EINVAL "map name=krdmablk1 addr=10.1.2.3 export=e0"
+blk_err EINVAL "unmap name=krdmablk0 ro"
+blk_err ENOENT "unmap name=nosuch"
+blk_err ENOENT "unexport name=nosuch"
+blk_err ENOENT "export name=e9 path=/dev/nosuch addr=$MY_IP:$((PORT + 2))"
+blk_err EBUSY "export name=e9 path=$NB addr=$MY_IP:$((PORT + 2))"
+blk_err EINVAL ""
+
+# ---- a read-only export -------------------------------------------------
+log "read-only export"
+# Same null_blk: a second export of it, read-only (the first has it
+# exclusively, so export e0 goes first).
+blk "unmap name=krdmablk0" || fail "unmap krdmablk0"
+blk "unexport name=e0" || fail "unexport e0"
+blk export name=ero path=$NB addr=$ADDR ro || fail "export ro"
+blk map name=krdmablk1 addr=$ADDR export=ero || fail "map ro"
+wait_for 10 test -b /dev/krdmablk1 || fail "/dev/krdmablk1 never appeared"
+expect_eq "$(blockdev --getro /dev/krdmablk1)" 1 "ro disk"
+dd if=/dev/krdmablk1 of="$W/ro-before" bs=1M count=1 iflag=direct status=none ||
+	fail "read the ro export"
+dd if="$NB" of="$W/nb" bs=1M count=1 iflag=direct status=none
+cmp "$W/ro-before" "$W/nb" || fail "ro export reads other data than null_blk"
+dd if=/dev/zero of=/dev/krdmablk1 bs=1M count=1 oflag=direct status=none 2>/dev/null &&
+	fail "write to the read-only disk succeeded"
+blk "unmap name=krdmablk1" || fail "unmap krdmablk1"
+# Mapped read-write anyway (tests only): the server refuses the write with
+# -EROFS, which the block layer reports as an I/O error.
+echo 1 >/sys/module/krdma_blk/parameters/test_ignore_ro
+blk map name=krdmablk2 addr=$ADDR export=ero || fail "map ro (ignore_ro)"
+echo 0 >/sys/module/krdma_blk/parameters/test_ignore_ro
+wait_for 10 test -b /dev/krdmablk2 || fail "/dev/krdmablk2 never appeared"
+err=$(dd if=/dev/zero of=/dev/krdmablk2 bs=1M count=1 oflag=direct status=none 2>&1) &&
+	fail "write to the read-only export succeeded"
+[[ $err == *"Input/output error"* ]] || fail "write to ro export: '$err', expected EIO"
+dd if="$NB" of="$W/nb" bs=1M count=1 iflag=direct status=none
+cmp "$W/ro-before" "$W/nb" || fail "the refused write changed the data"
+blk "unmap name=krdmablk2" || fail "unmap krdmablk2"
+blk "unexport name=ero" || fail "unexport ero"
+
+# ---- unmap during I/O ---------------------------------------------------
+log "unmap during I/O"
+blk export name=e0 path=$NB addr=$ADDR || fail "export e0 again"
+blk map name=krdmablk0 addr=$ADDR export=e0 || fail "map again"
+wait_for 10 test -b "$D" || fail "$D never appeared (again)"
+(
+	while :; do
+		dd if=/dev/urandom of="$D" bs=256k count=400 oflag=direct status=none ||
+			exit 3
+		dd if="$D" of=/dev/null bs=256k count=400 iflag=direct status=none ||
+			exit 3
+	done
+) 2>/dev/null &
+bgpid=$!
+nap 3
+kill -0 "$bgpid" 2>/dev/null || fail "I/O ended before unmap"
+t0=$SECONDS
+blk "unmap name=krdmablk0" || fail "unmap during I/O"
+[ $((SECONDS - t0)) -le 60 ] || fail "unmap took $((SECONDS - t0)) s"
+t0=$SECONDS
+while kill -0 "$bgpid" 2>/dev/null; do
+	[ $((SECONDS - t0)) -le 60 ] || fail "I/O still running 60 s after unmap"
+	nap 0.2
+done
+wait "$bgpid"
+rc=$?
+bgpid=
+expect_eq "$rc" 3 "I/O after unmap (3: dd failed)"
+test -b "$D" && fail "$D still there after unmap"
+
+# ---- unexport during I/O ------------------------------------------------
+log "unexport during I/O"
+blk map name=krdmablk0 addr=$ADDR export=e0 || fail "map for unexport"
+wait_for 10 test -b "$D" || fail "$D never appeared (unexport)"
+(
+	while :; do
+		dd if=/dev/urandom of="$D" bs=256k count=400 oflag=direct status=none ||
+			exit 3
+	done
+) 2>/dev/null &
+bgpid=$!
+nap 3
+kill -0 "$bgpid" 2>/dev/null || fail "I/O ended before unexport"
+t0=$SECONDS
+blk "unexport name=e0" || fail "unexport during I/O"
+[ $((SECONDS - t0)) -le 60 ] || fail "unexport took $((SECONDS - t0)) s"
+t0=$SECONDS
+while kill -0 "$bgpid" 2>/dev/null; do
+	[ $((SECONDS - t0)) -le 60 ] || fail "I/O still running 60 s after unexport"
+	nap 0.2
+done
+wait "$bgpid"
+rc=$?
+bgpid=
+expect_eq "$rc" 3 "I/O after unexport (3: dd failed)"
+dd if="$D" of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null &&
+	fail "read from a map whose export is gone succeeded"
+blk "unmap name=krdmablk0" || fail "unmap after unexport"
+rmmod krdma_blk || fail "rmmod krdma_blk"
+rmmod null_blk || fail "rmmod null_blk"
+echo "PASS"
