@@ -3,7 +3,9 @@
 # /dev/krdma and krdmactl: the ioctl ABI rejects bad input with exact errno
 # values (test/ioctl_fuzz.c errors), pinned pages are charged to
 # RLIMIT_MEMLOCK (ioctl_fuzz memlock), LISTEN's backlog bounds the
-# connections a listener holds unaccepted (ioctl_fuzz backlog), two
+# connections a listener holds unaccepted (ioctl_fuzz backlog), FADD, CAS
+# and WRITE_IMM land exactly as asked in another process and the
+# immediate reaches its RECV (ioctl_fuzz atomics; EOPNOTSUPP on siw), two
 # krdmactl processes do send/recv, RDMA WRITE and READ checked byte for
 # byte, sessions killed mid-transfer clean up, and a bounded random ioctl
 # pass leaves the kernel healthy.
@@ -148,6 +150,25 @@ dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: LISTEN: backlog 1025 abov
 dmesg_new | grep -q ": backlog of 2 full, rejected connection from" ||
 	fail "no dmesg line for the connections past a backlog of 2"
 no_conns_left "after ioctl_fuzz backlog"
+
+# ---- FADD, CAS and WRITE_IMM between two processes ---------------------
+log "[$SECONDS s] FADD, CAS and WRITE_IMM between two processes"
+dmesg_mark
+"$fuzz" atomics "$MY_IP" 7460 >"$tmp/atomics.log" 2>&1
+rc=$?
+cat "$tmp/atomics.log"
+[ $rc = 0 ] || fail "ioctl_fuzz atomics: $(grep -m1 -E '^(not ok|Bail)' "$tmp/atomics.log")"
+dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: FADD: offset 4 in the token is not 8-byte aligned in the peer's memory" ||
+	fail "no dmesg line for the misaligned FADD"
+dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: CAS: 8 bytes at offset [0-9]* do not fit the token's [0-9]*" ||
+	fail "no dmesg line for the CAS outside the token"
+if [ "$DEV" = siw ]; then
+	dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: FADD: siw0 has no atomics" ||
+		fail "no dmesg line for the FADD without atomics"
+	dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: WRITE_IMM: siw0 is iWARP, which has no immediate data" ||
+		fail "no dmesg line for the WRITE_IMM over iWARP"
+fi
+no_conns_left "after ioctl_fuzz atomics"
 
 # ---- two processes: listen/send, recv, serve/client --------------------
 log "[$SECONDS s] two processes: listen/send, recv, serve/client"
