@@ -223,6 +223,60 @@ wait "$spid" || fail "serve --json exit status"
 out=$(json_ok "$tmp/v.json" "$tmp/client2.json" "$tmp/stat.json" "$tmp/serve2.out" 2>&1) ||
 	fail "--json output is not JSON: $out"
 
+# ---- krdmactl atomic and write-imm ---------------------------------------
+log "[$SECONDS s] krdmactl atomic and write-imm"
+head -c 5000 /dev/urandom >"$tmp/imm.bin"
+if [ "$DEV" = rxe ]; then
+	serve "$tmp/serve7.out" "$MY_IP:7420" --size 64K --access rwa --clients 6 \
+		--dump "$tmp/after7.bin"
+	{
+		"$ctl" --json atomic fadd "$PEER_IP:7420" 5 --count 10 --offset 8 &&
+		"$ctl" --json atomic cas "$PEER_IP:7420" 49 7 --offset=8 &&
+		"$ctl" --json atomic cas "$PEER_IP:7420" 50 7 --offset 8 &&
+		"$ctl" --json atomic fadd --offset 8 "$PEER_IP:7420" -- -1 &&
+		"$ctl" --json write-imm "$PEER_IP:7420" "$tmp/imm.bin" --imm 0xdeadbeef --offset 4096
+	} >"$tmp/atomic.json" 2>"$tmp/atomic.err" || fail "krdmactl atomic/write-imm: $(cat "$tmp/atomic.err")"
+	"$ctl" --json atomic fadd "$PEER_IP:7420" 1 --offset 4 >/dev/null 2>"$tmp/mis.err"
+	expect_eq $? 1 "atomic fadd at a misaligned offset: exit status"
+	wait "$spid" || fail "serve --access rwa exit status: $(cat "$tmp/serve7.out.err")"
+	cat "$tmp/atomic.json" "$tmp/mis.err" "$tmp/serve7.out"
+	out=$(python3 - "$tmp/atomic.json" "$tmp/mis.err" "$tmp/after7.bin" "$tmp/imm.bin" <<'PY' 2>&1
+import json, struct, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+ops = [e for e in ev if e.get("event") in ("fadd", "cas", "write-imm")]
+want = [
+    {"event": "fadd", "offset": 8, "add": 5, "count": 10, "old": 0, "last_old": 45},
+    {"event": "cas", "offset": 8, "compare": 49, "swap": 7, "old": 50, "swapped": False},
+    {"event": "cas", "offset": 8, "compare": 50, "swap": 7, "old": 50, "swapped": True},
+    {"event": "fadd", "offset": 8, "add": 2**64 - 1, "count": 1, "old": 7, "last_old": 7},
+]
+assert ops[:4] == want, ops[:4]
+w = ops[4]
+assert (w["len"], w["offset"], w["imm"]) == (5000, 4096, 0xdeadbeef), w
+assert w["result"].startswith("verified"), w
+e = json.loads(open(sys.argv[2]).read())
+assert e["errno"] == 22 and e["command"] == "atomic" and "8-byte aligned" in e["error"], e
+mem = open(sys.argv[3], "rb").read()
+assert struct.unpack_from("<Q", mem, 8)[0] == 6, mem[8:16]
+assert mem[4096:4096 + 5000] == open(sys.argv[4], "rb").read(), "write-imm bytes"
+PY
+) || fail "krdmactl atomic/write-imm results: $out"
+	grep -q '^message 1: immediate 3735928559 (0xdeadbeef)$' "$tmp/serve7.out" ||
+		fail "serve did not print the immediate 0xdeadbeef"
+else
+	serve "$tmp/serve7.out" "$MY_IP:7420" --size 64K --clients 2
+	"$ctl" --json atomic fadd "$PEER_IP:7420" 1 >/dev/null 2>"$tmp/fadd.err"
+	expect_eq $? 1 "atomic fadd on $DEV: exit status"
+	grep -q '"errno":95,"command":"atomic"' "$tmp/fadd.err" ||
+		fail "atomic fadd on $DEV: not EOPNOTSUPP: $(cat "$tmp/fadd.err")"
+	"$ctl" --json write-imm "$PEER_IP:7420" "$tmp/imm.bin" --imm 1 >/dev/null 2>"$tmp/wimm.err"
+	expect_eq $? 1 "write-imm on $DEV: exit status"
+	grep -q '"errno":95,"command":"write-imm"' "$tmp/wimm.err" ||
+		fail "write-imm on $DEV: not EOPNOTSUPP: $(cat "$tmp/wimm.err")"
+	wait "$spid" || fail "serve exit status: $(cat "$tmp/serve7.out.err")"
+fi
+no_conns_left "after krdmactl atomic and write-imm"
+
 # ---- sessions closed mid-transfer --------------------------------------
 log "[$SECONDS s] sessions closed mid-transfer"
 head -c 1048576 /dev/urandom >"$tmp/1m.bin"
