@@ -181,18 +181,21 @@ int krdma_abi_handle(const struct krdma_ioc_handle *h, const char *cmd)
 int krdma_abi_send(const struct krdma_ioc_msg *m)
 {
 	if (!KRDMA_CD_ZERO("SEND", m->flags) ||
-	    !KRDMA_CD_ZERO("SEND", m->reserved))
+	    !KRDMA_CD_ZERO("SEND", m->msg_flags) ||
+	    !KRDMA_CD_ZERO("SEND", m->imm))
 		return -EINVAL;
 	return krdma_cd_len_ok(m->len, KRDMA_IOC_MAX_MSG, true, "SEND");
 }
 
-/* RECV's buffer is checked up front: the message is lost if it is bad. */
+/*
+ * RECV's buffer is checked up front: the message is lost if it is bad.
+ * msg_flags and imm are RECV's output: what comes in there is ignored.
+ */
 int krdma_abi_recv(const struct krdma_ioc_msg *m)
 {
 	int ret;
 
-	if (!KRDMA_CD_ZERO("RECV", m->flags) ||
-	    !KRDMA_CD_ZERO("RECV", m->reserved))
+	if (!KRDMA_CD_ZERO("RECV", m->flags))
 		return -EINVAL;
 	ret = krdma_cd_len_ok(m->len, KRDMA_IOC_MAX_XFER, true, "RECV");
 	if (ret)
@@ -219,13 +222,13 @@ int krdma_abi_reg(const struct krdma_ioc_reg *r)
 	return krdma_cd_user_ok(r->buf, r->len, "REG");
 }
 
-/* WRITE and READ */
-int krdma_abi_rdma(const struct krdma_ioc_rdma *r, const char *cmd)
+/* WRITE, READ and (@imm: any immediate value) WRITE_IMM */
+int krdma_abi_rdma(const struct krdma_ioc_rdma *r, const char *cmd, bool imm)
 {
 	int ret;
 
 	if (!KRDMA_CD_ZERO(cmd, r->flags) ||
-	    !KRDMA_CD_ZERO(cmd, r->reserved32) ||
+	    (!imm && !KRDMA_CD_ZERO(cmd, r->imm)) ||
 	    !KRDMA_CD_ZERO(cmd, r->reserved))
 		return -EINVAL;
 	ret = krdma_cd_len_ok(r->len, KRDMA_IOC_MAX_XFER, false, cmd);
@@ -238,6 +241,36 @@ int krdma_abi_rdma(const struct krdma_ioc_rdma *r, const char *cmd)
 	if (ret)
 		krdma_cd_warn("%s: %llu bytes at offset %llu do not fit the token's %u\n",
 			      cmd, r->len, r->offset, r->token.length);
+	return ret;
+}
+
+/*
+ * FADD and CAS (@cas).  The target's checks are the core's own
+ * (krdma_atomic_target()): outside the token is ERANGE, a misaligned
+ * address EINVAL.
+ */
+int krdma_abi_atomic(const struct krdma_ioc_atomic *a, const char *cmd,
+		     bool cas)
+{
+	struct krdma_token t = {
+		.addr = a->token.addr,
+		.rkey = a->token.rkey,
+		.length = a->token.length,
+	};
+	int ret;
+
+	if (!KRDMA_CD_ZERO(cmd, a->flags) ||
+	    !KRDMA_CD_ZERO(cmd, a->reserved32) ||
+	    !KRDMA_CD_ZERO(cmd, a->reserved) ||
+	    (!cas && !KRDMA_CD_ZERO(cmd, a->swap)))
+		return -EINVAL;
+	ret = krdma_atomic_target(&t, a->offset);
+	if (ret == -ERANGE)
+		krdma_cd_warn("%s: 8 bytes at offset %llu do not fit the token's %u\n",
+			      cmd, a->offset, a->token.length);
+	else if (ret)
+		krdma_cd_warn("%s: offset %llu in the token is not 8-byte aligned in the peer's memory\n",
+			      cmd, a->offset);
 	return ret;
 }
 

@@ -31,7 +31,9 @@ int krdma_abi_handle(const struct krdma_ioc_handle *h, const char *cmd);
 int krdma_abi_send(const struct krdma_ioc_msg *m);
 int krdma_abi_recv(const struct krdma_ioc_msg *m);
 int krdma_abi_reg(const struct krdma_ioc_reg *r);
-int krdma_abi_rdma(const struct krdma_ioc_rdma *r, const char *cmd);
+int krdma_abi_rdma(const struct krdma_ioc_rdma *r, const char *cmd, bool imm);
+int krdma_abi_atomic(const struct krdma_ioc_atomic *a, const char *cmd,
+		     bool cas);
 int krdma_abi_query(const struct krdma_ioc_query *q);
 
 #endif /* KRDMA_ABI_H */

@@ -92,6 +92,7 @@ union krdma_cd_arg {
 	struct krdma_ioc_reg		reg;
 	struct krdma_ioc_rdma		rdma;
 	struct krdma_ioc_query		query;
+	struct krdma_ioc_atomic		atomic;
 };
 
 struct krdma_cd_cmd {
@@ -519,6 +520,7 @@ static long krdma_cd_recv(struct krdma_cd_session *s, union krdma_cd_arg *a,
 			  u32 *created)
 {
 	struct krdma_ioc_msg *m = &a->msg;
+	struct krdma_recv_info info = {};
 	struct krdma_cd_obj *obj;
 	size_t blen;
 	void *kbuf;
@@ -535,12 +537,14 @@ static long krdma_cd_recv(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	kbuf = kvmalloc(max_t(size_t, blen, 1), GFP_KERNEL);
 	if (!kbuf)
 		goto out;
-	ret = krdma_recv(obj->conn, kbuf, blen,
-			 krdma_cd_timeout(m->timeout_ms));
+	ret = krdma_recv_ex(obj->conn, kbuf, blen, &info,
+			    krdma_cd_timeout(m->timeout_ms));
 	if (ret == -ETIMEDOUT && !m->timeout_ms)
 		ret = -EAGAIN;
 	if (ret >= 0) {
 		m->msg_len = ret;
+		m->msg_flags = info.imm_valid ? KRDMA_IOC_MSG_IMM : 0;
+		m->imm = info.imm_valid ? info.imm : 0;
 		ret = 0;
 		/* The message is consumed: a bad buffer loses it. */
 		if (copy_to_user(u64_to_user_ptr(m->buf), kbuf, m->msg_len)) {
@@ -709,10 +713,14 @@ out_conn:
 	return ret;
 }
 
+/*
+ * WRITE, READ and WRITE_IMM (@write and @imm), through the bounce buffer
+ * a chunk at a time; WRITE_IMM's notice goes with the last chunk.
+ */
 static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
-			  bool write)
+			  bool write, bool imm)
 {
-	const char *cmd = write ? "WRITE" : "READ";
+	const char *cmd = imm ? "WRITE_IMM" : write ? "WRITE" : "READ";
 	struct krdma_ioc_rdma *r = &a->rdma;
 	void __user *ubuf = u64_to_user_ptr(r->buf);
 	struct krdma_token tok = {
@@ -728,12 +736,19 @@ static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	void *kbuf;
 	int ret;
 
-	ret = krdma_abi_rdma(r, cmd);
+	ret = krdma_abi_rdma(r, cmd, imm);
 	if (ret)
 		return ret;
 	obj = krdma_cd_get(s, r->handle, KRDMA_IOC_TYPE_CONN, cmd);
 	if (!obj)
 		return -EBADF;
+	/* Before any byte moves: krdma_write_imm() would refuse only the last. */
+	if (imm && obj->conn->iwarp) {
+		krdma_cd_warn("%s: %s is iWARP, which has no immediate data\n",
+			      cmd, obj->conn->devname);
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
 	timeout = krdma_cd_timeout(r->timeout_ms ?: KRDMA_CD_RW_TIMEOUT_MS);
 
 	ret = -ENOMEM;
@@ -757,7 +772,12 @@ static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
 		ret = krdma_buf_to_sgt(kbuf, this, &sgt, GFP_KERNEL);
 		if (ret)
 			break;
-		if (write)
+		if (imm && done + this == r->len)
+			ret = krdma_write_imm(obj->conn, sgt.sgl,
+					      sgt.orig_nents, &tok,
+					      r->offset + done, r->imm,
+					      timeout);
+		else if (write)
 			ret = krdma_write(obj->conn, sgt.sgl, sgt.orig_nents,
 					  &tok, r->offset + done, timeout);
 		else
@@ -784,13 +804,69 @@ out:
 static long krdma_cd_write(struct krdma_cd_session *s, union krdma_cd_arg *a,
 			   u32 *created)
 {
-	return krdma_cd_rdma(s, a, true);
+	return krdma_cd_rdma(s, a, true, false);
 }
 
 static long krdma_cd_read(struct krdma_cd_session *s, union krdma_cd_arg *a,
 			  u32 *created)
 {
-	return krdma_cd_rdma(s, a, false);
+	return krdma_cd_rdma(s, a, false, false);
+}
+
+static long krdma_cd_write_imm(struct krdma_cd_session *s,
+			       union krdma_cd_arg *a, u32 *created)
+{
+	return krdma_cd_rdma(s, a, true, true);
+}
+
+/* FADD and CAS (@cas): the old value goes back in @old. */
+static long krdma_cd_atomic(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			    bool cas)
+{
+	const char *cmd = cas ? "CAS" : "FADD";
+	struct krdma_ioc_atomic *x = &a->atomic;
+	struct krdma_token tok = {
+		.addr = x->token.addr,
+		.rkey = x->token.rkey,
+		.length = x->token.length,
+	};
+	struct krdma_cd_obj *obj;
+	long timeout;
+	u64 old = 0;
+	int ret;
+
+	ret = krdma_abi_atomic(x, cmd, cas);
+	if (ret)
+		return ret;
+	obj = krdma_cd_get(s, x->handle, KRDMA_IOC_TYPE_CONN, cmd);
+	if (!obj)
+		return -EBADF;
+	timeout = krdma_cd_timeout(x->timeout_ms ?: KRDMA_CD_RW_TIMEOUT_MS);
+	if (cas)
+		ret = krdma_atomic_cas(obj->conn, &tok, x->offset,
+				       x->compare_add, x->swap, &old, timeout);
+	else
+		ret = krdma_atomic_fadd(obj->conn, &tok, x->offset,
+					x->compare_add, &old, timeout);
+	if (ret == -EOPNOTSUPP)
+		krdma_cd_warn("%s: %s has no atomics\n", cmd,
+			      obj->conn->devname);
+	if (!ret)
+		x->old = old;
+	krdma_cd_obj_put(obj);
+	return ret;
+}
+
+static long krdma_cd_fadd(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			  u32 *created)
+{
+	return krdma_cd_atomic(s, a, false);
+}
+
+static long krdma_cd_cas(struct krdma_cd_session *s, union krdma_cd_arg *a,
+			 u32 *created)
+{
+	return krdma_cd_atomic(s, a, true);
 }
 
 static u32 krdma_cd_state(enum krdma_conn_state st)
@@ -886,6 +962,9 @@ static const struct krdma_cd_cmd krdma_cd_cmds[] = {
 	{ KRDMA_IOC_WRITE,	"WRITE",	krdma_cd_write },
 	{ KRDMA_IOC_READ,	"READ",		krdma_cd_read },
 	{ KRDMA_IOC_QUERY,	"QUERY",	krdma_cd_query },
+	{ KRDMA_IOC_FADD,	"FADD",		krdma_cd_fadd },
+	{ KRDMA_IOC_CAS,	"CAS",		krdma_cd_cas },
+	{ KRDMA_IOC_WRITE_IMM,	"WRITE_IMM",	krdma_cd_write_imm },
 };
 
 static long krdma_cd_ioctl(struct file *file, unsigned int cmd,
@@ -1020,8 +1099,15 @@ int krdma_chardev_init(void)
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_connect) != 88);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_handle) != 16);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_msg) != 40);
+	/* msg_flags and imm were __u64 reserved. */
+	BUILD_BUG_ON(offsetof(struct krdma_ioc_msg, msg_flags) != 32);
+	BUILD_BUG_ON(offsetof(struct krdma_ioc_msg, imm) != 36);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_reg) != 64);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_rdma) != 72);
+	/* imm was __u32 reserved32. */
+	BUILD_BUG_ON(offsetof(struct krdma_ioc_rdma, imm) != 52);
+	BUILD_BUG_ON(sizeof(struct krdma_ioc_atomic) != 80);
+	BUILD_BUG_ON(offsetof(struct krdma_ioc_atomic, old) != 48);
 	BUILD_BUG_ON(sizeof(struct krdma_ioc_query) != 288);
 	BUILD_BUG_ON(KRDMA_IOC_ACCESS_REMOTE_READ != KRDMA_ACCESS_REMOTE_READ);
 	BUILD_BUG_ON(KRDMA_IOC_ACCESS_REMOTE_WRITE !=

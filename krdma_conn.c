@@ -12,6 +12,7 @@
 #include <rdma/ib_cm.h>
 
 #include "krdma_core.h"
+#include "krdma_trace.h"
 
 LIST_HEAD(krdma_conns);
 LIST_HEAD(krdma_listeners);
@@ -140,6 +141,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	conn->depth = opts->queue_depth;
 	conn->max_msg = opts->max_msg_size;
 	conn->state = KRDMA_CONN_CONNECTING;
+	conn->cm_event = -1;
 	INIT_LIST_HEAD(&conn->list);
 	INIT_LIST_HEAD(&conn->accept_entry);
 	INIT_LIST_HEAD(&conn->rx_ready);
@@ -430,6 +432,16 @@ void krdma_conn_set_priv(struct krdma_conn *conn, void *priv)
 }
 EXPORT_SYMBOL_GPL(krdma_conn_set_priv);
 
+/* Set conn->state, with conn->lock held, and trace a change. */
+static void krdma_conn_set_state_locked(struct krdma_conn *conn,
+					enum krdma_conn_state st)
+{
+	if (conn->state != st)
+		trace_krdma_conn_state(conn->name, conn->state, st,
+				       READ_ONCE(conn->cm_event));
+	conn->state = st;
+}
+
 /*
  * Every change of conn->state: the move krdma_conn_next_state() allows,
  * or none (false).  Called with conn->lock held.  A connection that ends
@@ -443,7 +455,7 @@ static bool krdma_conn_event_locked(struct krdma_conn *conn,
 
 	if (next < 0)
 		return false;
-	conn->state = next;
+	krdma_conn_set_state_locked(conn, next);
 	/* Not for the owner's krdma_close(): it stopped events first. */
 	if (next == KRDMA_CONN_DISCONNECTED || next == KRDMA_CONN_ERROR)
 		krdma_conn_ev_queue_locked(conn, KRDMA_EVP_END);
@@ -463,7 +475,7 @@ static void krdma_conn_cause_locked(struct krdma_conn *conn, int err,
 	if (conn->error && !(conn->error_weak && !weak))
 		return;
 	if (conn->error && conn->state == KRDMA_CONN_DISCONNECTED)
-		conn->state = KRDMA_CONN_ERROR;
+		krdma_conn_set_state_locked(conn, KRDMA_CONN_ERROR);
 	conn->error = err;
 	conn->error_weak = weak;
 }
@@ -923,9 +935,12 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 {
 	int ret, reason;
 
+	trace_krdma_cm_event(conn->name, ev->event, ev->status);
 	if (conn->dying)
 		return 0;
 
+	/* For the state changes the event makes (trace_krdma_conn_state). */
+	WRITE_ONCE(conn->cm_event, ev->event);
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		conn->ibdev = id->device;
@@ -1018,7 +1033,8 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		 * whose completion is still to come.
 		 */
 		if (conn->error_weak && conn->state == KRDMA_CONN_ERROR)
-			conn->state = KRDMA_CONN_DISCONNECTED;
+			krdma_conn_set_state_locked(conn,
+						    KRDMA_CONN_DISCONNECTED);
 		krdma_conn_cause_locked(conn, -ECONNRESET, true);
 		krdma_conn_event_locked(conn, KRDMA_CONN_EV_PEER_DISCONNECTED);
 		spin_unlock_bh(&conn->lock);
@@ -1035,6 +1051,7 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	default:
 		break;
 	}
+	WRITE_ONCE(conn->cm_event, -1);
 	return 0;
 }
 
@@ -1226,6 +1243,7 @@ static int krdma_listener_event(struct krdma_listener *l,
 				struct rdma_cm_id *id,
 				struct rdma_cm_event *ev)
 {
+	trace_krdma_cm_event(l->name, ev->event, ev->status);
 	switch (ev->event) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		return krdma_connect_request(l, id, ev);

@@ -78,6 +78,7 @@ struct krdma_tx {
 	void			*buf;
 	u64			dma;
 	struct krdma_req	*req;
+	u32			len;		/* payload posted */
 	struct list_head	list;		/* conn->tx_free */
 };
 
@@ -184,6 +185,7 @@ struct krdma_conn {
 	int			qp_event_err;	/* a fatal QP event's errno */
 	/* error is a placeholder: a flush's, or the peer's disconnect */
 	bool			error_weak;
+	int			cm_event;	/* being handled, or -1 */
 	size_t			buf_size;	/* rx/tx buffers' mapped size */
 
 	/* Heartbeats (krdma_hb.c), under conn->lock. */

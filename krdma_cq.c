@@ -25,6 +25,7 @@
 
 #include "krdma_core.h"
 #include "krdma_queue.h"
+#include "krdma_trace.h"
 
 #define KRDMA_HDR_LEN	sizeof(struct krdma_msg_hdr)
 
@@ -476,10 +477,12 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	int ret;
 
 	if (wc->status != IB_WC_SUCCESS) {
+		trace_krdma_recv_done(conn->name, 0, wc->status);
 		krdma_wc_error(conn, wc, "receive");
 		return;
 	}
 	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
+		trace_krdma_recv_done(conn->name, 0, wc->status);
 		/* The data went to the token; this receive only notifies. */
 		spin_lock(&conn->lock);
 		conn->hb_rx++;
@@ -504,6 +507,10 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_conn_set_error(conn, -EPROTO);
 		return;
 	}
+	/* A credit message or a notice has no payload of the consumer's. */
+	trace_krdma_recv_done(conn->name,
+			      info.type == KRDMA_MSG_DATA ? info.len : 0,
+			      wc->status);
 
 	spin_lock(&conn->lock);
 	ret = krdma_credit_grant(&conn->cr, info.credits,
@@ -873,6 +880,9 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	int status = 0;
 	bool wake;
 
+	trace_krdma_send_done(conn->name,
+			      wc->status == IB_WC_SUCCESS ? tx->len : 0,
+			      wc->status);
 	if (wc->status != IB_WC_SUCCESS) {
 		krdma_wc_error(conn, wc, "send");
 		status = krdma_op_errno(conn, wc);
@@ -924,6 +934,9 @@ static int krdma_credit_wait(struct krdma_conn *conn, long *left)
 
 	if (!*left)
 		return -EAGAIN;
+	/* Unlocked reads: what the trace shows may be a moment old. */
+	trace_krdma_credit_stall(conn->name, READ_ONCE(conn->cr.credits),
+				 conn->depth, !list_empty(&conn->tx_free));
 	t = wait_event_interruptible_timeout(conn->wq, krdma_can_send(conn),
 					     *left);
 	if (t < 0)
@@ -962,6 +975,7 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 				      KRDMA_HDR_LEN + len, DMA_TO_DEVICE);
 	req->len = len;
 	tx->req = req;
+	tx->len = len;
 	sge.addr = tx->dma;
 	sge.length = KRDMA_HDR_LEN + len;
 	sge.lkey = conn->pd->local_dma_lkey;
@@ -1122,6 +1136,8 @@ static void krdma_imm_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_imm_ctx *c = container_of(wc->wr_cqe,
 					       struct krdma_imm_ctx, cqe);
 
+	trace_krdma_rdma_done(c->conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0,
+			      wc->status);
 	c->status = 0;
 	if (wc->status != IB_WC_SUCCESS) {
 		krdma_wc_error(c->conn, wc, "RDMA WRITE with immediate");
@@ -1180,6 +1196,7 @@ static int __krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey,
 		ret = krdma_post_msg_locked(conn, KRDMA_MSG_IMM, &wire,
 					    sizeof(wire), &s.req);
 	} else {
+		trace_krdma_rdma_start(conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0);
 		ret = ib_post_send(conn->qp, &wr.wr, NULL);
 		if (ret)
 			krdma_credit_undo(&conn->cr);

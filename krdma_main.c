@@ -11,6 +11,9 @@
 #include "krdma_core.h"
 #include "krdma_ctl.h"
 
+#define CREATE_TRACE_POINTS
+#include "krdma_trace.h"
+
 /* Serialises the device list against device removal. */
 DEFINE_MUTEX(krdma_lock);
 LIST_HEAD(krdma_devices);

@@ -17,6 +17,7 @@
 #include "krdma_core.h"
 #include "krdma_plan.h"
 #include "krdma_token.h"
+#include "krdma_trace.h"
 
 struct krdma_mr {
 	struct krdma_conn	*conn;
@@ -268,6 +269,7 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 	list_add_tail(&kmr->list, &conn->mrs);
 	spin_unlock_bh(&conn->lock);
 	krdma_conn_qp_put(conn);
+	trace_krdma_mr_reg(conn->name, len, access);
 	return kmr;
 
 out_release:
@@ -386,6 +388,8 @@ void krdma_mr_free(struct krdma_mr *kmr)
 	struct krdma_conn *conn = kmr->conn;
 	bool mine;
 
+	trace_krdma_mr_dereg(conn->name, kmr->mr ? kmr->mr->length : 0,
+			     kmr->access);
 	krdma_mr_revoke(kmr);
 	spin_lock_bh(&conn->lock);
 	mine = !list_empty(&kmr->list);

@@ -37,6 +37,7 @@
 #include "krdma_core.h"
 #include "krdma_plan.h"
 #include "krdma_token.h"
+#include "krdma_trace.h"
 
 struct krdma_rw_chunk {
 	struct rdma_rw_ctx	ctx;
@@ -112,12 +113,15 @@ MODULE_PARM_DESC(fault_dup_flush,
  * and slots and complete the caller's request.  @unlink: take the op off
  * conn->rw_ops too (the caller frees it).
  */
-static void krdma_rw_op_complete(struct krdma_rw_op *op, bool unlink)
+static void krdma_rw_op_complete(struct krdma_rw_op *op, bool unlink,
+				 enum ib_wc_status wc_status)
 {
 	struct krdma_conn *conn = op->conn;
 	struct krdma_req *req = op->req;
 	int i;
 
+	trace_krdma_rdma_done(conn->name, op->write ? KRDMA_TRACE_OP_WRITE :
+			      KRDMA_TRACE_OP_READ, op->len, wc_status);
 	op->finished = true;
 	for (i = 0; i < op->nr_chunks; i++)
 		krdma_rw_chunk_destroy(op, &op->chunks[i]);
@@ -150,13 +154,13 @@ static void __krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (op->finished)
 		return;		/* reported again: teardown frees it */
 	if (wc->status == IB_WC_SUCCESS && !op->status) {
-		krdma_rw_op_complete(op, true);
+		krdma_rw_op_complete(op, true, wc->status);
 		kfree(op);
 		return;
 	}
 	if (wc->status != IB_WC_SUCCESS)
 		krdma_rw_wc_status(op, wc);
-	krdma_rw_op_complete(op, false);
+	krdma_rw_op_complete(op, false, wc->status);
 }
 
 /* The op's last (signaled) work request completed or was flushed. */
@@ -197,7 +201,8 @@ void krdma_rw_reap(struct krdma_conn *conn)
 	list_for_each_entry_safe(op, tmp, &ops, link) {
 		if (!op->finished) {
 			cmpxchg(&op->status, 0, conn->error ?: -ECONNRESET);
-			krdma_rw_op_complete(op, false);
+			/* Never completed: as good as flushed. */
+			krdma_rw_op_complete(op, false, IB_WC_WR_FLUSH_ERR);
 		}
 		kfree(op);
 	}
@@ -439,6 +444,9 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 	}
 
 	first = krdma_rw_op_wrs(op);
+	/* Before the post: the op may be complete and freed right after. */
+	trace_krdma_rdma_start(conn->name, write ? KRDMA_TRACE_OP_WRITE :
+			       KRDMA_TRACE_OP_READ, op->len);
 	spin_lock_bh(&conn->lock);
 	posted = conn->qp_ok;
 	if (posted) {
@@ -757,6 +765,7 @@ struct krdma_atomic_ctx {
 	struct ib_cqe		cqe;
 	struct completion	done;
 	int			status;
+	int			op;	/* KRDMA_TRACE_OP_FADD or _CAS */
 	struct krdma_conn	*conn;
 };
 
@@ -765,6 +774,7 @@ static void krdma_atomic_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_atomic_ctx *a = container_of(wc->wr_cqe,
 						  struct krdma_atomic_ctx, cqe);
 
+	trace_krdma_rdma_done(a->conn->name, a->op, sizeof(u64), wc->status);
 	a->status = 0;
 	if (wc->status != IB_WC_SUCCESS) {
 		krdma_wc_error(a->conn, wc, "atomic");
@@ -813,6 +823,8 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 
 	init_completion(&a.done);
 	a.conn = conn;
+	a.op = opcode == IB_WR_ATOMIC_CMP_AND_SWP ? KRDMA_TRACE_OP_CAS :
+		KRDMA_TRACE_OP_FADD;
 	a.cqe.done = krdma_atomic_done;
 	sge.addr = dma;
 	sge.length = sizeof(u64);
@@ -830,6 +842,7 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 	ret = krdma_slots_get(conn, 1, false);
 	if (ret)
 		goto out_unmap;
+	trace_krdma_rdma_start(conn->name, a.op, sizeof(u64));
 	spin_lock_bh(&conn->lock);
 	ret = conn->qp_ok ? ib_post_send(conn->qp, &wr.wr, NULL) : -ENOTCONN;
 	spin_unlock_bh(&conn->lock);

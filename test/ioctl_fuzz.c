@@ -34,6 +34,21 @@
  *	(EBUSY; over iWARP maybe ECONNREFUSED) until ACCEPT takes one.
  *	Uses ports PORT..PORT+1.
  *
+ *   ioctl_fuzz atomics IP PORT
+ *	KRDMA_IOC_FADD, KRDMA_IOC_CAS and KRDMA_IOC_WRITE_IMM against a child
+ *	process that checks every outcome in its own memory and its RECVs:
+ *	4 threads fetch-add 1 a hundred times each over two connections and
+ *	the counter ends exactly at 400 with the old values 0..399 each
+ *	returned once; CAS misses and hits by value, and CAS increments from
+ *	4 threads lose none; WRITE_IMM's bytes arrive byte for byte (also
+ *	past the 1 MiB bounce buffer) and the peer's RECV reports one notice
+ *	with KRDMA_IOC_MSG_IMM and the immediate value, before a message
+ *	sent after it.  Bad input fails with its errno (misaligned: EINVAL,
+ *	outside the token: ERANGE, reserved fields, wrong handle, size,
+ *	direction), an atomic on a region without the atomic right with
+ *	EACCES; on siw FADD/CAS and WRITE_IMM fail with EOPNOTSUPP and move
+ *	nothing.  Uses port PORT.
+ *
  * Prints "ok"/"not ok" lines; exits 0 when everything passed.
  */
 #define _GNU_SOURCE
@@ -49,6 +64,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdnoreturn.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -1230,6 +1246,588 @@ static int run_backlog(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- atomics: FADD, CAS and WRITE_IMM between two processes ---------- */
+
+/*
+ * The peer is a child process (another session, another mm): it accepts
+ * AT_CONNS connections, registers one region on each (the same memory:
+ * a token works only on the connection it was issued on), hands the
+ * tokens over a pipe, then answers requests about its own view of the
+ * memory and RECVs on its connections, so that every outcome is checked
+ * where it lands and not only by what the ioctl returned.
+ */
+#define AT_CONNS	3		/* two to count on, one to break */
+#define AT_SIZE		(2 << 20)	/* > KRDMA_CD_BOUNCE: WRITE_IMM in steps */
+#define AT_THREADS	4
+#define AT_FADDS	100		/* per thread */
+#define AT_CAS_INCS	25		/* per thread */
+
+struct at_req {
+	char	op;		/* V value, D dump, R recv, X exit */
+	int	conn;		/* R: which of the child's connections */
+	__u32	timeout_ms;	/* R */
+	__u64	off, len;	/* V: off; D: off, len */
+};
+
+struct at_reply {
+	int	err;
+	__u32	msg_len, msg_flags, imm;
+	__u64	val;
+	char	data[64];
+};
+
+static int at_cmd[2], at_rep[2];
+
+static void at_write(int fd, const void *p, size_t len)
+{
+	const char *c = p;
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, c, len);
+		if (n <= 0)
+			bail("pipe write");
+		c += n;
+		len -= n;
+	}
+}
+
+static void at_read(int fd, void *p, size_t len)
+{
+	char *c = p;
+	ssize_t n;
+
+	while (len) {
+		n = read(fd, c, len);
+		if (n <= 0)
+			bail("pipe read");
+		c += n;
+		len -= n;
+	}
+}
+
+static noreturn void at_child(bool atomics)
+{
+	__u32 access = KRDMA_IOC_ACCESS_REMOTE_READ |
+		       KRDMA_IOC_ACCESS_REMOTE_WRITE |
+		       (atomics ? KRDMA_IOC_ACCESS_REMOTE_ATOMIC : 0);
+	struct krdma_ioc_token tok[AT_CONNS];
+	struct krdma_ioc_reg r;
+	__u32 conns[AT_CONNS], l;
+	unsigned char *mem;
+	struct at_req q;
+	int fd, i;
+
+	mem = mmap(NULL, AT_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		_exit(1);
+	memset(mem, 0, AT_SIZE);
+	fd = dev_open();
+	l = listen_on(fd, 0);
+	at_write(at_rep[1], "L", 1);
+	for (i = 0; i < AT_CONNS; i++) {
+		__u32 acc = i == AT_CONNS - 1 ? KRDMA_IOC_ACCESS_REMOTE_READ :
+				access;
+		int e;
+
+		conns[i] = accept_on(fd, l);
+		/* The last one is read only: an atomic there is refused. */
+		e = reg(fd, conns[i], mem, AT_SIZE, acc, &r);
+		if (e == E2BIG)		/* siw: 1 MiB at most in one MR */
+			e = reg(fd, conns[i], mem, AT_SIZE / 64, acc, &r);
+		if (e) {
+			errno = e;
+			bail("child: REG");
+		}
+		tok[i] = r.token;
+	}
+	at_write(at_rep[1], tok, sizeof(tok));
+	for (;;) {
+		struct at_reply a = {};
+
+		at_read(at_cmd[0], &q, sizeof(q));
+		switch (q.op) {
+		case 'V':
+			memcpy(&a.val, mem + q.off, sizeof(a.val));
+			at_write(at_rep[1], &a, sizeof(a));
+			break;
+		case 'D':
+			at_write(at_rep[1], mem + q.off, q.len);
+			break;
+		case 'R': {
+			/* Output fields hold junk on the way in: ignored. */
+			struct krdma_ioc_msg m = {
+				.handle = conns[q.conn],
+				.buf = (uintptr_t)a.data, .len = sizeof(a.data),
+				.timeout_ms = q.timeout_ms,
+				.msg_flags = 0x80, .imm = 0x5a5a5a5a,
+			};
+
+			a.err = io(fd, KRDMA_IOC_RECV, &m);
+			a.msg_len = m.msg_len;
+			a.msg_flags = m.msg_flags;
+			a.imm = m.imm;
+			at_write(at_rep[1], &a, sizeof(a));
+			break;
+		}
+		default:
+			close(fd);
+			_exit(0);
+		}
+	}
+}
+
+/* The child's view of the 8 bytes at @off. */
+static __u64 at_value(__u64 off)
+{
+	struct at_req q = { .op = 'V', .off = off };
+	struct at_reply a;
+
+	at_write(at_cmd[1], &q, sizeof(q));
+	at_read(at_rep[0], &a, sizeof(a));
+	return a.val;
+}
+
+/* The child's RECV on its connection @conn. */
+static struct at_reply at_recv(int conn, __u32 timeout_ms)
+{
+	struct at_req q = { .op = 'R', .conn = conn,
+			    .timeout_ms = timeout_ms };
+	struct at_reply a;
+
+	at_write(at_cmd[1], &q, sizeof(q));
+	at_read(at_rep[0], &a, sizeof(a));
+	return a;
+}
+
+/* The child's bytes [@off, @off + @len) compared with @want. */
+static bool at_same(__u64 off, __u64 len, const unsigned char *want)
+{
+	struct at_req q = { .op = 'D', .off = off, .len = len };
+	unsigned char *got = malloc(len);
+	bool same;
+
+	if (!got)
+		bail("malloc");
+	at_write(at_cmd[1], &q, sizeof(q));
+	at_read(at_rep[0], got, len);
+	same = !memcmp(got, want, len);
+	free(got);
+	return same;
+}
+
+static int atomic_op(int fd, bool cas, __u32 h, const struct krdma_ioc_token *t,
+		     __u64 off, __u64 compare_add, __u64 swap, __u64 *old)
+{
+	struct krdma_ioc_atomic x = {
+		.handle = h, .token = *t, .offset = off,
+		.compare_add = compare_add, .swap = swap,
+		.old = 0x0badc0de,
+	};
+	int e = io(fd, cas ? KRDMA_IOC_CAS : KRDMA_IOC_FADD, &x);
+
+	if (old)
+		*old = x.old;
+	return e;
+}
+
+static int write_imm(int fd, __u32 h, const void *buf, __u64 len,
+		     const struct krdma_ioc_token *t, __u64 off, __u32 imm)
+{
+	struct krdma_ioc_rdma r = { .handle = h, .buf = (uintptr_t)buf,
+				    .len = len, .token = *t, .offset = off,
+				    .imm = imm };
+
+	return io(fd, KRDMA_IOC_WRITE_IMM, &r);
+}
+
+struct at_thread {
+	int				fd;
+	__u32				h;
+	const struct krdma_ioc_token	*tok;
+	__u64				olds[AT_FADDS];
+	int				err;
+	unsigned long			cas_fails;
+	bool				cas_stuck;
+};
+
+/* AT_FADDS fetch-adds of 1 on the counter at offset 0. */
+static void *at_fadd_thread(void *arg)
+{
+	struct at_thread *t = arg;
+	int i;
+
+	for (i = 0; i < AT_FADDS && !t->err; i++)
+		t->err = atomic_op(t->fd, false, t->h, t->tok, 0, 1, 0,
+				   &t->olds[i]);
+	return NULL;
+}
+
+/* AT_CAS_INCS increments of the counter at offset 24 by compare-and-swap. */
+static void *at_cas_thread(void *arg)
+{
+	struct at_thread *t = arg;
+	__u64 v = 0, old;
+	int done = 0, tries = 0;
+
+	while (done < AT_CAS_INCS && !t->err) {
+		if (++tries > 200 * AT_CAS_INCS) {
+			t->cas_stuck = true;
+			break;
+		}
+		t->err = atomic_op(t->fd, true, t->h, t->tok, 24, v, v + 1,
+				   &old);
+		if (old == v) {
+			v++;
+			done++;
+		} else {
+			v = old;
+			t->cas_fails++;
+		}
+	}
+	return NULL;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Bad input: the same errno whatever the device, nothing changes. */
+static void at_bad_input(int fd, __u32 c, const struct krdma_ioc_token *t)
+{
+	struct krdma_ioc_token shortt = *t;
+	unsigned char buf[64] = {};
+	struct krdma_ioc_atomic x;
+	struct krdma_ioc_rdma r;
+	unsigned long cmd;
+	char what[96];
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		bool cas = k;
+		const char *n = cas ? "CAS" : "FADD";
+
+#define AT_EXPECT(off, tk, want, why) do {				\
+		snprintf(what, sizeof(what), "%s %s", n, why);		\
+		expect(atomic_op(fd, cas, c, tk, off, 1, 0, NULL), want, what); \
+	} while (0)
+		AT_EXPECT(4, t, EINVAL, "at offset 4 (misaligned)");
+		AT_EXPECT(3, t, EINVAL, "at offset 3 (misaligned)");
+		AT_EXPECT(t->length - 4, t, ERANGE,
+			  "on the token's last 4 bytes");
+		AT_EXPECT(t->length, t, ERANGE, "at the token's end");
+		AT_EXPECT(~0ULL - 3, t, ERANGE,
+			  "at offset 2^64 - 4 (offset + 8 overflows)");
+		shortt.length = 4;
+		AT_EXPECT(0, &shortt, ERANGE, "on a token of 4 bytes");
+		shortt.length = 7;
+		AT_EXPECT(0, &shortt, ERANGE, "on a token of 7 bytes");
+		/* Handles: checked after the arguments. */
+		snprintf(what, sizeof(what), "%s on handle 4000", n);
+		expect(atomic_op(fd, cas, 4000, t, 0, 1, 0, NULL), EBADF, what);
+		snprintf(what, sizeof(what), "%s on handle 0", n);
+		expect(atomic_op(fd, cas, 0, t, 0, 1, 0, NULL), EBADF, what);
+#undef AT_EXPECT
+		cmd = cas ? KRDMA_IOC_CAS : KRDMA_IOC_FADD;
+		memset(&x, 0, sizeof(x));
+		x.handle = c;
+		x.token = *t;
+		x.flags = 1;
+		snprintf(what, sizeof(what), "%s with a flag set", n);
+		expect(io(fd, cmd, &x), EINVAL, what);
+		x.flags = 0;
+		x.reserved32 = 1;
+		snprintf(what, sizeof(what), "%s with reserved32 set", n);
+		expect(io(fd, cmd, &x), EINVAL, what);
+		x.reserved32 = 0;
+		x.reserved[1] = 1ULL << 63;
+		snprintf(what, sizeof(what), "%s with reserved set", n);
+		expect(io(fd, cmd, &x), EINVAL, what);
+		snprintf(what, sizeof(what), "%s with a NULL argument", n);
+		expect(io(fd, cmd, NULL), EFAULT, what);
+		snprintf(what, sizeof(what), "%s with a kernel address as argument", n);
+		expect(io(fd, cmd, (void *)(uintptr_t)KADDR), EFAULT, what);
+		snprintf(what, sizeof(what), "%s with a structure 8 bytes short", n);
+		expect(io(fd, _IOC(_IOC_READ | _IOC_WRITE, KRDMA_IOC_MAGIC,
+				   _IOC_NR(cmd), sizeof(x) - 8), &x), EINVAL,
+		       what);
+		snprintf(what, sizeof(what), "%s with the wrong direction", n);
+		expect(io(fd, _IOC(_IOC_WRITE, KRDMA_IOC_MAGIC, _IOC_NR(cmd),
+				   sizeof(x)), &x), EINVAL, what);
+	}
+	expect(atomic_op(fd, false, c, t, 0, 1, 5, NULL), EINVAL,
+	       "FADD with swap set (CAS's field)");
+
+	/* WRITE_IMM: WRITE's checks; imm belongs to it alone. */
+	expect(write_imm(fd, c, buf, 0, t, 0, 1), EINVAL, "WRITE_IMM of 0 bytes");
+	/*
+	 * An unmapped page shows only when the data is copied, as for WRITE;
+	 * over iWARP the command is refused before that.
+	 */
+	expect(write_imm(fd, c, (void *)16, 64, t, 0, 1),
+	       strcmp(device_attr("transport"), "iwarp") ? EFAULT : EOPNOTSUPP,
+	       "WRITE_IMM from an unmapped page (iWARP: EOPNOTSUPP first)");
+	expect(write_imm(fd, c, (void *)(uintptr_t)KADDR, 64, t, 0, 1), EFAULT,
+	       "WRITE_IMM from a kernel address");
+	expect(write_imm(fd, c, buf, 64, t, t->length - 63, 1), ERANGE,
+	       "WRITE_IMM past the token's end");
+	expect(write_imm(fd, c, buf, 1ULL << 40, t, 0, 1), E2BIG,
+	       "WRITE_IMM of 1 TiB");
+	expect(write_imm(fd, 4000, buf, 64, t, 0, 1), EBADF,
+	       "WRITE_IMM on handle 4000");
+	memset(&r, 0, sizeof(r));
+	r.handle = c;
+	r.buf = (uintptr_t)buf;
+	r.len = 64;
+	r.token = *t;
+	r.flags = 2;
+	expect(io(fd, KRDMA_IOC_WRITE_IMM, &r), EINVAL, "WRITE_IMM with a flag set");
+	r.flags = 0;
+	r.reserved[0] = 1;
+	expect(io(fd, KRDMA_IOC_WRITE_IMM, &r), EINVAL,
+	       "WRITE_IMM with reserved set");
+	r.reserved[0] = 0;
+	r.imm = 7;
+	expect(io(fd, KRDMA_IOC_WRITE, &r), EINVAL,
+	       "WRITE with imm set (WRITE_IMM's field)");
+	expect(io(fd, KRDMA_IOC_READ, &r), EINVAL, "READ with imm set");
+	expect(io(fd, _IOC(_IOC_READ | _IOC_WRITE, KRDMA_IOC_MAGIC,
+			   _IOC_NR(KRDMA_IOC_WRITE_IMM), sizeof(r)), &r), EINVAL,
+	       "WRITE_IMM with the wrong direction");
+	ok(at_value(0) == 0 && at_value(8) == 0,
+	   "the peer's memory is untouched by the refused calls");
+	{
+		struct at_reply a = at_recv(0, 0);
+
+		expect(a.err, EAGAIN, "... and no notice reached the peer");
+	}
+}
+
+/* rxe: every operation's outcome, by value, where it lands. */
+static void at_rxe(int fd, const __u32 *c, const struct krdma_ioc_token *t)
+{
+	struct at_thread th[AT_THREADS] = {};
+	pthread_t tid[AT_THREADS];
+	const size_t total = AT_THREADS * AT_FADDS;
+	__u64 *olds = malloc(total * sizeof(*olds)), old, v, back;
+	size_t big = (1 << 20) + (1 << 19) + 123, i, bad;
+	unsigned char *src = malloc(big);
+	unsigned long fails = 0;
+	struct at_reply a;
+	int k, err = 0;
+	bool stuck = false;
+
+	if (!olds || !src)
+		bail("malloc");
+
+	/* fetch-add: AT_THREADS threads on two connections, one counter. */
+	for (k = 0; k < AT_THREADS; k++) {
+		th[k].fd = fd;
+		th[k].h = c[k % 2];
+		th[k].tok = &t[k % 2];
+		pthread_create(&tid[k], NULL, at_fadd_thread, &th[k]);
+	}
+	for (k = 0; k < AT_THREADS; k++) {
+		pthread_join(tid[k], NULL);
+		if (th[k].err && !err)
+			err = th[k].err;
+		memcpy(olds + k * AT_FADDS, th[k].olds, sizeof(th[k].olds));
+	}
+	expect(err, 0, "FADD 1, 100 times in each of 4 threads on 2 connections");
+	v = at_value(0);
+	ok(v == total, "the peer's counter is %llu (expected %zu)",
+	   (unsigned long long)v, total);
+	qsort(olds, total, sizeof(*olds), u64_cmp);
+	for (i = 0, bad = total; i < total; i++)
+		if (olds[i] != i) {
+			bad = i;
+			break;
+		}
+	ok(bad == total,
+	   "the old values are 0..%zu, each once (first wrong: #%zu = %llu)",
+	   total - 1, bad, bad < total ? (unsigned long long)olds[bad] : 0ULL);
+	expect(rdma(fd, c[0], false, &back, 8, &t[0], 0), 0, "READ the counter");
+	ok(back == total, "READ sees %llu", (unsigned long long)back);
+
+	/* Wrapping: adding 2^64 - 1 is subtracting 1. */
+	v = 5;
+	expect(rdma(fd, c[0], true, &v, 8, &t[0], 8), 0, "WRITE 5 at offset 8");
+	expect(atomic_op(fd, false, c[0], &t[0], 8, ~0ULL, 0, &old), 0,
+	       "FADD 2^64 - 1 at offset 8");
+	v = at_value(8);
+	ok(old == 5 && v == 4, "old 5, now 4 (got old %llu, now %llu)",
+	   (unsigned long long)old, (unsigned long long)v);
+	expect(atomic_op(fd, false, c[1], &t[1], 8, 0, 0, &old), 0,
+	       "FADD 0 on the other connection");
+	ok(old == 4 && at_value(8) == 4, "reads 4 and changes nothing (old %llu)",
+	   (unsigned long long)old);
+
+	/* compare-and-swap: a miss changes nothing, a hit swaps. */
+	v = 100;
+	expect(rdma(fd, c[0], true, &v, 8, &t[0], 16), 0, "WRITE 100 at offset 16");
+	expect(atomic_op(fd, true, c[0], &t[0], 16, 99, 7, &old), 0,
+	       "CAS 99 -> 7 on 100");
+	v = at_value(16);
+	ok(old == 100 && v == 100, "miss: old 100, still 100 (got old %llu, now %llu)",
+	   (unsigned long long)old, (unsigned long long)v);
+	expect(atomic_op(fd, true, c[1], &t[1], 16, 100, 7, &old), 0,
+	       "CAS 100 -> 7 on 100");
+	v = at_value(16);
+	ok(old == 100 && v == 7, "hit: old 100, now 7 (got old %llu, now %llu)",
+	   (unsigned long long)old, (unsigned long long)v);
+	expect(atomic_op(fd, true, c[0], &t[0], 16, 7, ~0ULL, &old), 0,
+	       "CAS 7 -> 2^64 - 1");
+	v = at_value(16);
+	ok(old == 7 && v == ~0ULL, "hit: old 7, now 2^64 - 1 (got old %llu, now %llu)",
+	   (unsigned long long)old, (unsigned long long)v);
+
+	/* Increments by compare-and-swap from 4 threads: none lost. */
+	for (k = 0; k < AT_THREADS; k++) {
+		th[k].err = 0;
+		pthread_create(&tid[k], NULL, at_cas_thread, &th[k]);
+	}
+	for (k = 0, err = 0; k < AT_THREADS; k++) {
+		pthread_join(tid[k], NULL);
+		if (th[k].err && !err)
+			err = th[k].err;
+		stuck |= th[k].cas_stuck;
+		fails += th[k].cas_fails;
+	}
+	expect(err, 0, "CAS increments, 25 in each of 4 threads");
+	ok(!stuck, "... every thread got its 25 (%lu misses on the way)", fails);
+	v = at_value(24);
+	ok(v == AT_THREADS * AT_CAS_INCS, "the peer's CAS counter is %llu (expected %d)",
+	   (unsigned long long)v, AT_THREADS * AT_CAS_INCS);
+
+	/* WRITE_IMM: data byte for byte, then the notice with its value. */
+	fill(src, big, 11);
+	expect(write_imm(fd, c[0], src, 20000, &t[0], 4096, 0xdeadbeef), 0,
+	       "WRITE_IMM of 20000 bytes at offset 4096, imm 0xdeadbeef");
+	a = at_recv(0, 10000);
+	expect(a.err, 0, "the peer's RECV");
+	ok(a.msg_len == 0 && a.msg_flags == KRDMA_IOC_MSG_IMM &&
+	   a.imm == 0xdeadbeef,
+	   "... is a notice: 0 bytes, KRDMA_IOC_MSG_IMM, imm 0x%x (len %u flags 0x%x)",
+	   a.imm, a.msg_len, a.msg_flags);
+	ok(at_same(4096, 20000, src), "the peer's memory holds the 20000 bytes");
+	/* Across the chardev's 1 MiB steps: one notice, after all the data. */
+	if (t[1].length < 8192 + big)
+		bail("the peer's region of %u bytes is too small", t[1].length);
+	fill(src, big, 12);
+	expect(write_imm(fd, c[1], src, big, &t[1], 8192, 0), 0,
+	       "WRITE_IMM of 1.5 MiB, imm 0");
+	a = at_recv(1, 10000);
+	ok(!a.err && a.msg_len == 0 && a.msg_flags == KRDMA_IOC_MSG_IMM &&
+	   a.imm == 0,
+	   "the peer's RECV: a notice with imm 0 (err %s, len %u flags 0x%x imm 0x%x)",
+	   errname(a.err), a.msg_len, a.msg_flags, a.imm);
+	ok(at_same(8192, big, src), "the peer's memory holds the 1.5 MiB");
+	a = at_recv(1, 0);
+	expect(a.err, EAGAIN, "one notice only");
+	/* A message after it: in order, and not a notice. */
+	expect(write_imm(fd, c[0], src, 100, &t[0], 0x20000, 42), 0,
+	       "WRITE_IMM, imm 42");
+	expect(send_msg(fd, c[0], "after", 5), 0, "SEND after it");
+	a = at_recv(0, 10000);
+	ok(!a.err && a.msg_flags == KRDMA_IOC_MSG_IMM && a.imm == 42,
+	   "first the notice, imm 42 (err %s flags 0x%x imm %u)",
+	   errname(a.err), a.msg_flags, a.imm);
+	a = at_recv(0, 10000);
+	ok(!a.err && a.msg_len == 5 && !memcmp(a.data, "after", 5) &&
+	   a.msg_flags == 0 && a.imm == 0,
+	   "then the message, flags and imm 0 (err %s len %u flags 0x%x imm 0x%x)",
+	   errname(a.err), a.msg_len, a.msg_flags, a.imm);
+
+	/* The peer's refusal: a read-only region takes no atomic. */
+	expect(atomic_op(fd, false, c[2], &t[2], 0, 1, 0, NULL), EACCES,
+	       "FADD on a region without the atomic right");
+	ok(at_value(0) == total, "the counter did not move");
+	free(olds);
+	free(src);
+}
+
+/* siw: no atomics, no immediate data, and no byte moves trying. */
+static void at_unsupported(int fd, __u32 c, const struct krdma_ioc_token *t,
+			   bool atomics, bool iwarp)
+{
+	unsigned char src[256];
+	__u64 old = 0;
+
+	if (!atomics) {
+		expect(atomic_op(fd, false, c, t, 0, 1, 0, &old), EOPNOTSUPP,
+		       "FADD on a device without atomics");
+		expect(atomic_op(fd, true, c, t, 0, 0, 1, &old), EOPNOTSUPP,
+		       "CAS on a device without atomics");
+		ok(at_value(0) == 0, "the peer's counter did not move");
+	}
+	if (iwarp) {
+		struct at_reply a;
+
+		fill(src, sizeof(src), 13);
+		expect(write_imm(fd, c, src, sizeof(src), t, 0, 1), EOPNOTSUPP,
+		       "WRITE_IMM over iWARP");
+		memset(src, 0, sizeof(src));
+		ok(at_same(0, sizeof(src), src), "... wrote nothing");
+		a = at_recv(0, 500);
+		expect(a.err, ETIMEDOUT, "... and sent no notice");
+	}
+}
+
+static int run_atomics(void)
+{
+	bool atomics = device_has_atomics();
+	bool iwarp = !strcmp(device_attr("transport"), "iwarp");
+	struct krdma_ioc_token t[AT_CONNS];
+	__u32 c[AT_CONNS];
+	char ch;
+	pid_t pid;
+	int fd, i, status;
+
+	printf("# device: %s, atomics %d\n", device_attr("transport"), atomics);
+	if (pipe(at_cmd) || pipe(at_rep))
+		bail("pipe");
+	pid = fork();
+	if (pid < 0)
+		bail("fork");
+	if (!pid) {
+		close(at_cmd[1]);
+		close(at_rep[0]);
+		at_child(atomics);
+	}
+	close(at_cmd[0]);
+	close(at_rep[1]);
+	at_read(at_rep[0], &ch, 1);
+	fd = dev_open();
+	for (i = 0; i < AT_CONNS; i++)
+		c[i] = connect_to(fd, 0);
+	at_read(at_rep[0], t, sizeof(t));
+	ok(!(t[0].addr % 8) && t[0].length >= AT_SIZE / 64,
+	   "the peer's tokens: 0x%llx:0x%x:%u (8-byte aligned)",
+	   (unsigned long long)t[0].addr, t[0].rkey, t[0].length);
+
+	at_bad_input(fd, c[0], &t[0]);
+	if (atomics && !iwarp)
+		at_rxe(fd, c, t);
+	else
+		at_unsupported(fd, c[0], &t[0], atomics, iwarp);
+
+	{
+		struct at_req q = { .op = 'X' };
+
+		at_write(at_cmd[1], &q, sizeof(q));
+	}
+	waitpid(pid, &status, 0);
+	ok(WIFEXITED(status) && !WEXITSTATUS(status), "the peer process exited 0");
+	close(fd);
+	expect_no_conns("after the atomics sessions");
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
+
 /* ---- fuzz ----------------------------------------------------------- */
 
 static __u64 rng;
@@ -1252,7 +1850,8 @@ static const unsigned long cmds[] = {
 	KRDMA_IOC_VERSION, KRDMA_IOC_LISTEN, KRDMA_IOC_ACCEPT,
 	KRDMA_IOC_CONNECT, KRDMA_IOC_CLOSE, KRDMA_IOC_SEND, KRDMA_IOC_RECV,
 	KRDMA_IOC_REG, KRDMA_IOC_UNREG, KRDMA_IOC_REVOKE, KRDMA_IOC_WRITE,
-	KRDMA_IOC_READ, KRDMA_IOC_QUERY,
+	KRDMA_IOC_READ, KRDMA_IOC_QUERY, KRDMA_IOC_FADD, KRDMA_IOC_CAS,
+	KRDMA_IOC_WRITE_IMM,
 };
 
 static unsigned char *fz_buf;		/* 1 MiB of valid memory */
@@ -1383,7 +1982,8 @@ static void fz_fill(unsigned long cmd, void *arg)
 			struct krdma_ioc_msg *x = arg;
 
 			x->flags = 0;
-			x->reserved = 0;
+			x->msg_flags = 0;
+			x->imm = 0;
 			x->handle = rnd_below(10);
 			x->buf = fz_ptr();
 			x->len = fz_len();
@@ -1401,11 +2001,12 @@ static void fz_fill(unsigned long cmd, void *arg)
 			x->access = rnd_below(4) ? 1 + rnd_below(3) : (__u32)rnd();
 			break;
 		}
-		case 0x0a: case 0x0b: {
+		case 0x0a: case 0x0b: case 0x0f: {
 			struct krdma_ioc_rdma *x = arg;
 
 			x->flags = 0;
-			x->reserved32 = 0;
+			if (_IOC_NR(cmd) != 0x0f)
+				x->imm = 0;
 			memset(x->reserved, 0, sizeof(x->reserved));
 			x->handle = rnd_below(10);
 			x->buf = fz_ptr();
@@ -1423,6 +2024,23 @@ static void fz_fill(unsigned long cmd, void *arg)
 			x->flags = 0;
 			memset(x->reserved, 0, sizeof(x->reserved));
 			x->handle = rnd_below(12);
+			break;
+		}
+		case 0x0d: case 0x0e: {
+			struct krdma_ioc_atomic *x = arg;
+
+			x->flags = 0;
+			x->reserved32 = 0;
+			memset(x->reserved, 0, sizeof(x->reserved));
+			if (_IOC_NR(cmd) == 0x0d && rnd_below(4))
+				x->swap = 0;
+			x->handle = rnd_below(10);
+			x->timeout_ms = 1000 + rnd_below(1000);
+			if (rnd_below(2)) {
+				x->offset = rnd_below(4) ? rnd_below(512) * 8 :
+					    rnd_below(4096);
+				x->token.length = (__u32)rnd_below(1 << 17);
+			}
 			break;
 		}
 		}
@@ -1577,7 +2195,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4) {
 		fprintf(stderr,
-			"usage: %s errors|fuzz|memlock|backlog IP PORT [SEED [ITERATIONS]]\n",
+			"usage: %s errors|fuzz|memlock|backlog|atomics IP PORT [SEED [ITERATIONS]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -1597,6 +2215,8 @@ int main(int argc, char **argv)
 		return run_memlock();
 	if (!strcmp(argv[1], "backlog"))
 		return run_backlog();
+	if (!strcmp(argv[1], "atomics"))
+		return run_atomics();
 	if (!strcmp(argv[1], "fuzz")) {
 		__u64 seed = argc > 4 ? strtoull(argv[4], NULL, 0) :
 				(__u64)time(NULL);

@@ -157,6 +157,128 @@ run read 10.0.0.1:7000 x --token 0x1000:0x10:4096
 opened
 t "a good token parses"
 
+# ---- atomic and write-imm ------------------------------------------------
+run atomic fadd 10.0.0.1:7000 5
+opened
+t "atomic fadd ADDR ADD"
+run atomic cas 10.0.0.1:7000 0x10 18446744073709551615 --offset=8 --token 0x1000:0x10:4096
+opened
+t "atomic cas ADDR COMPARE SWAP (hex, 2^64 - 1), --offset=, --token"
+run atomic fadd -n 1K --offset 16 10.0.0.1:7000 1
+opened
+t "atomic fadd: options before the operands, -n with a suffix"
+run atomic fadd 10.0.0.1:7000 -- -1
+opened
+t "atomic fadd ADDR -- -1 (2^64 - 1)"
+run atomic fadd 10.0.0.1:7000 -1
+usage "unknown option '-1'"
+t "atomic fadd ADDR -1 without --: an unknown option"
+for v in -- --1 0x 1x '' ' 1'; do
+	run atomic fadd 10.0.0.1:7000 -- "$v"
+	usage "bad ADD '$v'"
+	t "atomic fadd ADD '$v': bad, exit 2"
+done
+run atomic fadd 10.0.0.1:7000 18446744073709551616
+usage "ADD '18446744073709551616' is too large"
+t "atomic fadd ADD 2^64: too large, exit 2"
+run atomic cas 10.0.0.1:7000 1 -- -18446744073709551616
+usage "SWAP '18446744073709551616' is too large"
+t "atomic cas SWAP -2^64: too large, exit 2"
+run atomic
+usage "missing fadd or cas"
+t "atomic without an operation: exit 2"
+run atomic xadd 10.0.0.1:7000 1
+usage "unknown operation 'xadd' (fadd or cas)"
+t "atomic xadd: exit 2"
+run atomic fadd
+usage "missing ADDR:PORT"
+t "atomic fadd without an address: exit 2"
+run atomic fadd 10.0.0.1:7000
+usage "fadd takes one ADD"
+t "atomic fadd without ADD: exit 2"
+run atomic fadd 10.0.0.1:7000 1 2
+usage "fadd takes one ADD"
+t "atomic fadd with two values: exit 2"
+run atomic cas 10.0.0.1:7000 1
+usage "cas takes COMPARE and SWAP"
+t "atomic cas without SWAP: exit 2"
+run atomic cas 10.0.0.1:7000 1 2 3
+usage "unexpected '3'"
+t "atomic cas with three values: exit 2"
+run atomic cas 10.0.0.1:7000 1 2 -n 3
+usage "--count is fadd's"
+t "atomic cas --count: exit 2"
+run atomic fadd 10.0.0.1:7000 1 --count 0
+usage "--count must be at least 1"
+t "atomic fadd --count 0: exit 2"
+run atomic fadd 10.0.0.1 1
+usage "needs a port"
+t "atomic fadd ADDR without a port: exit 2"
+run atomic fadd 10.0.0.1:7000 1 --offset 18446744073709551616
+usage "--offset '18446744073709551616' is too large"
+t "atomic --offset 2^64: exit 2"
+run atomic fadd 10.0.0.1:7000 1 --token 0x1000:0x10
+usage "bad token"
+t "atomic --token without a length: exit 2"
+run atomic fadd 10.0.0.1:7000 1 --len 8
+usage "unknown option '--len'"
+t "atomic takes no --len"
+run --json atomic cas 10.0.0.1:7000 1
+[ "$rc" = 2 ] && is_json "$err" && has '"command":"atomic"' "$err"
+t "--json atomic usage error: JSON, exit 2"
+run write-imm 10.0.0.1:7000 x --imm 0xdeadbeef --offset 4096 --len 100
+opened
+t "write-imm ADDR FILE --imm 0xdeadbeef --offset --len"
+run write-imm 10.0.0.1:7000 x
+opened
+t "write-imm without --imm (0)"
+run write-imm --imm=4294967295 10.0.0.1:7000 x --token 0x1000:0x10:4096 --no-verify
+opened
+t "write-imm --imm=2^32 - 1 before the operands, --token, --no-verify"
+run write-imm 10.0.0.1:7000 x --imm 4294967296
+usage "--imm '4294967296' is too large (at most 4294967295)"
+t "write-imm --imm 2^32: exit 2"
+for v in -1 1K 0x ''; do
+	run write-imm 10.0.0.1:7000 x --imm "$v"
+	usage "bad --imm"
+	t "write-imm --imm '$v': bad, exit 2"
+done
+run write-imm 10.0.0.1:7000
+usage "missing FILE"
+t "write-imm without FILE: exit 2"
+run write-imm 10.0.0.1:7000 x --imm
+usage "--imm needs a value"
+t "write-imm --imm without a value: exit 2"
+run write 10.0.0.1:7000 x --imm 1
+usage "unknown option '--imm'"
+t "write takes no --imm (write-imm does)"
+run client 10.0.0.1:7000 --imm 7 --write-imm x --write x
+opened
+t "client --imm 7 --write-imm FILE"
+run serve 10.0.0.1:7000 --access rwa
+opened
+t "serve --access rwa"
+run serve 10.0.0.1:7000 --access=a
+opened
+t "serve --access=a"
+for v in x rwx '' A; do
+	run serve 10.0.0.1:7000 --access "$v"
+	usage "--access takes r, w, a"
+	t "serve --access '$v': exit 2"
+done
+for c in atomic write-imm; do
+	run "$c" --help
+	[ "$rc" = 0 ] && grep -q "^usage: krdmactl .*$c" <<<"$out"
+	t "$c --help"
+done
+run atomic --help
+[ "$rc" = 0 ] && has "atomic cas ADDR:PORT COMPARE SWAP" "$out" &&
+	has "8-byte aligned" "$out"
+t "atomic --help names cas and the alignment"
+run --help
+[ "$rc" = 0 ] && has "atomic fadd ADDR:PORT ADD" "$out" && has "write-imm ADDR:PORT FILE" "$out"
+t "krdmactl --help lists atomic and write-imm"
+
 # ---- timeouts in milliseconds, errors that say what to do ----------------
 for c in test bench connect; do
 	run "$c" --help
@@ -248,6 +370,18 @@ cmds=(
 	"connect 10.0.0.1:7417 --hold 30"
 	"connect 10.0.0.1:7499 --timeout 3000"
 	"client 10.10.1.1:7001 --send hello --write data --read copy"
+	"serve 10.0.0.1:7420 --size 64K --access rwa --clients 6 --dump $tmp/after7.bin"
+	"--json atomic fadd 10.0.0.1:7420 5 --count 10 --offset 8"
+	"--json atomic cas 10.0.0.1:7420 49 7 --offset=8"
+	"--json atomic fadd --offset 8 10.0.0.1:7420 -- -1"
+	"--json write-imm 10.0.0.1:7420 $f --imm 0xdeadbeef --offset 4096"
+	"--json atomic fadd 10.0.0.1:7420 1 --offset 4"
+	"serve 10.0.0.1:7420 --size 64K --clients 2"
+	"--json write-imm 10.0.0.1:7420 $f --imm 1"
+	"serve 10.10.1.1:7005 --size 64K --access rwa --clients 3"
+	"atomic fadd 10.10.1.1:7005 5 --count 10 --offset 8"
+	"--json atomic cas 10.10.1.1:7005 50 7 --offset 8"
+	"write-imm 10.10.1.1:7005 data --len 4K --imm 0xdeadbeef"
 )
 for c in "${cmds[@]}"; do
 	eval "run $c"

@@ -652,16 +652,32 @@ static int do_send(int fd, __u32 h, const void *buf, size_t len)
 	return ioctl(fd, KRDMA_IOC_SEND, &m) ? -errno : 0;
 }
 
-/* Returns the message length or -errno. */
-static long do_recv(int fd, __u32 h, void *buf, size_t len,
-		    __u32 timeout_ms)
+/*
+ * Returns the message length or -errno; *@imm_valid (if @imm_valid is not
+ * NULL) says whether it was the notice of a write-with-immediate, *@imm
+ * its value.
+ */
+static long do_recv_ex(int fd, __u32 h, void *buf, size_t len,
+		       __u32 timeout_ms, bool *imm_valid, __u32 *imm)
 {
 	struct krdma_ioc_msg m = {
 		.handle = h, .buf = (uintptr_t)buf, .len = len,
 		.timeout_ms = timeout_ms,
 	};
 
-	return ioctl(fd, KRDMA_IOC_RECV, &m) ? -errno : (long)m.msg_len;
+	if (ioctl(fd, KRDMA_IOC_RECV, &m))
+		return -errno;
+	if (imm_valid) {
+		*imm_valid = m.msg_flags & KRDMA_IOC_MSG_IMM;
+		*imm = m.imm;
+	}
+	return m.msg_len;
+}
+
+static long do_recv(int fd, __u32 h, void *buf, size_t len,
+		    __u32 timeout_ms)
+{
+	return do_recv_ex(fd, h, buf, len, timeout_ms, NULL, NULL);
 }
 
 static int do_rdma(int fd, __u32 h, bool write, void *buf, size_t len,
@@ -674,6 +690,33 @@ static int do_rdma(int fd, __u32 h, bool write, void *buf, size_t len,
 
 	return ioctl(fd, write ? KRDMA_IOC_WRITE : KRDMA_IOC_READ, &r) ?
 	       -errno : 0;
+}
+
+static int do_write_imm(int fd, __u32 h, void *buf, size_t len,
+			const struct krdma_ioc_token *t, __u64 off, __u32 imm)
+{
+	struct krdma_ioc_rdma r = {
+		.handle = h, .buf = (uintptr_t)buf, .len = len, .token = *t,
+		.offset = off, .imm = imm,
+	};
+
+	return ioctl(fd, KRDMA_IOC_WRITE_IMM, &r) ? -errno : 0;
+}
+
+/* FADD (@cas false) or CAS; the old value in *@old.  0 or -errno. */
+static int do_atomic(int fd, __u32 h, bool cas,
+		     const struct krdma_ioc_token *t, __u64 off,
+		     __u64 compare_add, __u64 swap, __u64 *old)
+{
+	struct krdma_ioc_atomic x = {
+		.handle = h, .token = *t, .offset = off,
+		.compare_add = compare_add, .swap = swap,
+	};
+
+	if (ioctl(fd, cas ? KRDMA_IOC_CAS : KRDMA_IOC_FADD, &x))
+		return -errno;
+	*old = x.old;
+	return 0;
 }
 
 static const char *state_str(__u32 st)
@@ -740,6 +783,17 @@ static void print_token(const char *event, const struct krdma_ioc_token *t,
 	       (unsigned long long)t->addr, t->rkey, t->length);
 }
 
+/* The notice of the peer's write-with-immediate (krdmactl write-imm). */
+static void print_imm(__u64 n, __u32 imm)
+{
+	if (json)
+		printf("{\"event\":\"immediate\",\"n\":%llu,\"imm\":%u}\n",
+		       (unsigned long long)n, imm);
+	else
+		printf("message %llu: immediate %u (0x%x)\n",
+		       (unsigned long long)n, imm, imm);
+}
+
 static void print_msg(__u64 n, const void *buf, size_t len)
 {
 	if (json) {
@@ -790,7 +844,7 @@ enum {
 	O_SRC = 256, O_MSG, O_TIMEOUT, O_HOLD, O_FILE, O_OUT, O_DUMP,
 	O_CLIENTS, O_ACCESS, O_TOKEN, O_OFFSET, O_LEN, O_NO_VERIFY, O_LOOP,
 	O_SEND, O_SEND_FILE, O_WRITE, O_READ, O_EXPECT, O_ADDR, O_OP,
-	O_BATCH, O_DEV,
+	O_BATCH, O_DEV, O_WRITE_IMM, O_IMM,
 };
 
 static const struct option common_lo[] = {
@@ -1081,14 +1135,19 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 	if (!buf)
 		die("out of memory");
 	while (!count || n < count) {
-		len = do_recv(fd, h, buf, q.max_msg_size,
-			      KRDMA_IOC_TIMEOUT_INF);
+		bool imm_valid = false;
+		__u32 imm = 0;
+
+		len = do_recv_ex(fd, h, buf, q.max_msg_size,
+				 KRDMA_IOC_TIMEOUT_INF, &imm_valid, &imm);
 		if (len == -ECONNRESET && !raw)
 			break;
 		if (len < 0)
 			die_err(-len, NULL, "receive");
 		n++;
-		if (raw) {
+		if (imm_valid && !raw) {
+			print_imm(n, imm);
+		} else if (raw) {
 			if (fwrite(buf, 1, len, f) != (size_t)len)
 				die_err(errno, NULL, "cannot write %s", out);
 		} else {
@@ -1140,7 +1199,9 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 	do_query(fd, h, &q);
 	print_conn("accepted", &q);
 	if (ioctl(fd, KRDMA_IOC_REG, &r))
-		die_err(errno, NULL, "register %zu bytes", size);
+		die_err(errno, errno == EOPNOTSUPP ?
+			"the device has no atomics (siw): leave 'a' out of --access" :
+			NULL, "register %zu bytes", size);
 	print_token("token", &r.token, r.mr);
 	fflush(stdout);
 	snprintf(reply, sizeof(reply), TOKEN_TAG " 0x%llx 0x%x %u",
@@ -1155,9 +1216,11 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 		die("out of memory");
 	for (;;) {
 		unsigned long long off, cnt;
+		bool imm_valid = false;
+		__u32 imm = 0;
 
-		len = do_recv(fd, h, buf, q.max_msg_size,
-			      KRDMA_IOC_TIMEOUT_INF);
+		len = do_recv_ex(fd, h, buf, q.max_msg_size,
+				 KRDMA_IOC_TIMEOUT_INF, &imm_valid, &imm);
 		if (len < 0) {
 			if (len != -ECONNRESET)
 				warn_err(-len, "receive");
@@ -1165,6 +1228,12 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 			break;
 		}
 		n++;
+		/* A write-imm's notice: printed, not echoed. */
+		if (imm_valid) {
+			print_imm(n, imm);
+			fflush(stdout);
+			continue;
+		}
 		buf[len] = 0;
 		if (!strcmp(buf, BYE_TAG)) {
 			ret = 0;
@@ -1203,14 +1272,15 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 	return ret;
 }
 
-/* "r", "w" or "rw": the rights the peer gets. */
+/* Letters r, w and a (atomic): the rights the peer gets. */
 static __u32 parse_access(const char *v)
 {
 	__u32 a = (strchr(v, 'r') ? KRDMA_IOC_ACCESS_REMOTE_READ : 0) |
-		  (strchr(v, 'w') ? KRDMA_IOC_ACCESS_REMOTE_WRITE : 0);
+		  (strchr(v, 'w') ? KRDMA_IOC_ACCESS_REMOTE_WRITE : 0) |
+		  (strchr(v, 'a') ? KRDMA_IOC_ACCESS_REMOTE_ATOMIC : 0);
 
-	if (!a || strspn(v, "rw") != strlen(v))
-		usage_error("--access takes r, w or rw");
+	if (!a || strspn(v, "rwa") != strlen(v))
+		usage_error("--access takes r, w, a or a combination (rw, rwa)");
 	return a;
 }
 
@@ -1309,7 +1379,10 @@ static int cmd_serve(int argc, char **argv)
 
 /* ---- client, write, read -------------------------------------------- */
 
-enum act_type { A_SEND, A_SEND_FILE, A_WRITE, A_READ, A_EXPECT };
+enum act_type {
+	A_SEND, A_SEND_FILE, A_WRITE, A_READ, A_EXPECT, A_WRITE_IMM, A_FADD,
+	A_CAS,
+};
 
 struct action {
 	enum act_type	type;
@@ -1317,6 +1390,9 @@ struct action {
 	__u64	offset;
 	__u64	len;		/* 0: the rest of the token */
 	bool		verify;
+	__u32	imm;		/* A_WRITE_IMM */
+	__u64	val, swap;	/* A_FADD: addend; A_CAS: compare, swap */
+	__u64	count;		/* A_FADD: how many times */
 };
 
 struct session {
@@ -1354,15 +1430,20 @@ static void report(const char *what, const struct action *a, __u64 len,
 		   const char *result)
 {
 	if (json) {
-		printf("{\"event\":\"%s\",\"len\":%llu,\"offset\":%llu,\"result\":",
+		printf("{\"event\":\"%s\",\"len\":%llu,\"offset\":%llu,",
 		       what, (unsigned long long)len,
 		       (unsigned long long)a->offset);
+		if (a->type == A_WRITE_IMM)
+			printf("\"imm\":%u,", a->imm);
+		printf("\"result\":");
 		json_cstr(stdout, result);	/* may be a file name */
 		printf("}\n");
 	} else {
 		printf("%s %llu bytes", what, (unsigned long long)len);
 		if (a->type != A_SEND && a->type != A_SEND_FILE)
 			printf(" at offset %llu", (unsigned long long)a->offset);
+		if (a->type == A_WRITE_IMM)
+			printf(", immediate %u (0x%x)", a->imm, a->imm);
 		printf(": %s\n", result);
 	}
 	fflush(stdout);
@@ -1441,8 +1522,29 @@ static __u64 server_sum(struct session *s, __u64 off, __u64 len)
 	return sum;
 }
 
+/* How to fix what a one-sided operation failed with, if we know. */
+static const char *rdma_hint(int err, bool atomic)
+{
+	switch (err) {
+	case EOPNOTSUPP:
+		return atomic ? "the device has no atomics (siw, iWARP)" :
+				"iWARP (siw) has no immediate data";
+	case EACCES:
+		return atomic ? "the region must allow atomics: serve --access rwa" :
+				"does the region allow it? see serve --access";
+	case ERANGE:
+		return "outside the token: check --offset and --len";
+	case EINVAL:
+		return atomic ? "token address plus --offset must be 8-byte aligned" :
+				NULL;
+	}
+	return NULL;
+}
+
 static void act_write(struct session *s, const struct action *a)
 {
+	bool imm = a->type == A_WRITE_IMM;
+	const char *what = imm ? "write-imm" : "write";
 	size_t len;
 	char *data = read_file(a->arg, &len), *back;
 	long long d;
@@ -1452,13 +1554,18 @@ static void act_write(struct session *s, const struct action *a)
 		len = a->len;
 	if (!len)
 		die("%s is empty", a->arg);
-	ret = do_rdma(s->fd, s->h, true, data, len, &s->tok, a->offset);
+	if (imm)
+		ret = do_write_imm(s->fd, s->h, data, len, &s->tok, a->offset,
+				   a->imm);
+	else
+		ret = do_rdma(s->fd, s->h, true, data, len, &s->tok, a->offset);
 	if (ret)
-		die_err(-ret, NULL, "RDMA WRITE of %zu bytes at offset %llu",
-			len,
-		    (unsigned long long)a->offset);
+		die_err(-ret, rdma_hint(-ret, false),
+			"RDMA WRITE%s of %zu bytes at offset %llu",
+			imm ? " with immediate" : "", len,
+			(unsigned long long)a->offset);
 	if (!a->verify) {
-		report("write", a, len, "written");
+		report(what, a, len, "written");
 		free(data);
 		return;
 	}
@@ -1474,7 +1581,7 @@ static void act_write(struct session *s, const struct action *a)
 		die("read back differs from what was written at byte %lld", d);
 	if (server_sum(s, a->offset, len) != fnv1a(data, len))
 		die("the server's checksum of the written range differs");
-	report("write", a, len, "verified (read back, server checksum)");
+	report(what, a, len, "verified (read back, server checksum)");
 	free(back);
 	free(data);
 }
@@ -1482,7 +1589,7 @@ static void act_write(struct session *s, const struct action *a)
 static void act_read(struct session *s, const struct action *a)
 {
 	__u64 len = act_len(s, a);
-	char *buf = malloc(len ? len : 1), *want;
+	char *buf = malloc(len ? len : 1), *want = NULL;
 	size_t wlen;
 	long long d;
 	int ret;
@@ -1513,6 +1620,56 @@ static void act_read(struct session *s, const struct action *a)
 		report("read", a, len, strcmp(a->arg, "-") ? a->arg : "stdout");
 	}
 	free(buf);
+}
+
+static void act_atomic(struct session *s, const struct action *a)
+{
+	bool cas = a->type == A_CAS;
+	__u64 i, old = 0, first = 0;
+	int ret;
+
+	for (i = 0; i < (cas ? 1 : a->count); i++) {
+		ret = do_atomic(s->fd, s->h, cas, &s->tok, a->offset, a->val,
+				a->swap, &old);
+		if (ret)
+			die_err(-ret, rdma_hint(-ret, true),
+				"%s at offset %llu", cas ? "compare-and-swap" :
+				"fetch-and-add", (unsigned long long)a->offset);
+		if (!i)
+			first = old;
+	}
+	if (json) {
+		printf("{\"event\":\"%s\",\"offset\":%llu,", cas ? "cas" : "fadd",
+		       (unsigned long long)a->offset);
+		if (cas)
+			printf("\"compare\":%llu,\"swap\":%llu,\"old\":%llu,\"swapped\":%s}\n",
+			       (unsigned long long)a->val,
+			       (unsigned long long)a->swap,
+			       (unsigned long long)old,
+			       old == a->val ? "true" : "false");
+		else
+			printf("\"add\":%llu,\"count\":%llu,\"old\":%llu,\"last_old\":%llu}\n",
+			       (unsigned long long)a->val,
+			       (unsigned long long)a->count,
+			       (unsigned long long)first,
+			       (unsigned long long)old);
+	} else if (cas) {
+		printf("cas %llu -> %llu at offset %llu: old %llu, %s\n",
+		       (unsigned long long)a->val, (unsigned long long)a->swap,
+		       (unsigned long long)a->offset, (unsigned long long)old,
+		       old == a->val ? "swapped" : "not swapped");
+	} else if (a->count == 1) {
+		printf("fadd %llu at offset %llu: old %llu\n",
+		       (unsigned long long)a->val,
+		       (unsigned long long)a->offset, (unsigned long long)old);
+	} else {
+		printf("fadd %llu at offset %llu, %llu times: old %llu first, %llu last\n",
+		       (unsigned long long)a->val,
+		       (unsigned long long)a->offset,
+		       (unsigned long long)a->count,
+		       (unsigned long long)first, (unsigned long long)old);
+	}
+	fflush(stdout);
 }
 
 static void client_run(struct conn_opts *o, struct action *acts, int nacts,
@@ -1548,11 +1705,16 @@ static void client_run(struct conn_opts *o, struct action *acts, int nacts,
 				act_send(&s, &acts[i]);
 				break;
 			case A_WRITE:
+			case A_WRITE_IMM:
 				act_write(&s, &acts[i]);
 				break;
 			case A_READ:
 			case A_EXPECT:
 				act_read(&s, &acts[i]);
+				break;
+			case A_FADD:
+			case A_CAS:
+				act_atomic(&s, &acts[i]);
 				break;
 			}
 		}
@@ -1583,8 +1745,13 @@ static int client_like(int argc, char **argv, int fixed)
 		{ "send", required_argument, NULL, O_SEND },
 		{ "send-file", required_argument, NULL, O_SEND_FILE },
 		{ "write", required_argument, NULL, O_WRITE },
+		{ "write-imm", required_argument, NULL, O_WRITE_IMM },
 		{ "read", required_argument, NULL, O_READ },
 		{ "expect", required_argument, NULL, O_EXPECT },
+		{ "imm", required_argument, NULL, O_IMM },
+		{}
+	}, imm_lo[] = {
+		{ "imm", required_argument, NULL, O_IMM },
 		{}
 	};
 	struct conn_opts o = {};
@@ -1593,12 +1760,14 @@ static int client_like(int argc, char **argv, int fixed)
 	__u64 offset = 0, len = 0, loops = 1;
 	const char *addr = NULL;
 	bool have_tok = false, verify = true;
+	__u32 imm = 0;
 	int i, c, n = 0;
 
 	if (!acts)
 		die("out of memory");
 	opt_begin(argc, argv, CONN_SHORT, (const struct option *[]){
-		  conn_lo, rw_lo, fixed < 0 ? client_lo : NULL, NULL });
+		  conn_lo, rw_lo, fixed < 0 ? client_lo :
+		  fixed == A_WRITE_IMM ? imm_lo : NULL, NULL });
 	while ((c = opt_next(argc, argv)) != -1) {
 		struct action *x = &acts[n];
 
@@ -1621,19 +1790,25 @@ static int client_like(int argc, char **argv, int fixed)
 		case O_LOOP:
 			loops = parse_size(optarg, "--loop", UINT64_MAX);
 			break;
+		case O_IMM:
+			imm = parse_plain(optarg, "--imm");
+			break;
 		case O_SEND:
 		case O_SEND_FILE:
 		case O_WRITE:
+		case O_WRITE_IMM:
 		case O_READ:
 		case O_EXPECT:
 			x->type = c == O_SEND ? A_SEND :
 				  c == O_SEND_FILE ? A_SEND_FILE :
 				  c == O_WRITE ? A_WRITE :
+				  c == O_WRITE_IMM ? A_WRITE_IMM :
 				  c == O_READ ? A_READ : A_EXPECT;
 			x->arg = optarg;
 			x->offset = offset;
 			x->len = len;
 			x->verify = verify;
+			x->imm = imm;
 			n++;
 			break;
 		default:
@@ -1658,6 +1833,7 @@ static int client_like(int argc, char **argv, int fixed)
 		acts[i].offset = offset;
 		acts[i].len = len;
 		acts[i].verify = verify;
+		acts[i].imm = imm;
 	}
 	if (have_tok && fixed < 0) {
 		for (i = 0; i < n; i++)
@@ -1685,6 +1861,84 @@ static int cmd_write(int argc, char **argv)
 static int cmd_read(int argc, char **argv)
 {
 	return client_like(argc, argv, A_READ);
+}
+
+static int cmd_write_imm(int argc, char **argv)
+{
+	return client_like(argc, argv, A_WRITE_IMM);
+}
+
+/* A 64-bit operand; "-N" is 2^64 - N (a fetch-and-add that subtracts). */
+static __u64 parse_u64_op(const char *s, const char *what)
+{
+	if (s[0] == '-') {
+		if (!isdigit((unsigned char)s[1]))
+			usage_error("bad %s '%s'", what, s);
+		return -parse_num(s + 1, what, UINT64_MAX, false);
+	}
+	return parse_num(s, what, UINT64_MAX, false);
+}
+
+/* atomic fadd|cas ADDR:PORT VALUE... */
+static int cmd_atomic(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "token", required_argument, NULL, O_TOKEN },
+		{ "offset", required_argument, NULL, O_OFFSET },
+		{ "count", required_argument, NULL, 'n' },
+		{}
+	};
+	struct conn_opts o = {};
+	struct krdma_ioc_token tok = {};
+	struct action a = { .count = 1 };
+	const char *ops[4];
+	bool have_tok = false, cas, count_set = false;
+	int c, n = 0;
+
+	opt_begin(argc, argv, CONN_SHORT "n:",
+		  (const struct option *[]){ conn_lo, lo, NULL });
+	while ((c = opt_next(argc, argv)) != -1) {
+		if (conn_opt(c, &o))
+			continue;
+		switch (c) {
+		case O_TOKEN:
+			parse_token(optarg, &tok);
+			have_tok = true;
+			break;
+		case O_OFFSET:
+			a.offset = parse_size(optarg, "--offset", UINT64_MAX);
+			break;
+		case 'n':
+			a.count = parse_size(optarg, "--count", UINT64_MAX);
+			count_set = true;
+			break;
+		default:
+			if (n == (int)ARRAY_SIZE(ops))
+				usage_error("unexpected '%s'", optarg);
+			ops[n++] = optarg;
+		}
+	}
+	if (!n)
+		usage_error("missing fadd or cas");
+	if (strcmp(ops[0], "fadd") && strcmp(ops[0], "cas"))
+		usage_error("unknown operation '%s' (fadd or cas)", ops[0]);
+	cas = !strcmp(ops[0], "cas");
+	if (n < 2)
+		usage_error("missing ADDR:PORT");
+	if (n != (cas ? 4 : 3))
+		usage_error(cas ? "cas takes COMPARE and SWAP" :
+			    "fadd takes one ADD");
+	if (cas && count_set)
+		usage_error("--count is fadd's");
+	if (!a.count)
+		usage_error("--count must be at least 1");
+	a.type = cas ? A_CAS : A_FADD;
+	a.val = parse_u64_op(ops[2], cas ? "COMPARE" : "ADD");
+	if (cas)
+		a.swap = parse_u64_op(ops[3], "SWAP");
+	parse_addr(ops[1], &o.addr, true);
+	client_run(&o, &a, 1, 1, have_tok, &tok);
+	return 0;
 }
 
 /* ---- sysfs: stat and test ------------------------------------------- */
@@ -2161,11 +2415,13 @@ static const struct cmd cmds[] = {
 	  "  to FILE or stdout." },
 	{ "serve", cmd_serve,
 	  "serve ADDR:PORT [-s|--size BYTES] [--file FILE] [--dump FILE]\n"
-	  "      [--access r|w|rw] [--clients N] [connection options]\n"
+	  "      [--access RIGHTS] [--clients N] [connection options]\n"
 	  "  Accept N clients (default 1, 0: forever), one at a time.  For each,\n"
 	  "  register BYTES (default: FILE's size, else 1M) holding FILE, send the\n"
-	  "  token as the first message, echo messages, answer checksum requests;\n"
-	  "  write the buffer to --dump FILE after each client." },
+	  "  token as the first message, echo messages, print write-imm notices,\n"
+	  "  answer checksum requests; write the buffer to --dump FILE after each\n"
+	  "  client.  RIGHTS: r (read), w (write), a (atomic) or several, such as\n"
+	  "  rwa (default rw; a needs a device with atomics, not siw)." },
 	{ "client", cmd_client,
 	  "client ADDR:PORT [--token ADDR:RKEY:LEN] [--loop N] ACTION...\n"
 	  "  ACTION: --send TEXT | --send-file FILE   send, check the echo\n"
@@ -2173,7 +2429,9 @@ static const struct cmd cmds[] = {
 	  "                          compare with the server's checksum\n"
 	  "          --read FILE     RDMA READ into FILE ('-': stdout)\n"
 	  "          --expect FILE   RDMA READ and compare with FILE\n"
-	  "  --offset N, --len N and --no-verify apply to the actions after them.\n"
+	  "          --write-imm FILE  as --write, with the immediate of --imm\n"
+	  "  --offset N, --len N, --imm VALUE and --no-verify apply to the actions\n"
+	  "  after them.\n"
 	  "  Without --token the token is the first message of 'krdmactl serve'.\n"
 	  "  A token is written 0xADDR:0xRKEY:LENGTH, as serve prints it." },
 	{ "write", cmd_write,
@@ -2183,6 +2441,25 @@ static const struct cmd cmds[] = {
 	{ "read", cmd_read,
 	  "read ADDR:PORT FILE [--offset N] [--len N] [--token ADDR:RKEY:LEN]\n"
 	  "  RDMA READ from the peer's region into FILE ('-': stdout)." },
+	{ "write-imm", cmd_write_imm,
+	  "write-imm ADDR:PORT FILE [--imm VALUE] [--offset N] [--len N]\n"
+	  "      [--token ADDR:RKEY:LEN] [--no-verify]\n"
+	  "  RDMA WRITE FILE into the peer's region, then notify the peer with\n"
+	  "  the 32-bit immediate VALUE (default 0): its RECV reports it after\n"
+	  "  the data is in place ('krdmactl serve' prints it).  Verified as\n"
+	  "  write does.  Not over iWARP (siw): no immediate data there." },
+	{ "atomic", cmd_atomic,
+	  "atomic fadd ADDR:PORT ADD [-n|--count N] [--offset N]\n"
+	  "       [--token ADDR:RKEY:LEN] [connection options]\n"
+	  "atomic cas ADDR:PORT COMPARE SWAP [--offset N] [--token ADDR:RKEY:LEN]\n"
+	  "  Fetch-and-add ADD (N times, default once) to, or compare-and-swap\n"
+	  "  (store SWAP if the value is COMPARE) the 64-bit value at --offset\n"
+	  "  (default 0; token address plus offset must be 8-byte aligned) of the\n"
+	  "  peer's region, which must allow atomics ('krdmactl serve --access\n"
+	  "  rwa').  Prints the value before (fadd: the first and the last).\n"
+	  "  Numbers are decimal or 0x hex; -N is 2^64 - N (after '--', as in\n"
+	  "  'atomic fadd ADDR:PORT -- -1', which subtracts 1).\n"
+	  "  Not on devices without atomics (siw)." },
 	{ "stat", cmd_stat,
 	  "stat [NAME]\n"
 	  "  krdma's devices, listeners and connections (from sysfs), or every\n"

@@ -3,7 +3,9 @@
 # /dev/krdma and krdmactl: the ioctl ABI rejects bad input with exact errno
 # values (test/ioctl_fuzz.c errors), pinned pages are charged to
 # RLIMIT_MEMLOCK (ioctl_fuzz memlock), LISTEN's backlog bounds the
-# connections a listener holds unaccepted (ioctl_fuzz backlog), two
+# connections a listener holds unaccepted (ioctl_fuzz backlog), FADD, CAS
+# and WRITE_IMM land exactly as asked in another process and the
+# immediate reaches its RECV (ioctl_fuzz atomics; EOPNOTSUPP on siw), two
 # krdmactl processes do send/recv, RDMA WRITE and READ checked byte for
 # byte, sessions killed mid-transfer clean up, and a bounded random ioctl
 # pass leaves the kernel healthy.
@@ -149,6 +151,25 @@ dmesg_new | grep -q ": backlog of 2 full, rejected connection from" ||
 	fail "no dmesg line for the connections past a backlog of 2"
 no_conns_left "after ioctl_fuzz backlog"
 
+# ---- FADD, CAS and WRITE_IMM between two processes ---------------------
+log "[$SECONDS s] FADD, CAS and WRITE_IMM between two processes"
+dmesg_mark
+"$fuzz" atomics "$MY_IP" 7460 >"$tmp/atomics.log" 2>&1
+rc=$?
+cat "$tmp/atomics.log"
+[ $rc = 0 ] || fail "ioctl_fuzz atomics: $(grep -m1 -E '^(not ok|Bail)' "$tmp/atomics.log")"
+dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: FADD: offset 4 in the token is not 8-byte aligned in the peer's memory" ||
+	fail "no dmesg line for the misaligned FADD"
+dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: CAS: 8 bytes at offset [0-9]* do not fit the token's [0-9]*" ||
+	fail "no dmesg line for the CAS outside the token"
+if [ "$DEV" = siw ]; then
+	dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: FADD: siw0 has no atomics" ||
+		fail "no dmesg line for the FADD without atomics"
+	dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: WRITE_IMM: siw0 is iWARP, which has no immediate data" ||
+		fail "no dmesg line for the WRITE_IMM over iWARP"
+fi
+no_conns_left "after ioctl_fuzz atomics"
+
 # ---- two processes: listen/send, recv, serve/client --------------------
 log "[$SECONDS s] two processes: listen/send, recv, serve/client"
 "$ctl" listen "$MY_IP:7410" --count 2 >"$tmp/listen.out" 2>&1 &
@@ -201,6 +222,60 @@ cmp "$tmp/small.bin" "$tmp/read.bin" || fail "read: bytes differ"
 wait "$spid" || fail "serve --json exit status"
 out=$(json_ok "$tmp/v.json" "$tmp/client2.json" "$tmp/stat.json" "$tmp/serve2.out" 2>&1) ||
 	fail "--json output is not JSON: $out"
+
+# ---- krdmactl atomic and write-imm ---------------------------------------
+log "[$SECONDS s] krdmactl atomic and write-imm"
+head -c 5000 /dev/urandom >"$tmp/imm.bin"
+if [ "$DEV" = rxe ]; then
+	serve "$tmp/serve7.out" "$MY_IP:7420" --size 64K --access rwa --clients 6 \
+		--dump "$tmp/after7.bin"
+	{
+		"$ctl" --json atomic fadd "$PEER_IP:7420" 5 --count 10 --offset 8 &&
+		"$ctl" --json atomic cas "$PEER_IP:7420" 49 7 --offset=8 &&
+		"$ctl" --json atomic cas "$PEER_IP:7420" 50 7 --offset 8 &&
+		"$ctl" --json atomic fadd --offset 8 "$PEER_IP:7420" -- -1 &&
+		"$ctl" --json write-imm "$PEER_IP:7420" "$tmp/imm.bin" --imm 0xdeadbeef --offset 4096
+	} >"$tmp/atomic.json" 2>"$tmp/atomic.err" || fail "krdmactl atomic/write-imm: $(cat "$tmp/atomic.err")"
+	"$ctl" --json atomic fadd "$PEER_IP:7420" 1 --offset 4 >/dev/null 2>"$tmp/mis.err"
+	expect_eq $? 1 "atomic fadd at a misaligned offset: exit status"
+	wait "$spid" || fail "serve --access rwa exit status: $(cat "$tmp/serve7.out.err")"
+	cat "$tmp/atomic.json" "$tmp/mis.err" "$tmp/serve7.out"
+	out=$(python3 - "$tmp/atomic.json" "$tmp/mis.err" "$tmp/after7.bin" "$tmp/imm.bin" <<'PY' 2>&1
+import json, struct, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+ops = [e for e in ev if e.get("event") in ("fadd", "cas", "write-imm")]
+want = [
+    {"event": "fadd", "offset": 8, "add": 5, "count": 10, "old": 0, "last_old": 45},
+    {"event": "cas", "offset": 8, "compare": 49, "swap": 7, "old": 50, "swapped": False},
+    {"event": "cas", "offset": 8, "compare": 50, "swap": 7, "old": 50, "swapped": True},
+    {"event": "fadd", "offset": 8, "add": 2**64 - 1, "count": 1, "old": 7, "last_old": 7},
+]
+assert ops[:4] == want, ops[:4]
+w = ops[4]
+assert (w["len"], w["offset"], w["imm"]) == (5000, 4096, 0xdeadbeef), w
+assert w["result"].startswith("verified"), w
+e = json.loads(open(sys.argv[2]).read())
+assert e["errno"] == 22 and e["command"] == "atomic" and "8-byte aligned" in e["error"], e
+mem = open(sys.argv[3], "rb").read()
+assert struct.unpack_from("<Q", mem, 8)[0] == 6, mem[8:16]
+assert mem[4096:4096 + 5000] == open(sys.argv[4], "rb").read(), "write-imm bytes"
+PY
+) || fail "krdmactl atomic/write-imm results: $out"
+	grep -q '^message 1: immediate 3735928559 (0xdeadbeef)$' "$tmp/serve7.out" ||
+		fail "serve did not print the immediate 0xdeadbeef"
+else
+	serve "$tmp/serve7.out" "$MY_IP:7420" --size 64K --clients 2
+	"$ctl" --json atomic fadd "$PEER_IP:7420" 1 >/dev/null 2>"$tmp/fadd.err"
+	expect_eq $? 1 "atomic fadd on $DEV: exit status"
+	grep -q '"errno":95,"command":"atomic"' "$tmp/fadd.err" ||
+		fail "atomic fadd on $DEV: not EOPNOTSUPP: $(cat "$tmp/fadd.err")"
+	"$ctl" --json write-imm "$PEER_IP:7420" "$tmp/imm.bin" --imm 1 >/dev/null 2>"$tmp/wimm.err"
+	expect_eq $? 1 "write-imm on $DEV: exit status"
+	grep -q '"errno":95,"command":"write-imm"' "$tmp/wimm.err" ||
+		fail "write-imm on $DEV: not EOPNOTSUPP: $(cat "$tmp/wimm.err")"
+	wait "$spid" || fail "serve exit status: $(cat "$tmp/serve7.out.err")"
+fi
+no_conns_left "after krdmactl atomic and write-imm"
 
 # ---- sessions closed mid-transfer --------------------------------------
 log "[$SECONDS s] sessions closed mid-transfer"

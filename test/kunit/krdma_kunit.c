@@ -2892,9 +2892,14 @@ static void abi_msg(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
 	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EINVAL);
 	m.flags = 0;
-	m.reserved = 1;
+	/* msg_flags and imm: SEND's are reserved, RECV's are output. */
+	m.msg_flags = KRDMA_IOC_MSG_IMM;
 	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
-	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
+	m.msg_flags = 0;
+	m.imm = 0xdeadbeef;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
 }
 
 static void abi_reg(struct kunit *test)
@@ -2941,33 +2946,93 @@ static void abi_rdma(struct kunit *test)
 	}, r;
 
 	r = good;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), 0);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE", false), 0);
 	r.offset = 4097;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE", false), -ERANGE);
 	r.offset = U64_MAX - 100;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ", false), -ERANGE);
 	r.offset = 0;
 	r.len = 8193;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ", false), -ERANGE);
 	r.len = 0;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ", false), -EINVAL);
 	r.len = KRDMA_IOC_MAX_XFER + 1;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ"), -E2BIG);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ", false), -E2BIG);
 	/* Not user memory is found before the token's range. */
 	r = good;
 	r.buf = KBUF;
 	r.offset = 1ULL << 40;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EFAULT);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE", false), -EFAULT);
+	/* imm is WRITE_IMM's alone; any value goes there. */
 	r = good;
-	r.reserved32 = 1;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EINVAL);
+	r.imm = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE", false), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "READ", false), -EINVAL);
+	r.imm = U32_MAX;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE_IMM", true), 0);
+	r.reserved[0] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE_IMM", true), -EINVAL);
+	r = good;
+	r.len = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE_IMM", true), -EINVAL);
 	r = good;
 	r.reserved[1] = 1;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE", false), -EINVAL);
 	r = good;
 	r.flags = 1;
 	r.len = 0;
-	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE"), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_rdma(&r, "WRITE", false), -EINVAL);
+}
+
+static void abi_atomic(struct kunit *test)
+{
+	struct krdma_ioc_atomic good = {
+		.handle = 1,
+		.token = { .addr = 0x1000, .rkey = 9, .length = 64 },
+		.offset = 56, .compare_add = 1,
+	}, x;
+
+	x = good;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "FADD", false), 0);
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "CAS", true), 0);
+	/* swap is CAS's: FADD wants it zero. */
+	x.swap = 5;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "FADD", false), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "CAS", true), 0);
+	/* The output may hold anything on the way in. */
+	x = good;
+	x.old = U64_MAX;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "FADD", false), 0);
+	/* Outside the token, also where offset + 8 overflows. */
+	x.offset = 57;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "FADD", false), -ERANGE);
+	x.offset = 64;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "CAS", true), -ERANGE);
+	x.offset = U64_MAX - 3;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "CAS", true), -ERANGE);
+	x.offset = 0;
+	x.token.length = 7;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "FADD", false), -ERANGE);
+	/* Alignment is the peer's address: token address plus offset. */
+	x = good;
+	x.offset = 4;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "FADD", false), -EINVAL);
+	x.token.addr = 0x1004;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "FADD", false), 0);
+	x.offset = 0;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "CAS", true), -EINVAL);
+	/* Reserved fields and flags, before the target. */
+	x = good;
+	x.flags = 1;
+	x.offset = 3;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "FADD", false), -EINVAL);
+	x = good;
+	x.reserved32 = 1;
+	x.offset = 1ULL << 40;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "CAS", true), -EINVAL);
+	x = good;
+	x.reserved[1] = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_atomic(&x, "FADD", false), -EINVAL);
 }
 
 static struct kunit_case krdma_abi_cases[] = {
@@ -2978,6 +3043,7 @@ static struct kunit_case krdma_abi_cases[] = {
 	KUNIT_CASE(abi_msg),
 	KUNIT_CASE(abi_reg),
 	KUNIT_CASE(abi_rdma),
+	KUNIT_CASE(abi_atomic),
 	{}
 };
 

@@ -19,7 +19,10 @@
  * never changes.  Every command number encodes the size of its structure;
  * a known command with a different size (a program built against another
  * version of this header) fails with EINVAL.  Unknown commands fail with
- * ENOTTY.
+ * ENOTTY.  The ABI grows without a new version: a command added later
+ * (FADD, CAS, WRITE_IMM) fails with ENOTTY on a module that predates it,
+ * and a field made from reserved space is refused (EINVAL) there when
+ * set, as any nonzero reserved field is.
  *
  * Errors common to all commands:
  *   EFAULT   the argument or a buffer pointer is not readable/writable
@@ -226,14 +229,22 @@ struct krdma_ioc_handle {
  * @timeout_ms: in: SEND: how long to wait for the peer's credit; RECV: for
  *	a message.  0: do not wait (EAGAIN); KRDMA_IOC_TIMEOUT_INF: forever
  * @msg_len: out (RECV): the message's length
- * @reserved: in: 0
+ * @msg_flags: out (RECV): KRDMA_IOC_MSG_IMM for the notice of a
+ *	KRDMA_IOC_WRITE_IMM (no bytes; @imm is its value), else 0.
+ *	SEND: in: 0
+ * @imm: out (RECV): the notice's immediate value, else 0.  SEND: in: 0
  *
  * SEND returns once the peer has the message.  RECV takes the next
- * message; one longer than @len fails with EMSGSIZE and stays queued.
+ * message; one longer than @len fails with EMSGSIZE and stays queued.  The
+ * peer's KRDMA_IOC_WRITE_IMM arrives as an empty message, in order with
+ * the others, with KRDMA_IOC_MSG_IMM set in @msg_flags.
  * Messages that arrived before the connection ended are still delivered,
  * then RECV fails with the connection's error (ECONNRESET after a
  * disconnect).  Errors: EMSGSIZE, EAGAIN, ETIMEDOUT, ECONNRESET, ENOTCONN,
  * ENODEV.
+ *
+ * @msg_flags and @imm were __u64 reserved; the size and the command
+ * numbers are unchanged, and RECV now ignores them on input.
  */
 struct krdma_ioc_msg {
 	__u32	handle;
@@ -242,8 +253,12 @@ struct krdma_ioc_msg {
 	__u64	len;
 	__u32	timeout_ms;
 	__u32	msg_len;
-	__u64	reserved;
+	__u32	msg_flags;
+	__u32	imm;
 };
+
+/* krdma_ioc_msg.msg_flags */
+#define KRDMA_IOC_MSG_IMM	0x1	/* a write-with-immediate notice */
 
 /**
  * struct krdma_ioc_reg - KRDMA_IOC_REG: expose user memory to the peer
@@ -286,11 +301,17 @@ struct krdma_ioc_reg {
  * @offset: in: where in the peer's region
  * @timeout_ms: in: a transfer step not done by then fails the connection
  *	(0: 30000)
- * @reserved32: in: 0
+ * @imm: in: KRDMA_IOC_WRITE_IMM: the immediate value the peer's RECV
+ *	reports; WRITE and READ: 0 (it was __u32 reserved32)
  * @reserved: in: 0
  *
+ * KRDMA_IOC_WRITE_IMM is a WRITE, then a notice that takes one of the
+ * peer's receives like a message (it waits for a credit as SEND does) and
+ * reaches the peer's RECV after the data is in place.  iWARP (siw) has no
+ * immediate data: there it fails with EOPNOTSUPP before moving a byte.
+ *
  * Errors: ERANGE (outside the token), EACCES (the peer refused the key or
- * the right), ETIMEDOUT, ECONNRESET, ENOTCONN.
+ * the right), ETIMEDOUT, ECONNRESET, ENOTCONN; WRITE_IMM also EOPNOTSUPP.
  */
 struct krdma_ioc_rdma {
 	__u32	handle;
@@ -299,6 +320,44 @@ struct krdma_ioc_rdma {
 	__u64	len;
 	struct krdma_ioc_token	token;
 	__u64	offset;
+	__u32	timeout_ms;
+	__u32	imm;
+	__u64	reserved[2];
+};
+
+/**
+ * struct krdma_ioc_atomic - KRDMA_IOC_FADD and KRDMA_IOC_CAS
+ * @handle: in: a connection
+ * @flags: in: 0
+ * @token: in: the peer's region, registered with
+ *	KRDMA_IOC_ACCESS_REMOTE_ATOMIC
+ * @offset: in: where in the region: the 8 bytes there must lie inside the
+ *	token (else ERANGE) and token.addr + @offset must be a multiple of 8
+ *	(else EINVAL)
+ * @compare_add: in: FADD: the addend (modulo 2^64); CAS: the expected value
+ * @swap: in: CAS: the value stored if the old one equals @compare_add;
+ *	FADD: 0
+ * @old: out: the 8 bytes' value before the operation (CAS swapped if and
+ *	only if it equals @compare_add)
+ * @timeout_ms: in: an operation not done by then fails the connection
+ *	(0: 30000)
+ * @reserved32: in: 0
+ * @reserved: in: 0
+ *
+ * The peer's 8 bytes are one 64-bit integer, in the byte order the device
+ * uses for atomics (the host's for rxe).
+ * Errors: ERANGE, EINVAL (misaligned), EOPNOTSUPP (the connection's device
+ * has no atomics: siw), EACCES (the peer refused the key or the right),
+ * ETIMEDOUT, ECONNRESET, ENOTCONN.
+ */
+struct krdma_ioc_atomic {
+	__u32	handle;
+	__u32	flags;
+	struct krdma_ioc_token	token;
+	__u64	offset;
+	__u64	compare_add;
+	__u64	swap;
+	__u64	old;
 	__u32	timeout_ms;
 	__u32	reserved32;
 	__u64	reserved[2];
@@ -371,5 +430,8 @@ struct krdma_ioc_query {
 #define KRDMA_IOC_WRITE   _IOW(KRDMA_IOC_MAGIC, 0x0a, struct krdma_ioc_rdma)
 #define KRDMA_IOC_READ    _IOW(KRDMA_IOC_MAGIC, 0x0b, struct krdma_ioc_rdma)
 #define KRDMA_IOC_QUERY   _IOWR(KRDMA_IOC_MAGIC, 0x0c, struct krdma_ioc_query)
+#define KRDMA_IOC_FADD    _IOWR(KRDMA_IOC_MAGIC, 0x0d, struct krdma_ioc_atomic)
+#define KRDMA_IOC_CAS     _IOWR(KRDMA_IOC_MAGIC, 0x0e, struct krdma_ioc_atomic)
+#define KRDMA_IOC_WRITE_IMM _IOW(KRDMA_IOC_MAGIC, 0x0f, struct krdma_ioc_rdma)
 
 #endif /* _UAPI_LINUX_KRDMA_H */
