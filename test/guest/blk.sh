@@ -8,7 +8,8 @@
 # e2fsck -fn), bad control commands fail with their errno, a read-only
 # export refuses writes, and unmap or unexport during I/O fails the I/O
 # without a hang.
-# KRDMA_BLK_FIO_SIZE (default 64M; 16M on the debug kernel) sizes fio.
+# KRDMA_BLK_FIO_SIZE (default 32M, 64M in make stress; 16M on the debug
+# kernel) sizes fio.
 # A kernel without the block layer (the debug kernel, from tinyconfig, has
 # CONFIG_BLOCK=n; tools/build.sh does not build the module for it): SKIP.
 # make check runs it on 6.12 only, so that no lane has a planned skip;
@@ -31,7 +32,8 @@ NB=/dev/nullb0
 D=/dev/krdmablk0
 MNT=/tmp/blk-mnt
 W=/tmp/blk-work
-fio_size=${KRDMA_BLK_FIO_SIZE:-64M}
+fio_size=${KRDMA_BLK_FIO_SIZE:-32M}
+[ "${KRDMA_STRESS:-0}" = 1 ] && fio_size=${KRDMA_BLK_FIO_SIZE:-64M}
 [ "$KLINE" = debug ] && fio_size=${KRDMA_BLK_FIO_SIZE:-16M}
 bgpid=
 

@@ -334,7 +334,9 @@ no_conns_left "after krdmactl bench"
 log "[$SECONDS s] a bounded random pass"
 seed=${KRDMA_FUZZ_SEED:-20261122}
 log "fuzz seed $seed"
-"$fuzz" fuzz "$MY_IP" 7430 "$seed" "${KRDMA_FUZZ_ITERS:-2000}" >"$tmp/fuzz.log" 2>&1
+# 2000 random ioctls, 1000 on the debug kernel (KASAN), 20,000 in stress.
+iters=${KRDMA_FUZZ_ITERS:-$([ "$KLINE" = debug ] && echo 1000 || echo 2000)}
+"$fuzz" fuzz "$MY_IP" 7430 "$seed" "$iters" >"$tmp/fuzz.log" 2>&1
 rc=$?
 cat "$tmp/fuzz.log"
 [ $rc = 0 ] || fail "ioctl_fuzz fuzz (seed $seed): $(grep -m1 -E '^(not ok|Bail)' "$tmp/fuzz.log")"

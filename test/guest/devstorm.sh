@@ -12,10 +12,10 @@
 # check-kernel: 6.12 debug
 . "$(dirname "$0")/../lib.sh"
 
-# make check: 4 removals (5 on the debug kernel, where KASAN and lockdep
+# make check: 4 removals (3 on the debug kernel, where KASAN and lockdep
 # watch); make stress (KRDMA_STRESS=1): 100.
 rounds=${KRDMA_DEVSTORM_ROUNDS:-4}
-[ "$KLINE" = debug ] && rounds=${KRDMA_DEVSTORM_ROUNDS:-5}
+[ "$KLINE" = debug ] && rounds=${KRDMA_DEVSTORM_ROUNDS:-3}
 [ "${KRDMA_STRESS:-0}" = 1 ] && rounds=${KRDMA_DEVSTORM_ROUNDS:-100}
 port=7070
 stop=$(mktemp -u)

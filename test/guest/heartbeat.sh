@@ -6,6 +6,7 @@
 # where they fail a connection, is test/guest/peerloss.sh's.
 # topo: single
 # dev: rxe siw
+# check-kernel: 6.12
 . "$(dirname "$0")/../lib.sh"
 
 rdma_dev_up
