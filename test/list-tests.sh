@@ -10,8 +10,9 @@
 # A test is DIR/NAME.sh (DIR: test/guest).  Its "# topo:" and "# dev:"
 # lines say where it runs; "# kernel: LINE..." limits it to those kernel
 # lines; "# check-kernel: LINE..." limits it further in make check, where
-# time is short (KRDMA_STRESS=1, make stress, runs it on every line its
-# "# kernel:" allows).  The debug line adds "kmemleak" (test/kmemleak.sh, once per boot,
+# time is short, and "# check-dev: DEV..." to those devices (KRDMA_STRESS=1,
+# make stress, runs it on every line its "# kernel:" allows, with every
+# device of its "# dev:").  The debug line adds "kmemleak" (test/kmemleak.sh, once per boot,
 # after the last device's tests).  FILTER (tools/check --tests, KRDMA_TESTS):
 # only the tests it names.  Only bash, no fork per test: it runs in the
 # guest under TCG too.
@@ -52,7 +53,7 @@ topo=$1 devs=$2 kline=$3 filter=${4:-}
 names=() topos=() tdevs=() klines=()
 for f in "$dir"/*.sh; do
 	[ -f "$f" ] || continue
-	t=${f##*/} tp='' dv='' kl='' ck=''
+	t=${f##*/} tp='' dv='' kl='' ck='' cd=''
 	while IFS= read -r l; do
 		case "$l" in
 		"# topo:"*)	tp+=" ${l#"# topo:"}" ;;
@@ -60,9 +61,13 @@ for f in "$dir"/*.sh; do
 		# "-" marks a test with a kernel line (an empty one runs nowhere).
 		"# kernel:"*)	kl+=" - ${l#"# kernel:"}" ;;
 		"# check-kernel:"*) ck+=" - ${l#"# check-kernel:"}" ;;
+		"# check-dev:"*) cd+=" ${l#"# check-dev:"}" ;;
 		esac
 	done <"$f"
-	[ "${KRDMA_STRESS:-0}" = 1 ] || kl=${ck:-$kl}
+	if [ "${KRDMA_STRESS:-0}" != 1 ]; then
+		kl=${ck:-$kl}
+		dv=${cd:-$dv}
+	fi
 	names+=("${t%.sh}") topos+=("$tp") tdevs+=("$dv") klines+=("$kl")
 done
 

@@ -43,45 +43,38 @@ grep -E 'warning:|error:' "$log" >&2 || true
 # The user-space tools the guest tests run (host compiler, see Makefile).
 make -s -C "$top" tools >/dev/null
 
-# test/apitest: a second external module, a user of krdma's exported symbols.
-mkdir -p "$out/apitest"
-for f in "$top"/test/apitest/Kbuild "$top"/test/apitest/*.c; do
-	[ -e "$f" ] && ln -sf "$f" "$out/apitest/$(basename "$f")"
-done
-log=$out/apitest/build.log
-# kbuild does not relink a module when the symbols it imports change
-# their CRCs: one built against an older krdma would not load.
-if [ "$out/Module.symvers" -nt "$out/apitest/krdma_apitest.ko" ]; then
-	make -C "$kdir" M="$out/apitest" clean >/dev/null 2>&1 || true
-fi
-if ! make "$jobs" -C "$kdir" M="$out/apitest" KBUILD_EXTRA_SYMBOLS="$out/Module.symvers" \
-	"$@" modules >"$log" 2>&1; then
-	cat "$log" >&2
-	echo "build: krdma_apitest failed for $rel" >&2
-	exit 1
-fi
-grep -E 'warning:|error:' "$log" >&2 || true
-
-# blk/: krdma_blk.ko, a block device over krdma's exported API, built the
-# same way; not for a kernel without the block layer (the debug kernel is
-# made from tinyconfig, CONFIG_BLOCK=n; test/guest/blk.sh skips there).
-config=$kdir/.config
-if grep -q '^CONFIG_BLOCK=y' "$config" 2>/dev/null; then
-	mkdir -p "$out/blk"
-	for f in "$top"/blk/Kbuild "$top"/blk/*.c "$top"/blk/*.h; do
-		[ -e "$f" ] && ln -sf "$f" "$out/blk/$(basename "$f")"
+# consumer NAME DIR: an external module in DIR (its Kbuild, *.c, *.h) built
+# in $out/NAME against krdma's exported symbols.
+consumer() {
+	local name=$1 dir=$2 f log=$out/$1/build.log
+	mkdir -p "$out/$name"
+	for f in "$dir"/Kbuild "$dir"/*.c "$dir"/*.h; do
+		[ -e "$f" ] && ln -sf "$f" "$out/$name/$(basename "$f")"
 	done
-	log=$out/blk/build.log
-	if [ "$out/Module.symvers" -nt "$out/blk/krdma_blk.ko" ]; then
-		make -C "$kdir" M="$out/blk" clean >/dev/null 2>&1 || true
+	# kbuild does not relink a module when the symbols it imports change
+	# their CRCs: one built against an older krdma would not load.
+	if [ "$out/Module.symvers" -nt "$(ls "$out/$name"/*.ko 2>/dev/null | head -n 1)" ]; then
+		make -C "$kdir" M="$out/$name" clean >/dev/null 2>&1 || true
 	fi
-	if ! make "$jobs" -C "$kdir" M="$out/blk" KBUILD_EXTRA_SYMBOLS="$out/Module.symvers" \
-		"$@" modules >"$log" 2>&1; then
+	if ! make "$jobs" -C "$kdir" M="$out/$name" KBUILD_EXTRA_SYMBOLS="$out/Module.symvers" \
+		"${args[@]}" modules >"$log" 2>&1; then
 		cat "$log" >&2
-		echo "build: krdma_blk failed for $rel" >&2
+		echo "build: $name failed for $rel" >&2
 		exit 1
 	fi
 	grep -E 'warning:|error:' "$log" >&2 || true
+}
+args=("$@")
+
+# test/apitest: krdma_apitest.ko, a user of krdma's exported symbols.
+consumer apitest "$top/test/apitest"
+
+# blk/: krdma_blk.ko, a block device over krdma's exported API; not for a
+# kernel without the block layer (CONFIG_BLOCK=n; test/guest/blk.sh skips
+# there).
+config=$kdir/.config
+if grep -q '^CONFIG_BLOCK=y' "$config" 2>/dev/null; then
+	consumer blk "$top/blk"
 fi
 
 if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then

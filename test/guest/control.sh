@@ -13,7 +13,7 @@
 # the module healthy.
 # topo: single
 # dev: rxe
-# check-kernel: 6.12 debug
+# check-kernel: debug
 . "$(dirname "$0")/../lib.sh"
 
 rdma_dev_up

@@ -16,7 +16,7 @@
 # KRDMA_RACE_ROUNDS: rounds per (op, way); default 1 (make stress: more).
 # topo: single
 # dev: rxe siw
-# check-kernel: 6.12 debug
+# check-kernel: debug
 . "$(dirname "$0")/../lib.sh"
 
 rounds=${KRDMA_RACE_ROUNDS:-1}
