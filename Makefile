@@ -5,7 +5,7 @@
 #                           (never another one: stops without its headers)
 #   make KVER=6.1|6.12|R    build against that lab kernel line/release
 #   make install            modules_install + depmod for the running kernel
-#   make check              every test, both kernel lines (see README)
+#   make check              every test, both kernel lines (see HACKING)
 #   make demo               two guests, rxe, krdma moving data A <-> B
 #   make bench              benchmarks against perftest
 #   make shell KVER=6.12    interactive lab guest with krdma built
