@@ -519,6 +519,36 @@ void krdma_conn_set_error_flush(struct krdma_conn *conn)
 				    conn->name);
 }
 
+/**
+ * krdma_conn_fail_locked - a post under conn->lock failed: fail the connection
+ * @conn: the connection
+ * @err: what the post returned
+ * @what: what was being posted, for the one dmesg line
+ *
+ * The connection posts nothing more, fails with @err (its ERROR event),
+ * and its teardown is queued, so that the peer is told at once rather
+ * than by its heartbeats, and whoever waits on it wakes.  For the posts
+ * krdma makes on its own, under conn->lock and in any context (a
+ * credit message, a heartbeat, a receive going back).
+ *
+ * Context: conn->lock held, any context; does not sleep.
+ */
+void krdma_conn_fail_locked(struct krdma_conn *conn, int err,
+			    const char *what)
+{
+	lockdep_assert_held(&conn->lock);
+	pr_warn_ratelimited("%s: posting %s failed (%d): failing the connection\n",
+			    conn->name, what, err);
+	conn->qp_ok = false;
+	krdma_conn_cause_locked(conn, err, false);
+	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
+	/* The caller's context holds a reference: not the last put. */
+	krdma_conn_get(conn);
+	if (!queue_work(krdma_wq, &conn->teardown_work))
+		krdma_conn_put(conn);
+	wake_up_all(&conn->wq);
+}
+
 /*
  * A reference on the QP for a post: 0, or why there is none.  @failed: a
  * connection in the error state will do, as long as teardown has not

@@ -268,6 +268,8 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err);
 void krdma_conn_set_error_flush(struct krdma_conn *conn);
 void krdma_conn_set_error(struct krdma_conn *conn, int err);
 void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err);
+void krdma_conn_fail_locked(struct krdma_conn *conn, int err,
+			    const char *what);
 void krdma_conn_put(struct krdma_conn *conn);
 void krdma_conn_get(struct krdma_conn *conn);
 struct krdma_conn *krdma_conn_find(const char *name);

@@ -407,6 +407,30 @@ static bool krdma_fault_malformed(const void *buf, size_t len)
 	       !memcmp(buf, KRDMA_FAULT_MALFORMED, n);
 }
 
+/*
+ * Tests only: the Nth post krdma makes on its own from now on (a receive,
+ * first or going back, a credit message, a heartbeat) fails with -ENOMEM
+ * before it reaches the device, as from a device whose queue is full;
+ * counts down to 0 (test/guest/postfail.sh).
+ */
+static int fault_post_fail;
+module_param(fault_post_fail, int, 0644);
+MODULE_PARM_DESC(fault_post_fail,
+		 "Tests only: the Nth post of krdma's own from now on fails (0: none)");
+
+static bool krdma_fault_post(void)
+{
+	int v = READ_ONCE(fault_post_fail), old;
+
+	while (unlikely(v > 0)) {
+		old = cmpxchg(&fault_post_fail, v, v - 1);
+		if (old == v)
+			return v == 1;
+		v = old;
+	}
+	return false;
+}
+
 /* ---- receive ------------------------------------------------------- */
 
 static int krdma_post_recv(struct krdma_conn *conn, struct krdma_rx *rx)
@@ -424,6 +448,8 @@ static int krdma_post_recv(struct krdma_conn *conn, struct krdma_rx *rx)
 
 	ib_dma_sync_single_for_device(conn->kdev->ibdev, rx->dma, sge.length,
 				      DMA_FROM_DEVICE);
+	if (krdma_fault_post())
+		return -ENOMEM;
 	return ib_post_recv(conn->qp, &wr, NULL);
 }
 
@@ -453,10 +479,13 @@ static int krdma_post_ctl_locked(struct krdma_conn *conn);
 static void krdma_repost_locked(struct krdma_conn *conn, struct krdma_rx *rx,
 				bool is_credit_msg)
 {
+	int ret;
+
 	if (!conn->qp_ok)
 		return;
-	if (krdma_post_recv(conn, rx)) {
-		conn->qp_ok = false;
+	ret = krdma_post_recv(conn, rx);
+	if (ret) {
+		krdma_conn_fail_locked(conn, ret, "a receive");
 		return;
 	}
 	krdma_credit_reposted(&conn->cr, is_credit_msg);
@@ -537,8 +566,9 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		 * the passive side a ping may come before the ESTABLISHED
 		 * event (qp_ok): its receive goes back all the same.
 		 */
-		if (!conn->rx_closed && krdma_post_recv(conn, rx))
-			conn->qp_ok = false;
+		ret = conn->rx_closed ? 0 : krdma_post_recv(conn, rx);
+		if (ret)
+			krdma_conn_fail_locked(conn, ret, "a receive");
 		krdma_hb_rx_locked(conn, info.flags & KRDMA_MSG_F_PONG);
 	} else if (info.type == KRDMA_MSG_CREDIT) {
 		atomic64_inc(&conn->stats.credit_msgs);
@@ -746,6 +776,9 @@ bool krdma_msg_ready(struct krdma_conn *conn)
  *
  * Return: the message length, or -ETIMEDOUT, -ERESTARTSYS, -EMSGSIZE,
  * -EINVAL (the connection has a recv callback), or the connection's error.
+ * A connection can fail with -ETIMEDOUT too (its peer's heartbeats, a
+ * completion that never came): a caller that loops on -ETIMEDOUT must ask
+ * krdma_conn_error() whether the connection is still there, or it spins.
  */
 int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		  struct krdma_recv_info *info, long timeout)
@@ -818,7 +851,7 @@ EXPORT_SYMBOL_GPL(krdma_recv);
 
 /*
  * Post a header-only message from @tx (the credit message's buffer, the
- * heartbeat's), with conn->lock held.  A failed post stops posting.
+ * heartbeat's), with conn->lock held.  A failed post fails the connection.
  */
 int krdma_post_hdr_locked(struct krdma_conn *conn, struct krdma_tx *tx,
 			  u32 type, u32 flags, u32 credits)
@@ -840,9 +873,10 @@ int krdma_post_hdr_locked(struct krdma_conn *conn, struct krdma_tx *tx,
 	krdma_msg_encode(tx->buf, type, flags, credits, 0);
 	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
 				      KRDMA_HDR_LEN, DMA_TO_DEVICE);
-	ret = ib_post_send(conn->qp, &wr, NULL);
+	ret = krdma_fault_post() ? -ENOMEM : ib_post_send(conn->qp, &wr, NULL);
 	if (ret)
-		conn->qp_ok = false;
+		krdma_conn_fail_locked(conn, ret, type == KRDMA_MSG_HB ?
+				       "a heartbeat" : "a credit message");
 	return ret;
 }
 
@@ -855,11 +889,8 @@ static int krdma_post_ctl_locked(struct krdma_conn *conn)
 		return -ENOTCONN;
 	ret = krdma_post_hdr_locked(conn, &conn->ctl_tx, KRDMA_MSG_CREDIT, flags,
 				    krdma_credit_hdr_credits(&conn->cr));
-	if (ret) {
-		pr_warn_ratelimited("%s: posting a credit message failed: %d\n",
-				    conn->name, ret);
+	if (ret)
 		return ret;
-	}
 	krdma_credit_sent(&conn->cr, true);
 	return 0;
 }

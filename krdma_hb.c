@@ -53,7 +53,6 @@ void krdma_hb_sent(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_tx *tx = container_of(wc->wr_cqe, struct krdma_tx, cqe);
 	struct krdma_conn *conn = tx->conn;
-	int ret = 0;
 
 	if (wc->status != IB_WC_SUCCESS)
 		krdma_wc_error(conn, wc, "heartbeat");
@@ -61,14 +60,9 @@ void krdma_hb_sent(struct ib_cq *cq, struct ib_wc *wc)
 	conn->hb_tx_busy = false;
 	if (conn->hb_pong_owed && conn->qp_ok) {
 		conn->hb_pong_owed = false;
-		ret = krdma_hb_post_locked(conn, true);
+		krdma_hb_post_locked(conn, true);
 	}
 	spin_unlock(&conn->lock);
-	if (ret) {
-		pr_warn_ratelimited("%s: posting a heartbeat failed: %d\n",
-				    conn->name, ret);
-		krdma_conn_set_error(conn, ret);
-	}
 }
 
 /*
@@ -89,9 +83,7 @@ void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
 		conn->hb_pong_owed = true;
 		return;
 	}
-	if (krdma_hb_post_locked(conn, true))
-		pr_warn_ratelimited("%s: posting a heartbeat failed\n",
-				    conn->name);
+	krdma_hb_post_locked(conn, true);
 }
 
 static void krdma_hb_work(struct work_struct *work)
@@ -99,7 +91,6 @@ static void krdma_hb_work(struct work_struct *work)
 	struct krdma_conn *conn = container_of(to_delayed_work(work),
 					       struct krdma_conn, hb_work);
 	bool lost = false, again = false;
-	int ret = 0;
 
 	spin_lock_bh(&conn->lock);
 	if (!krdma_conn_usable(conn) || conn->hb_stopped)
@@ -117,8 +108,8 @@ static void krdma_hb_work(struct work_struct *work)
 	}
 	again = true;
 	if (conn->active && !conn->hb_ping_out && !conn->hb_tx_busy) {
-		ret = krdma_hb_post_locked(conn, false);
-		if (ret)
+		/* A failed post failed the connection: no next tick. */
+		if (krdma_hb_post_locked(conn, false))
 			again = false;
 		else
 			conn->hb_ping_out = true;
@@ -133,11 +124,7 @@ unlock:
 	}
 	spin_unlock_bh(&conn->lock);
 
-	if (ret) {
-		pr_warn_ratelimited("%s: posting a heartbeat failed: %d\n",
-				    conn->name, ret);
-		krdma_conn_schedule_teardown(conn, ret);
-	} else if (lost) {
+	if (lost) {
 		pr_warn_ratelimited("%s: peer %pISpc lost: %u heartbeats of %u ms unanswered\n",
 				    conn->name, &conn->raddr,
 				    conn->opts.heartbeat_misses, conn->hb_ms);

@@ -1,0 +1,108 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A post that krdma makes on its own, under the connection's lock, fails
+# (krdma's fault_post_fail parameter: the Nth such post from now returns
+# -ENOMEM, as from a device whose queue is full).  The connection must fail
+# with that errno at once, say so in one dmesg line, and be torn down so
+# that its peer learns it too.  Before, such a connection only stopped
+# posting: it stayed "connected" with error 0, and its peer waited for
+# credits or heartbeats that never came.
+#  1. a receive going back after a message: the receiving side fails;
+#  2. a heartbeat's pong (the second heartbeat post, after the ping): the
+#     passive side fails.
+# make check runs it on the debug kernel, where lockdep watches the failure
+# path (it runs under the connection's lock, in softirq).
+# topo: single
+# dev: rxe siw
+# check-kernel: debug
+. "$(dirname "$0")/../lib.sh"
+
+P=/sys/module/krdma/parameters/fault_post_fail
+S=$KRDMA_SYS/conns
+restore() { echo 0 >$P 2>/dev/null; }
+trap restore EXIT
+
+# arm N: krdma's Nth own post from now fails.
+arm() { echo "$1" >$P || fail "cannot set fault_post_fail"; }
+
+# state_is CONN STATE ERROR
+state_is() { [ "$(cat $S/$1/state):$(cat $S/$1/error)" = "$2:$3" ]; }
+not_connected() { [ "$(cat $S/$1/state)" != connected ]; }
+
+# pair N PORT HB_MS: listener lN, connection cN to it, its passive end lN.0.
+pair() {
+	ctl listen name=l$1 addr=$MY_IP:$2 hb_ms=$3 || fail "listen l$1"
+	ctl connect name=c$1 addr=$PEER_IP:$2 hb_ms=$3 || fail "connect c$1"
+	wait_for 5 test -e $S/l$1.0 || fail "l$1.0 missing"
+	dmesg_mark
+}
+
+# ended CONN: failed with -ENOMEM; a passive end is closed by the control
+# file's listener when its connection fails, and says with which error.
+ended() {
+	state_is "$1" error -12 ||
+		{ [ ! -e "$S/$1" ] && dmesg_new | grep -qF "krdma: $1: peer gone (-12)"; }
+}
+
+# failed CONN WHAT PEER: the one injected failure was CONN's post of WHAT;
+# CONN failed with its errno, said so, and was torn down, so that PEER is
+# told now rather than after a 30 s credit wait or its heartbeats.
+failed() {
+	wait_for 5 ended "$1" ||
+		fail "$1 after its post of $2 failed: $(cat $S/$1/state $S/$1/error 2>&1)"
+	expect_eq "$(cat $P)" 0 "posts left before the failure ($2 was the one)"
+	dmesg_new | grep -qF "krdma: $1: posting $2 failed (-12): failing the connection" ||
+		fail "no dmesg line for $1's failed post of $2"
+	wait_for 5 not_connected "$3" || fail "$3 still connected 5 s after $1 failed"
+}
+
+unpair() {	# unpair N
+	restore
+	ctl disconnect name=c$1 || fail "disconnect c$1"
+	ctl unlisten name=l$1 || fail "unlisten l$1"
+}
+
+rdma_dev_up
+krdma_load
+
+# 1. Nothing is received on either side until c1's first message reaches
+# l1.0: the first repost is l1.0's.
+pair 1 7130 off
+arm 1
+ctl test name=c1 op=send size=64 count=50 || fail "test start"
+failed l1.0 "a receive" c1
+wait_for 10 not_running $S/c1/test_status
+case "$(cat $S/c1/test_status)" in
+failed*) ;;
+*) fail "c1 test_status after l1.0 failed: $(cat $S/c1/test_status)" ;;
+esac
+unpair 1
+
+# 2. Idle at 100 ms heartbeats, a round is c2's ping, l2.0's receive going
+# back, l2.0's pong, c2's receive going back, and c2 pings again only after
+# the pong: armed between two rounds (most of the time), the third post is
+# l2.0's pong.  Armed during a round, another of them fails: the checks
+# are the same for it, on the side whose post it was.
+pair 2 7131 100
+arm 3
+wait_for 5 sh -c "dmesg | tail -n +$((KRDMA_DMESG_MARK + 1)) | grep -q 'posting .* failed (-12)'" ||
+	fail "no heartbeat-time post failed in 5 s"
+line=$(dmesg_new | grep -o 'krdma: [^ ]*: posting .* failed (-12)' | head -n 1)
+who=${line#krdma: } who=${who%%:*}
+what=${line#*posting } what=${what% failed*}
+log "failed: $who's post of $what"
+case "$who" in
+l2.0)	failed l2.0 "$what" c2 ;;
+c2)	failed c2 "$what" l2.0 ;;
+*)	fail "unexpected failure: $line" ;;
+esac
+unpair 2
+
+# Nothing left behind, and krdma still works.
+ctl listen name=l3 addr=$MY_IP:7132 || fail "listen l3"
+ctl connect name=c3 addr=$PEER_IP:7132 || fail "connect c3"
+ctl test name=c3 op=send,write,read size=4096 count=20 || fail "test c3"
+wait_for 60 not_running $S/c3/test_status
+expect_eq "$(cat $S/c3/test_status)" passed "c3 test_status after the failures"
+ctl disconnect name=c3 || fail "disconnect c3"
+ctl unlisten name=l3 || fail "unlisten l3"
