@@ -5,7 +5,8 @@
 #         tools/kernel-src.sh (checkpatch and the 6.12 siw build share it).
 # Config: `make tinyconfig` (x86_64) + test/debug-kernel.config, then olddefconfig; every
 #         fragment line is checked against the final .config.
-# Cache:  ${KRDMA_CACHE:-$HOME/.cache/krdma}/debug-kernel/<source-version>-<sha256(fragment):12>/
+# Cache:  ${KRDMA_CACHE:-$HOME/.cache/krdma}/debug-kernel/<source-version>-<sha256(options):12>/
+#         (options: the fragment's lines but comments and blank ones)
 #           bzImage   kernel image for qemu -kernel
 #           build/    O= build tree, usable as KDIR (make -C build M=/path/to/module modules);
 #                     it refers to the source tree of tools/kernel-src.sh
@@ -42,7 +43,9 @@ frag="$repo/test/debug-kernel.config"
 src_ver=$(dpkg-query -W -f='${Version}' "$SRC_PKG" 2>/dev/null) ||
   die "package $SRC_PKG is not installed (apt-get install $SRC_PKG)"
 [[ -n $src_ver ]] || die "package $SRC_PKG is not installed"
-frag_hash=$(sha256sum "$frag" | cut -c1-12)
+# The options only: a comment changed in the fragment builds no new kernel.
+frag_hash=$(sed -e '/^# CONFIG_[A-Za-z0-9_]* is not set$/b' -e '/^[[:space:]]*#/d' \
+  -e '/^[[:space:]]*$/d' "$frag" | sha256sum | cut -c1-12)
 # Debian versions may carry an epoch ("1:") or other odd characters: keep the path plain.
 key=$(printf '%s' "$src_ver" | tr -c 'A-Za-z0-9.+~_-' '_')-$frag_hash
 
