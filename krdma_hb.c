@@ -28,11 +28,21 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/moduleparam.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
 #include "krdma_core.h"
 #include "krdma_proto.h"
+
+/*
+ * Tests only: pings are received but not answered, as by a peer that
+ * stopped (test/guest/heartbeat.sh).
+ */
+static bool fault_hb_mute;
+module_param(fault_hb_mute, bool, 0644);
+MODULE_PARM_DESC(fault_hb_mute,
+		 "Tests only: receive heartbeats but answer none");
 
 /* Send a ping or a pong from conn->hb_tx, with conn->lock held. */
 static int krdma_hb_post_locked(struct krdma_conn *conn, bool pong)
@@ -79,6 +89,8 @@ void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
 		conn->hb_ping_out = false;
 		return;
 	}
+	if (unlikely(READ_ONCE(fault_hb_mute)))
+		return;
 	if (!conn->qp_ok || conn->hb_tx_busy) {
 		conn->hb_pong_owed = true;
 		return;

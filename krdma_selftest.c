@@ -366,8 +366,12 @@ static int krdma_svc_thread(void *arg)
 			st_serve(conn, st, buf, n);
 			continue;
 		}
-		if (n >= 0 || n == -ETIMEDOUT)
-			continue;	/* dropped (not a self-test message), idle */
+		/*
+		 * Dropped (not a self-test message), or idle; but a connection
+		 * that failed with -ETIMEDOUT (heartbeats) says so too.
+		 */
+		if (n >= 0 || (n == -ETIMEDOUT && !krdma_conn_error(conn)))
+			continue;
 		/*
 		 * The connection ended: wait to be stopped (a passive one is
 		 * reaped once its end event came, #22 item 4).

@@ -205,7 +205,8 @@ static int at_recv(struct krdma_conn *c, void *buf, size_t len, long timeout)
 
 	for (;;) {
 		ret = krdma_recv(c, buf, len, AT_SLICE);
-		if (ret != -ETIMEDOUT)
+		/* A connection that failed with -ETIMEDOUT returns it too. */
+		if (ret != -ETIMEDOUT || krdma_conn_error(c))
 			return ret;
 		if (kthread_should_stop())
 			return -EINTR;

@@ -66,3 +66,30 @@ for c in c1 c2 c3; do
 done
 ctl unlisten name=l1 || fail "unlisten l1"
 ctl unlisten name=l2 || fail "unlisten l2"
+
+# A peer that stops answering (fault_hb_mute: pings received, no pong):
+# c4 fails with -ETIMEDOUT after 2 silent ticks of 100 ms (3 s of slack
+# under TCG), and its control-file service thread then sleeps.  It took
+# -ETIMEDOUT from krdma_recv() for "idle" and spun at full speed.
+mute=/sys/module/krdma/parameters/fault_hb_mute
+ctl listen name=l4 addr=$MY_IP:7062 hb_ms=100 || fail "listen l4"
+ctl connect name=c4 addr=$PEER_IP:7062 hb_misses=2 || fail "connect c4"
+wait_for 5 test -e $S/l4.0 || fail "l4.0 missing"
+echo 1 >$mute || fail "cannot set fault_hb_mute"
+c4_lost() { [ "$(cat $S/c4/state):$(cat $S/c4/error)" = error:-110 ]; }
+wait_for 3 c4_lost || { echo 0 >$mute; fail "c4 with its pings unanswered: $(cat $S/c4/state) $(cat $S/c4/error)"; }
+echo 0 >$mute
+pid=
+for p in /proc/[0-9]*; do
+	[ "$(cat $p/comm 2>/dev/null)" = krdma/c4 ] && pid=${p#/proc/}
+done
+[ -n "$pid" ] || fail "no krdma/c4 thread"
+# utime + stime, in clock ticks (USER_HZ, 100 a second).
+cpu() { awk '{ print $14 + $15 }' /proc/$pid/stat; }
+t0=$(cpu)
+sleep 2
+t1=$(cpu)
+log "krdma/c4 used $((t1 - t0)) ticks in 2 s after its connection failed"
+[ $((t1 - t0)) -le 10 ] || fail "krdma/c4 spins after -ETIMEDOUT: $((t1 - t0)) ticks of CPU in 2 s"
+ctl disconnect name=c4 || fail "disconnect c4"
+ctl unlisten name=l4 || fail "unlisten l4"
