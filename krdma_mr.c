@@ -502,6 +502,18 @@ void krdma_conn_pool_free(struct krdma_conn *conn)
 	conn->pool = NULL;
 }
 
+/* Take the MR and the DMA mapping off a pool registration (conn->lock). */
+static struct ib_mr *krdma_pool_detach_locked(struct krdma_mr *kmr,
+					      int *mapped)
+{
+	struct ib_mr *mr = kmr->mr;
+
+	*mapped = kmr->mapped;
+	kmr->mr = NULL;
+	kmr->mapped = 0;
+	return mr;
+}
+
 /*
  * Undo the DMA mapping and give the MR and then the handle back (the
  * handle last: a free handle always finds a free MR).  The caller took
@@ -541,10 +553,7 @@ static void krdma_pool_release_all(struct krdma_conn *conn)
 		if (kmr->in_use && !kmr->gone) {
 			kmr->gone = true;
 			kmr->valid = false;
-			mr = kmr->mr;
-			mapped = kmr->mapped;
-			kmr->mr = NULL;
-			kmr->mapped = 0;
+			mr = krdma_pool_detach_locked(kmr, &mapped);
 		}
 		spin_unlock_bh(&conn->lock);
 		if (mapped)
@@ -575,12 +584,8 @@ static void krdma_pool_wr_done(struct krdma_mr *kmr)
 		req = kmr->inv_req;
 		kmr->inv_req = NULL;
 		status = kmr->inv_status;
-		if (!status && !kmr->valid) {
-			mr = kmr->mr;
-			mapped = kmr->mapped;
-			kmr->mr = NULL;
-			kmr->mapped = 0;
-		}
+		if (!status && !kmr->valid)
+			mr = krdma_pool_detach_locked(kmr, &mapped);
 	}
 	spin_unlock(&conn->lock);
 	if (mr)
@@ -865,12 +870,8 @@ int krdma_mr_put(struct krdma_mr *kmr)
 		ret = -EBUSY;
 	} else {
 		kmr->letgo = true;
-		if (!kmr->wr_out) {
-			mr = kmr->mr;
-			mapped = kmr->mapped;
-			kmr->mr = NULL;
-			kmr->mapped = 0;
-		}
+		if (!kmr->wr_out)
+			mr = krdma_pool_detach_locked(kmr, &mapped);
 	}
 	spin_unlock_bh(&conn->lock);
 	if (mr)
