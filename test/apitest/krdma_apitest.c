@@ -1241,6 +1241,46 @@ static int at_sg_from_buf(struct scatterlist *sg, int max, u8 *buf, u64 len)
 	return n;
 }
 
+/* @a's port, IPv4 or IPv6: a scenario's own listener next to the server. */
+static void at_port(struct sockaddr_storage *a, int p)
+{
+	if (a->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)a)->sin6_port = htons(p);
+	else
+		((struct sockaddr_in *)a)->sin_port = htons(p);
+}
+
+/*
+ * A scenario's own listener, next to the server (port @p): @o with @priv;
+ * NULL (recorded, naming @what) when it cannot listen.
+ */
+static struct krdma_listener *at_listen_local(struct at_test *t,
+					      struct sockaddr_storage *a,
+					      int p, struct krdma_conn_opts *o,
+					      void *priv, const char *what)
+{
+	struct krdma_listener *l;
+
+	at_port(a, p);
+	o->priv = priv;
+	l = krdma_listen((struct sockaddr *)a, o);
+	if (!IS_ERR(l))
+		return l;
+	at_fail(t, "krdma_listen%s%s: %ld", *what ? " " : "", what,
+		PTR_ERR(l));
+	return NULL;
+}
+
+/* A scenario that listens in the client's module: SKIP unless role=both. */
+static bool at_needs_one_guest(struct at_test *t)
+{
+	if (!strcmp(role, "both"))
+		return false;
+	t->skipped = true;
+	snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	return true;
+}
+
 /* Asynchronous operations: each callback counted, per request and overall. */
 struct at_async {
 	atomic_t		done;
@@ -3079,15 +3119,9 @@ static void sc_events(struct at_test *t)
 	/* The passive side, on one guest: the listener's callbacks. */
 	if (strcmp(role, "both"))
 		goto out;
-	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 1);
-	if (laddr.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 1);
-	lopts.priv = &e[2];
-	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
-	if (IS_ERR(l)) {
-		at_fail(t, "krdma_listen with callbacks: %ld", PTR_ERR(l));
+	l = at_listen_local(t, &laddr, port + 1, &lopts, &e[2], "with callbacks");
+	if (!l)
 		goto out;
-	}
 	p = krdma_accept(l, 0);
 	if (!at_expect(t, PTR_ERR_OR_ZERO(p), -EINVAL,
 		       "krdma_accept on a listener with callbacks"))
@@ -3277,11 +3311,8 @@ static void sc_recv_cb(struct at_test *t)
 	u32 i;
 	int ret;
 
-	if (strcmp(role, "both")) {
-		t->skipped = true;
-		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	if (at_needs_one_guest(t))
 		return;
-	}
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	buf = kmalloc(at_rcb_len(AT_RCB_N) + 2000, GFP_KERNEL);
 	if (!r || !buf) {
@@ -3290,16 +3321,9 @@ static void sc_recv_cb(struct at_test *t)
 	}
 	at_ev_init(&r->ev);
 	spin_lock_init(&r->klock);
-	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 2);
-	if (laddr.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 2);
-	lopts.priv = r;
-	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
-	if (IS_ERR(l)) {
-		at_fail(t, "krdma_listen with a recv callback: %ld",
-			PTR_ERR(l));
+	l = at_listen_local(t, &laddr, port + 2, &lopts, r, "with a recv callback");
+	if (!l)
 		goto out_free;
-	}
 	c = krdma_connect((struct sockaddr *)&laddr, NULL, NULL);
 	if (IS_ERR(c)) {
 		at_fail(t, "connect: %ld", PTR_ERR(c));
@@ -3436,11 +3460,8 @@ static void sc_hb_starved(struct at_test *t)
 	char msg[64] = "starved";
 	int i, ret, sent = 0;
 
-	if (strcmp(role, "both")) {
-		t->skipped = true;
-		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	if (at_needs_one_guest(t))
 		return;
-	}
 	h = kzalloc(sizeof(*h), GFP_KERNEL);
 	ce = kzalloc(sizeof(*ce), GFP_KERNEL);
 	if (!h || !ce) {
@@ -3450,15 +3471,9 @@ static void sc_hb_starved(struct at_test *t)
 	at_ev_init(&h->ev);
 	at_ev_init(ce);
 	spin_lock_init(&h->klock);
-	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 3);
-	if (laddr.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 3);
-	lopts.priv = h;
-	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
-	if (IS_ERR(l)) {
-		at_fail(t, "krdma_listen: %ld", PTR_ERR(l));
+	l = at_listen_local(t, &laddr, port + 3, &lopts, h, "");
+	if (!l)
 		goto out_free;
-	}
 	copts.ops = &at_ev_ops;
 	copts.priv = ce;
 	c = krdma_connect((struct sockaddr *)&laddr, NULL, &copts);
@@ -3605,26 +3620,17 @@ static void sc_accept_hook(struct at_test *t)
 	struct at_acc *a;
 	int i, ret;
 
-	if (strcmp(role, "both")) {
-		t->skipped = true;
-		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	if (at_needs_one_guest(t))
 		return;
-	}
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
 	if (!a) {
 		at_fail(t, "out of memory");
 		return;
 	}
 	at_ev_init(&a->ev);
-	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 4);
-	if (laddr.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 4);
-	lopts.priv = a;
-	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
-	if (IS_ERR(l)) {
-		at_fail(t, "krdma_listen with an accept hook: %ld", PTR_ERR(l));
+	l = at_listen_local(t, &laddr, port + 4, &lopts, a, "with an accept hook");
+	if (!l)
 		goto out_free;
-	}
 	for (i = 0; i < sizeof(pd); i++)
 		pd[i] = 0xc0 + i * 7;
 	/* Too many bytes: refused at home, the hook never called. */
@@ -3922,11 +3928,8 @@ static void at_pool(struct at_test *t, bool swi)
 	u8 *local = NULL;
 	int i, ret;
 
-	if (strcmp(role, "both")) {
-		t->skipped = true;
-		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	if (at_needs_one_guest(t))
 		return;
-	}
 	p = kzalloc(sizeof(*p), GFP_KERNEL);
 	local = kmalloc(AT_POOL_LEN, GFP_KERNEL);
 	if (!p || !local) {
@@ -3943,15 +3946,9 @@ static void at_pool(struct at_test *t, bool swi)
 		}
 		at_fill(p->buf[i], AT_POOL_LEN, AT_POOL_SEED + i, 0);
 	}
-	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 5);
-	if (laddr.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 5);
-	lopts.priv = p;
-	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
-	if (IS_ERR(l)) {
-		at_fail(t, "krdma_listen with an MR pool: %ld", PTR_ERR(l));
+	l = at_listen_local(t, &laddr, port + 5, &lopts, p, "with an MR pool");
+	if (!l)
 		goto out_free;
-	}
 	c = krdma_connect((struct sockaddr *)&laddr, NULL, NULL);
 	if (IS_ERR(c)) {
 		at_fail(t, "connect: %ld", PTR_ERR(c));
