@@ -70,6 +70,8 @@ static void krdma_conn_opts_fill(struct krdma_conn_opts *o,
 		o->heartbeat_ms = KRDMA_DEFAULT_HEARTBEAT_MS;
 	if (!o->heartbeat_misses)
 		o->heartbeat_misses = KRDMA_DEFAULT_HEARTBEAT_MISSES;
+	if (o->mr_pool && !o->mr_pool_pages)
+		o->mr_pool_pages = KRDMA_DEFAULT_MR_POOL_PAGES;
 }
 
 static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
@@ -104,6 +106,13 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 	    (o->private_data_len && !o->private_data)) {
 		pr_warn_ratelimited("private data of %u bytes refused (at most %u)\n",
 				    o->private_data_len, KRDMA_MAX_PRIVATE_DATA);
+		return -EINVAL;
+	}
+	if (o->mr_pool > KRDMA_MAX_MR_POOL ||
+	    o->mr_pool_pages > KRDMA_MAX_MR_POOL_PAGES) {
+		pr_warn_ratelimited("MR pool of %u x %u pages out of range (at most %u x %u)\n",
+				    o->mr_pool, o->mr_pool_pages,
+				    KRDMA_MAX_MR_POOL, KRDMA_MAX_MR_POOL_PAGES);
 		return -EINVAL;
 	}
 	if (o->heartbeat_misses > KRDMA_MAX_HEARTBEAT_MISSES) {
@@ -147,6 +156,8 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->tx_free);
 	INIT_LIST_HEAD(&conn->mrs);
+	INIT_LIST_HEAD(&conn->pool_mrs);
+	INIT_LIST_HEAD(&conn->pool_free);
 	INIT_LIST_HEAD(&conn->rw_ops);
 	init_completion(&conn->cm_done);
 	mutex_init(&conn->teardown_mutex);

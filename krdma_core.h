@@ -64,6 +64,8 @@ struct krdma_rx {
 	u32			byte_len;
 	bool			has_imm;	/* RDMA WRITE with immediate */
 	u32			imm;
+	bool			inv_valid;	/* invalidated a pool MR of ours */
+	u32			inv_rkey;
 	struct list_head	list;		/* conn->rx_ready */
 	/* For the recv callback, under conn->lock: */
 	struct krdma_msg	msg;
@@ -180,6 +182,7 @@ struct krdma_conn {
 	u32			rw_chunk_pages;	/* pages per rdma_rw context */
 	u32			max_reg_pages;	/* in one registration */
 	bool			dev_atomics;	/* the device does atomics */
+	bool			dev_inv;	/* and SEND_WITH_INV */
 	bool			iwarp;		/* no immediate data */
 	struct list_head	rw_ops;		/* one-sided ops posted */
 	int			qp_event_err;	/* a fatal QP event's errno */
@@ -213,6 +216,16 @@ struct krdma_conn {
 	struct krdma_rx		*rx_gone;	/* rx array, kept past teardown */
 
 	struct list_head	mrs;		/* registrations on this conn */
+	/*
+	 * The MR pool (opts.mr_pool, krdma_mr.c): ib_mr_pool's list of free
+	 * MRs, set up with the QP and destroyed before it; and the
+	 * preallocated registration handles, free ones on pool_free (under
+	 * conn->lock), kept until the connection's memory goes.
+	 */
+	struct list_head	pool_mrs;
+	struct list_head	pool_free;
+	struct krdma_mr		*pool;
+	u32			pool_n;
 	struct krdma_stats	stats;
 };
 
@@ -307,6 +320,7 @@ bool krdma_msg_ready(struct krdma_conn *conn);
 void krdma_rx_cb_start(struct krdma_conn *conn);
 void krdma_conn_free_rx_gone(struct krdma_conn *conn);
 int krdma_wc_errno(enum ib_wc_status status);
+int krdma_op_errno(struct krdma_conn *conn, struct ib_wc *wc);
 void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc,
 		    const char *op);
 int krdma_post_hdr_locked(struct krdma_conn *conn, struct krdma_tx *tx,
@@ -335,6 +349,10 @@ static inline u32 krdma_hb_asked(const struct krdma_conn_opts *o)
 
 /* krdma_mr.c */
 void krdma_conn_release_mrs(struct krdma_conn *conn);
+int krdma_conn_pool_init(struct krdma_conn *conn);
+void krdma_conn_pool_destroy(struct krdma_conn *conn);
+void krdma_conn_pool_free(struct krdma_conn *conn);
+bool krdma_pool_remote_inv_locked(struct krdma_conn *conn, u32 rkey);
 
 int krdma_sysfs_init(void);
 void krdma_sysfs_exit(void);

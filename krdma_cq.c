@@ -116,7 +116,8 @@ static void krdma_qp_event(struct ib_event *ev, void *ctx)
 	cmpxchg(&conn->qp_event_err, 0, err);
 }
 
-static int krdma_op_errno(struct krdma_conn *conn, struct ib_wc *wc)
+/* A failed operation's errno; a flush stands for the connection's error. */
+int krdma_op_errno(struct krdma_conn *conn, struct ib_wc *wc)
 {
 	int err;
 
@@ -298,7 +299,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 
 	/* Every kind of work request has its slots (krdma_queue.h). */
 	ret = krdma_queue_sizes(conn->depth, KRDMA_RW_CHUNK_PAGES,
-				KRDMA_MAX_SEND_SGE, a, &q);
+				KRDMA_MAX_SEND_SGE, conn->opts.mr_pool, a, &q);
 	if (ret) {
 		pr_warn_ratelimited("%s: depth %u needs %u %s, %s has %u\n",
 				    conn->name, conn->depth, q.need, q.limit,
@@ -308,6 +309,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	conn->rw_chunk_pages = q.chunk_pages;
 	conn->max_reg_pages = a->max_fast_reg_page_list_len;
 	conn->dev_atomics = a->atomic_cap != IB_ATOMIC_NONE;
+	conn->dev_inv = a->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS;
 	conn->iwarp = rdma_protocol_iwarp(ibdev, conn->port);
 
 	/*
@@ -358,6 +360,13 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	}
 	conn->qp = conn->cm_id->qp;
 	conn->rw_slots = 0;
+	/* The MR pool's MRs, in the connection's PD, listed on the QP. */
+	ret = krdma_conn_pool_init(conn);
+	if (ret) {
+		rdma_destroy_qp(conn->cm_id);
+		conn->qp = NULL;
+		goto out_cq;
+	}
 	return 0;
 
 out_cq:
@@ -373,6 +382,8 @@ out_bufs:
 void krdma_conn_destroy_qp(struct krdma_conn *conn)
 {
 	if (conn->qp) {
+		/* Teardown gave every pool MR back after the drain. */
+		krdma_conn_pool_destroy(conn);
 		rdma_destroy_qp(conn->cm_id);
 		conn->qp = NULL;
 	}
@@ -517,6 +528,8 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		conn->hb_rx++;
 		rx->byte_len = 0;
 		rx->has_imm = true;
+		rx->inv_valid = false;
+		rx->inv_rkey = 0;
 		rx->imm = be32_to_cpu(wc->ex.imm_data);
 		deliver = krdma_rx_ready_locked(conn, rx);
 		spin_unlock(&conn->lock);
@@ -542,6 +555,16 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			      wc->status);
 
 	spin_lock(&conn->lock);
+	/*
+	 * The peer's SEND_WITH_INV: the device invalidated that rkey in our
+	 * PD before this completion.  Only a valid registration from this
+	 * connection's pool is marked and reported; any other rkey (the peer
+	 * is not trusted) marks nothing.
+	 */
+	rx->inv_valid = (wc->wc_flags & IB_WC_WITH_INVALIDATE) &&
+			krdma_pool_remote_inv_locked(conn,
+						     wc->ex.invalidate_rkey);
+	rx->inv_rkey = rx->inv_valid ? wc->ex.invalidate_rkey : 0;
 	ret = krdma_credit_grant(&conn->cr, info.credits,
 				 info.flags & KRDMA_MSG_F_CTL_ACK);
 	if (ret) {
@@ -617,6 +640,8 @@ static bool krdma_rx_ready_locked(struct krdma_conn *conn,
 	rx->msg.len = rx->byte_len;
 	rx->msg.imm_valid = rx->has_imm;
 	rx->msg.imm = rx->imm;
+	rx->msg.inv_valid = rx->inv_valid;
+	rx->msg.inv_rkey = rx->inv_rkey;
 	if (!conn->rx_cb) {
 		list_add_tail(&rx->list, &conn->rx_ready);
 		return false;
@@ -817,6 +842,8 @@ int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 	if (info) {
 		info->imm_valid = rx->has_imm;
 		info->imm = rx->imm;
+		info->inv_valid = rx->inv_valid;
+		info->inv_rkey = rx->inv_rkey;
 	}
 	if (rx->byte_len)
 		memcpy(buf, rx->buf + KRDMA_HDR_LEN, rx->byte_len);
@@ -986,7 +1013,7 @@ static int krdma_credit_wait(struct krdma_conn *conn, long *left)
  */
 static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 				 const void *buf, size_t len,
-				 struct krdma_req *req)
+				 struct krdma_req *req, bool inv, u32 inv_rkey)
 {
 	struct ib_send_wr wr = {};
 	struct krdma_tx *tx;
@@ -1014,6 +1041,10 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IB_WR_SEND;
+	if (inv) {
+		wr.opcode = IB_WR_SEND_WITH_INV;
+		wr.ex.invalidate_rkey = inv_rkey;
+	}
 	wr.send_flags = IB_SEND_SIGNALED;
 	ret = ib_post_send(conn->qp, &wr, NULL);
 	if (ret) {
@@ -1025,6 +1056,10 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 	krdma_credit_sent(&conn->cr, false);
 	return 0;
 }
+
+static int __krdma_send_async(struct krdma_conn *conn, const void *buf,
+			      size_t len, struct krdma_req *req, bool nowait,
+			      bool inv, u32 inv_rkey);
 
 /**
  * krdma_send_async - send a message, completing through a callback
@@ -1044,6 +1079,47 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
  */
 int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		     struct krdma_req *req, bool nowait)
+{
+	return __krdma_send_async(conn, buf, len, req, nowait, false, 0);
+}
+EXPORT_SYMBOL_GPL(krdma_send_async);
+
+/**
+ * krdma_send_inv_async - send a message that invalidates a peer's rkey
+ * @conn: the connection
+ * @buf: the message; copied before this returns
+ * @len: its length, up to krdma_max_msg_size()
+ * @inv_rkey: the rkey of a token the peer gave us on @conn (one from its
+ *	MR pool, krdma_reg_sg_nowait(), when the peer is to be told)
+ * @req: request whose ->done runs (softirq) when the peer has the message
+ * @nowait: fail with -EAGAIN instead of sleeping when no credit is free
+ *
+ * A SEND_WITH_INV: the peer's device invalidates @inv_rkey before the
+ * peer's krdma sees the message, so the peer can reuse that memory
+ * without a LOCAL_INV of its own (nvme-rdma's completion of an I/O).  The
+ * peer's recv callback finds struct krdma_msg's inv_valid and inv_rkey
+ * set when @inv_rkey was one of its pool registrations.  An rkey the peer
+ * does not know in @conn's protection domain fails the peer's receive and
+ * the connection.  Once this was posted, use of the token is over: do not
+ * start RDMA through it after this call.
+ *
+ * Context: as krdma_send_async(): with @nowait, any context up to softirq;
+ * does not sleep.
+ *
+ * Return: as krdma_send_async(); -EOPNOTSUPP when the device cannot.
+ */
+int krdma_send_inv_async(struct krdma_conn *conn, const void *buf, size_t len,
+			 u32 inv_rkey, struct krdma_req *req, bool nowait)
+{
+	if (!conn->dev_inv)
+		return -EOPNOTSUPP;
+	return __krdma_send_async(conn, buf, len, req, nowait, true, inv_rkey);
+}
+EXPORT_SYMBOL_GPL(krdma_send_inv_async);
+
+static int __krdma_send_async(struct krdma_conn *conn, const void *buf,
+			      size_t len, struct krdma_req *req, bool nowait,
+			      bool inv, u32 inv_rkey)
 {
 	long left = KRDMA_POST_TIMEOUT;
 	int ret;
@@ -1072,7 +1148,8 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		if (ret)
 			return ret;
 	}
-	ret = krdma_post_msg_locked(conn, KRDMA_MSG_DATA, buf, len, req);
+	ret = krdma_post_msg_locked(conn, KRDMA_MSG_DATA, buf, len, req, inv,
+				    inv_rkey);
 	spin_unlock_bh(&conn->lock);
 	if (ret) {
 		pr_warn_ratelimited("%s: ib_post_send failed: %d\n",
@@ -1084,7 +1161,6 @@ int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 	atomic64_add(len, &conn->stats.send_bytes);
 	return 0;
 }
-EXPORT_SYMBOL_GPL(krdma_send_async);
 
 struct krdma_sync_req {
 	struct krdma_req	req;
@@ -1225,7 +1301,7 @@ static int __krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey,
 		init_completion(&s.done);
 		s.req.done = krdma_sync_done;
 		ret = krdma_post_msg_locked(conn, KRDMA_MSG_IMM, &wire,
-					    sizeof(wire), &s.req);
+					    sizeof(wire), &s.req, false, 0);
 	} else {
 		trace_krdma_rdma_start(conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0);
 		ret = ib_post_send(conn->qp, &wr.wr, NULL);

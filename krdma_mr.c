@@ -7,12 +7,21 @@
  * own PD: nothing else of this host's memory is reachable by the peer, no
  * other connection can use the token, and a revoked token's rkey is never
  * valid again (ib_inc_rkey on each registration).
+ *
+ * A connection may also have a pool of MRs allocated at setup
+ * (opts.mr_pool), for krdma_reg_sg_nowait(): registration and
+ * invalidation that never sleep and never allocate, for an I/O path such
+ * as a blk-mq ->queue_rq that must not block (the nvme-rdma and xprtrdma
+ * FRWR model).  Its MRs are in the connection's PD too; each registration
+ * takes a fresh key (ib_inc_rkey) and a fresh random I/O virtual address.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/random.h>
 #include <linux/ratelimit.h>
 #include <linux/slab.h>
+
+#include <rdma/mr_pool.h>
 
 #include "krdma_core.h"
 #include "krdma_plan.h"
@@ -34,6 +43,20 @@ struct krdma_mr {
 	struct ib_cqe		cqe;
 	struct completion	done;
 	int			status;
+	/*
+	 * A pool registration (one of conn->pool[]), under conn->lock.  It
+	 * goes back to the pool once the consumer let go of it (@letgo) and
+	 * the work requests it posted (@wr_out: its REG_MR, its LOCAL_INV)
+	 * completed, provided its rkey is known to be invalid.
+	 */
+	bool			pool;
+	bool			in_use;		/* taken from the pool */
+	bool			letgo;		/* invalidate_async() or put() */
+	bool			gone;		/* teardown released it */
+	u8			wr_out;
+	int			inv_status;	/* of the LOCAL_INV */
+	struct krdma_req	*inv_req;	/* krdma_mr_invalidate_async()'s */
+	struct ib_cqe		inv_cqe;
 };
 
 static void krdma_mr_wr_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -142,9 +165,13 @@ static void krdma_mr_release(struct krdma_mr *kmr)
  * Teardown: the QP is drained, so no registration WR is in flight.  Whoever
  * takes a registration off conn->mrs (here or krdma_mr_free()) releases it.
  */
+static void krdma_pool_release_all(struct krdma_conn *conn);
+
 void krdma_conn_release_mrs(struct krdma_conn *conn)
 {
 	struct krdma_mr *kmr;
+
+	krdma_pool_release_all(conn);
 
 	for (;;) {
 		spin_lock_bh(&conn->lock);
@@ -344,6 +371,8 @@ EXPORT_SYMBOL_GPL(krdma_mr_token);
  * Context: process context; sleeps until the device has done it (at most
  * 30 s, and teardown's drain).
  *
+ * Not for a pool registration (krdma_reg_sg_nowait()): -EINVAL.
+ *
  * Return: 0; the token is dead then.
  */
 int krdma_mr_revoke(struct krdma_mr *kmr)
@@ -351,6 +380,9 @@ int krdma_mr_revoke(struct krdma_mr *kmr)
 	struct krdma_conn *conn = kmr->conn;
 	struct ib_send_wr wr = {};
 	int ret;
+
+	if (WARN_ON_ONCE(kmr->pool))
+		return -EINVAL;
 
 	ret = __krdma_conn_qp_get(conn, true);
 	if (ret)
@@ -381,12 +413,18 @@ EXPORT_SYMBOL_GPL(krdma_mr_revoke);
 
 /**
  * krdma_mr_free - revoke and release a registration
- * @kmr: the registration
+ * @kmr: the registration, from krdma_reg_sg() or krdma_reg_buf() (a pool
+ *	registration ends with krdma_mr_invalidate_async() or krdma_mr_put())
+ *
+ * Context: process context; sleeps (krdma_mr_revoke()).
  */
 void krdma_mr_free(struct krdma_mr *kmr)
 {
 	struct krdma_conn *conn = kmr->conn;
 	bool mine;
+
+	if (WARN_ON_ONCE(kmr->pool))
+		return;
 
 	trace_krdma_mr_dereg(conn->name, kmr->mr ? kmr->mr->length : 0,
 			     kmr->access);
@@ -403,3 +441,463 @@ void krdma_mr_free(struct krdma_mr *kmr)
 	krdma_conn_put(conn);
 }
 EXPORT_SYMBOL_GPL(krdma_mr_free);
+
+/* ---- the connection's MR pool ---------------------------------------- */
+
+/*
+ * At QP creation (krdma_conn_create_qp()), process context: the MRs, in
+ * the connection's PD, on a list of the QP's (ib_mr_pool_init(); not
+ * qp->rdma_mrs, which rdma_rw uses), and the registration handles.
+ */
+int krdma_conn_pool_init(struct krdma_conn *conn)
+{
+	u32 n = conn->opts.mr_pool, pages = conn->opts.mr_pool_pages, i;
+	u32 max = conn->kdev->ibdev->attrs.max_fast_reg_page_list_len;
+	int ret;
+
+	if (!n)
+		return 0;
+	if (pages > max) {
+		pr_warn_ratelimited("%s: MR pool of %u pages per MR, %s maps at most %u\n",
+				    conn->name, pages, conn->kdev->name, max);
+		return -EINVAL;
+	}
+	if (WARN_ON_ONCE(conn->pool))
+		return -EINVAL;
+	conn->pool = kcalloc(n, sizeof(*conn->pool), GFP_KERNEL);
+	if (!conn->pool)
+		return -ENOMEM;
+	ret = ib_mr_pool_init(conn->qp, &conn->pool_mrs, n, IB_MR_TYPE_MEM_REG,
+			      pages, 0);
+	if (ret) {
+		pr_warn_ratelimited("%s: no MR pool of %u x %u pages: %d\n",
+				    conn->name, n, pages, ret);
+		kfree(conn->pool);
+		conn->pool = NULL;
+		return ret;
+	}
+	for (i = 0; i < n; i++) {
+		struct krdma_mr *kmr = &conn->pool[i];
+
+		kmr->conn = conn;
+		kmr->pool = true;
+		init_completion(&kmr->done);
+		list_add_tail(&kmr->list, &conn->pool_free);
+	}
+	conn->pool_n = n;
+	return 0;
+}
+
+/* Before the QP goes; every pool MR is back (krdma_pool_release_all()). */
+void krdma_conn_pool_destroy(struct krdma_conn *conn)
+{
+	if (conn->pool_n)
+		ib_mr_pool_destroy(conn->qp, &conn->pool_mrs);
+}
+
+/* With the connection's memory: the handles the consumer may still hold. */
+void krdma_conn_pool_free(struct krdma_conn *conn)
+{
+	kfree(conn->pool);
+	conn->pool = NULL;
+}
+
+/* Take the MR and the DMA mapping off a pool registration (conn->lock). */
+static struct ib_mr *krdma_pool_detach_locked(struct krdma_mr *kmr,
+					      int *mapped)
+{
+	struct ib_mr *mr = kmr->mr;
+
+	*mapped = kmr->mapped;
+	kmr->mr = NULL;
+	kmr->mapped = 0;
+	return mr;
+}
+
+/*
+ * Undo the DMA mapping and give the MR and then the handle back (the
+ * handle last: a free handle always finds a free MR).  The caller took
+ * @mr and @mapped off @kmr under conn->lock.
+ */
+static void krdma_pool_return(struct krdma_mr *kmr, struct ib_mr *mr,
+			      int mapped)
+{
+	struct krdma_conn *conn = kmr->conn;
+
+	if (mapped)
+		ib_dma_unmap_sg(conn->kdev->ibdev, kmr->sg, kmr->nents,
+				DMA_BIDIRECTIONAL);
+	ib_mr_pool_put(conn->qp, &conn->pool_mrs, mr);
+	spin_lock_bh(&conn->lock);
+	kmr->in_use = false;
+	list_add_tail(&kmr->list, &conn->pool_free);
+	spin_unlock_bh(&conn->lock);
+}
+
+/*
+ * Teardown, after the drain: every completion was seen, nothing is in
+ * flight.  Registrations the consumer still holds are released here; its
+ * handles stay (gone) until the connection's memory goes.
+ */
+static void krdma_pool_release_all(struct krdma_conn *conn)
+{
+	u32 i;
+
+	for (i = 0; i < conn->pool_n; i++) {
+		struct krdma_mr *kmr = &conn->pool[i];
+		struct ib_mr *mr = NULL;
+		int mapped = 0;
+
+		spin_lock_bh(&conn->lock);
+		WARN_ON_ONCE(kmr->wr_out);
+		if (kmr->in_use && !kmr->gone) {
+			kmr->gone = true;
+			kmr->valid = false;
+			mr = krdma_pool_detach_locked(kmr, &mapped);
+		}
+		spin_unlock_bh(&conn->lock);
+		if (mapped)
+			ib_dma_unmap_sg(conn->kdev->ibdev, kmr->sg, kmr->nents,
+					DMA_BIDIRECTIONAL);
+		if (mr)
+			ib_mr_pool_put(conn->qp, &conn->pool_mrs, mr);
+	}
+}
+
+/*
+ * A work request of a pool registration completed.  When it was the last
+ * and the consumer let go, the registration goes back to the pool if its
+ * rkey is invalid, and krdma_mr_invalidate_async()'s ->done runs after
+ * that.  Softirq (the CQ's), or process context with bottom halves off.
+ */
+static void krdma_pool_wr_done(struct krdma_mr *kmr)
+{
+	struct krdma_conn *conn = kmr->conn;
+	struct krdma_req *req = NULL;
+	struct ib_mr *mr = NULL;
+	int mapped = 0, status = 0;
+
+	spin_lock(&conn->lock);
+	if (!WARN_ON_ONCE(!kmr->wr_out))
+		kmr->wr_out--;
+	if (!kmr->wr_out && kmr->letgo && !kmr->gone) {
+		req = kmr->inv_req;
+		kmr->inv_req = NULL;
+		status = kmr->inv_status;
+		if (!status && !kmr->valid)
+			mr = krdma_pool_detach_locked(kmr, &mapped);
+	}
+	spin_unlock(&conn->lock);
+	if (mr)
+		krdma_pool_return(kmr, mr, mapped);
+	if (req) {
+		req->status = status;
+		req->len = 0;
+		req->done(req);
+	}
+}
+
+static void krdma_pool_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_mr *kmr = container_of(wc->wr_cqe, struct krdma_mr, cqe);
+
+	/* The connection fails with the cause, an ERROR event. */
+	if (wc->status != IB_WC_SUCCESS)
+		krdma_wc_error(kmr->conn, wc, "memory registration");
+	krdma_pool_wr_done(kmr);
+}
+
+static void krdma_pool_inv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_mr *kmr = container_of(wc->wr_cqe, struct krdma_mr,
+					    inv_cqe);
+	struct krdma_conn *conn = kmr->conn;
+	int status = 0;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		krdma_wc_error(conn, wc, "memory invalidation");
+		status = krdma_op_errno(conn, wc);
+	}
+	spin_lock(&conn->lock);
+	kmr->inv_status = status;
+	if (!status)
+		kmr->valid = false;
+	spin_unlock(&conn->lock);
+	krdma_pool_wr_done(kmr);
+}
+
+/**
+ * krdma_reg_sg_nowait - register a scatterlist from the connection's MR pool
+ * @conn: the connection whose peer will use the token; made with
+ *	opts.mr_pool
+ * @sg: the memory; must stay valid, and not be touched by the CPU while
+ *	the peer may write it, until the registration went back to the pool
+ * @nents: entries in @sg
+ * @access: KRDMA_ACCESS_* rights granted to the peer (at least one)
+ *
+ * Takes a preallocated MR and handle from the pool, maps @sg for DMA and
+ * posts its registration (IB_WR_REG_MR) with a fresh key and a random I/O
+ * virtual address, under the connection's lock: a message sent on @conn
+ * after this returns (the token, krdma_mr_token()) is behind the
+ * registration in the send queue, so the peer can use the token as soon
+ * as it has the message.  The REG_MR is signaled: its completion frees its
+ * send queue entry whatever the consumer posts next (the queue has two
+ * entries per pool MR, krdma_queue.h), and a failed registration is
+ * reported as such; it fails the connection (a KRDMA_EVENT_ERROR with the
+ * completion's errno).  Nothing is allocated.
+ *
+ * The token works on @conn only (its PD), with the rights of @access, for
+ * krdma_mr_token()'s range.  It ends with krdma_mr_invalidate_async(), or
+ * with the peer's krdma_send_inv_async() followed by krdma_mr_put(), or
+ * with the connection (krdma_close() releases whatever is left).  An MR's
+ * 8-bit key wraps after 256 registrations, as for every FRWR user; the
+ * random I/O virtual address, new each time, keeps a stale token's
+ * address out of the new range all the same.
+ *
+ * Context: any context up to softirq (a recv or ->done callback, a
+ * timer); does not sleep.
+ *
+ * Return: the registration, or an ERR_PTR: -EINVAL (@conn has no pool,
+ * bad rights, or @sg has gaps), -E2BIG (more than opts.mr_pool_pages
+ * pages), -EAGAIN (every pool MR is in use), -EOPNOTSUPP (atomics on a
+ * device without them), -ENOMEM (the DMA mapping failed), or the
+ * connection's error.
+ */
+struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
+				     struct scatterlist *sg, int nents,
+				     int access)
+{
+	struct ib_reg_wr wr = {};
+	struct krdma_mr *kmr;
+	struct ib_device *ibdev;
+	struct ib_mr *mr;
+	int ret, n, mapped;
+	u32 npages;
+	u64 len;
+
+	if (!conn->opts.mr_pool)
+		return ERR_PTR(-EINVAL);
+	ret = krdma_access_valid(access);
+	if (ret)
+		return ERR_PTR(ret);
+	ret = krdma_sg_len(sg, nents, &len);
+	if (ret || !len || len > U32_MAX)
+		return ERR_PTR(-EINVAL);
+	npages = (offset_in_page(sg->offset) + len + PAGE_SIZE - 1) >>
+		 PAGE_SHIFT;
+	if (npages > conn->opts.mr_pool_pages)
+		return ERR_PTR(-E2BIG);
+
+	/* A QP reference: teardown waits for it before the drain. */
+	ret = krdma_conn_qp_get(conn);
+	if (ret)
+		return ERR_PTR(ret);
+	ret = krdma_access_supported(access, conn->dev_atomics);
+	if (ret)
+		goto out_put;
+	spin_lock_bh(&conn->lock);
+	kmr = list_first_entry_or_null(&conn->pool_free, struct krdma_mr,
+				       list);
+	if (kmr) {
+		list_del_init(&kmr->list);
+		kmr->in_use = true;
+	}
+	spin_unlock_bh(&conn->lock);
+	ret = -EAGAIN;
+	if (!kmr)
+		goto out_put;
+	mr = ib_mr_pool_get(conn->qp, &conn->pool_mrs);
+	if (WARN_ON_ONCE(!mr))
+		goto out_handle;
+	ibdev = conn->kdev->ibdev;
+	kmr->sg = sg;
+	kmr->nents = nents;
+	ret = -ENOMEM;
+	mapped = ib_dma_map_sg(ibdev, sg, nents, DMA_BIDIRECTIONAL);
+	if (!mapped)
+		goto out_mr;
+	n = ib_map_mr_sg(mr, sg, mapped, NULL, PAGE_SIZE);
+	if (n != mapped) {
+		pr_warn_ratelimited("%s: scatterlist has gaps, cannot register it as one region\n",
+				    conn->name);
+		ret = n < 0 ? n : -EINVAL;
+		goto out_unmap;
+	}
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	/* As krdma_reg_sg(): never the kernel address as the token's. */
+	mr->iova = ((u64)get_random_u32() << PAGE_SHIFT) |
+		   (mr->iova & ~PAGE_MASK);
+
+	kmr->access = access;
+	kmr->letgo = false;
+	kmr->inv_status = 0;
+	kmr->inv_req = NULL;
+	kmr->cqe.done = krdma_pool_reg_done;
+	wr.wr.opcode = IB_WR_REG_MR;
+	wr.wr.wr_cqe = &kmr->cqe;
+	wr.wr.send_flags = IB_SEND_SIGNALED;
+	wr.mr = mr;
+	wr.key = mr->rkey;
+	wr.access = krdma_ib_access(access);
+	spin_lock_bh(&conn->lock);
+	if (conn->qp_ok) {
+		kmr->mr = mr;
+		kmr->mapped = mapped;
+		kmr->valid = true;
+		kmr->wr_out = 1;
+		ret = ib_post_send(conn->qp, &wr.wr, NULL);
+		if (ret) {
+			kmr->mr = NULL;
+			kmr->mapped = 0;
+			kmr->valid = false;
+			kmr->wr_out = 0;
+		}
+	} else {
+		ret = conn->error ?: -ENOTCONN;
+	}
+	spin_unlock_bh(&conn->lock);
+	if (ret)
+		goto out_unmap;
+	krdma_conn_qp_put(conn);
+	trace_krdma_mr_reg(conn->name, len, access);
+	return kmr;
+
+out_unmap:
+	ib_dma_unmap_sg(ibdev, sg, nents, DMA_BIDIRECTIONAL);
+	mapped = 0;
+out_mr:
+	ib_mr_pool_put(conn->qp, &conn->pool_mrs, mr);
+out_handle:
+	spin_lock_bh(&conn->lock);
+	kmr->in_use = false;
+	list_add(&kmr->list, &conn->pool_free);
+	spin_unlock_bh(&conn->lock);
+out_put:
+	krdma_conn_qp_put(conn);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_GPL(krdma_reg_sg_nowait);
+
+/**
+ * krdma_mr_invalidate_async - invalidate a pool registration, then give it back
+ * @kmr: a registration from krdma_reg_sg_nowait()
+ * @req: request whose ->done runs when it is over
+ *
+ * Posts a signaled LOCAL_INV of the registration's rkey.  On success
+ * ->done runs (softirq) with status 0 only after the device completed the
+ * invalidation, so every later remote access with the token fails (and
+ * fails the peer's connection); before ->done runs, the DMA mapping was
+ * undone and the MR went back to the pool: the memory is the caller's
+ * again, and @kmr must not be used any more.  If the invalidation fails
+ * (the connection failed: ->done gets its error), the registration stays
+ * mapped and its rkey may still be valid on a QP that is not in the error
+ * state: the memory stays the device's until krdma_close() of the
+ * connection returned (its teardown drains the QP and releases the pool).
+ *
+ * Context: any context up to softirq; does not sleep.
+ *
+ * Return: 0 if posted (->done will run); else ->done will not run:
+ * -EINVAL (not a pool registration in use, or already let go), or the
+ * connection's error when it can post no more (the registration is then
+ * released by krdma_close()).
+ */
+int krdma_mr_invalidate_async(struct krdma_mr *kmr, struct krdma_req *req)
+{
+	struct krdma_conn *conn = kmr->conn;
+	struct ib_send_wr wr = {};
+	int ret;
+
+	if (!kmr->pool)
+		return -EINVAL;
+	spin_lock_bh(&conn->lock);
+	if (!kmr->in_use || kmr->letgo) {
+		ret = -EINVAL;
+	} else if (kmr->gone || !conn->qp_ok) {
+		ret = conn->error ?: -ENOTCONN;
+	} else {
+		kmr->inv_cqe.done = krdma_pool_inv_done;
+		wr.opcode = IB_WR_LOCAL_INV;
+		wr.ex.invalidate_rkey = kmr->mr->rkey;
+		wr.wr_cqe = &kmr->inv_cqe;
+		wr.send_flags = IB_SEND_SIGNALED;
+		ret = ib_post_send(conn->qp, &wr, NULL);
+		if (!ret) {
+			kmr->wr_out++;
+			kmr->letgo = true;
+			kmr->inv_req = req;
+		}
+	}
+	spin_unlock_bh(&conn->lock);
+	if (!ret)
+		trace_krdma_mr_dereg(conn->name, 0, kmr->access);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(krdma_mr_invalidate_async);
+
+/**
+ * krdma_mr_put - give back a pool registration the peer invalidated
+ * @kmr: a registration from krdma_reg_sg_nowait() whose rkey came back in
+ *	a message's inv_rkey (struct krdma_msg, krdma_recv_ex())
+ *
+ * The device invalidated the rkey when the peer's SEND_WITH_INV arrived,
+ * so no LOCAL_INV is needed: the DMA mapping is undone and the MR goes
+ * back to the pool (once its own registration work request completed,
+ * which it has by the time a message of the peer's could answer the
+ * token).  A registration whose rkey is still valid is refused: only an
+ * invalidation makes the memory the caller's again.
+ *
+ * Context: any context up to softirq; does not sleep.
+ *
+ * Return: 0 (after the connection's teardown too: krdma_close() released
+ * it); -EBUSY when the rkey is still valid (use
+ * krdma_mr_invalidate_async()); -EINVAL when @kmr is not a pool
+ * registration in use.
+ */
+int krdma_mr_put(struct krdma_mr *kmr)
+{
+	struct krdma_conn *conn = kmr->conn;
+	struct ib_mr *mr = NULL;
+	int mapped = 0, ret = 0;
+
+	if (!kmr->pool)
+		return -EINVAL;
+	spin_lock_bh(&conn->lock);
+	if (!kmr->in_use || kmr->letgo) {
+		ret = -EINVAL;
+	} else if (kmr->gone) {
+		kmr->letgo = true;
+	} else if (kmr->valid) {
+		ret = -EBUSY;
+	} else {
+		kmr->letgo = true;
+		if (!kmr->wr_out)
+			mr = krdma_pool_detach_locked(kmr, &mapped);
+	}
+	spin_unlock_bh(&conn->lock);
+	if (mr)
+		krdma_pool_return(kmr, mr, mapped);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(krdma_mr_put);
+
+/*
+ * The peer's SEND_WITH_INV invalidated @rkey (softirq, conn->lock held):
+ * if that is a valid registration from this connection's pool, mark it
+ * invalid and say so.  Anything else marks nothing.
+ */
+bool krdma_pool_remote_inv_locked(struct krdma_conn *conn, u32 rkey)
+{
+	u32 i;
+
+	for (i = 0; i < conn->pool_n; i++) {
+		struct krdma_mr *kmr = &conn->pool[i];
+
+		if (kmr->in_use && kmr->valid && kmr->mr &&
+		    kmr->mr->rkey == rkey) {
+			kmr->valid = false;
+			/* Already let go: its LOCAL_INV returns it. */
+			return !kmr->letgo;
+		}
+	}
+	return false;
+}

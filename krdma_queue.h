@@ -14,6 +14,11 @@
  *   each sized for the most work requests rdma_rw posts for a chunk;
  * - the heartbeat (krdma_hb.c): one send (a ping or a pong) and one
  *   receive;
+ * - the connection's MR pool (opts.mr_pool, krdma_mr.c): two per pool MR,
+ *   outside the one-sided slots, so that a registration from the pool
+ *   never waits for a slot.  A pool MR has at most one REG_MR (signaled)
+ *   and one LOCAL_INV in the send queue: it goes back to the pool, and can
+ *   be registered again, only after both completed.  Each completes;
  * - the drain: one.
  * rdma_rw adds its own share for the MRs it registers (iWARP READs), up to
  * three work requests per context, and silently clamps the sum to the
@@ -41,8 +46,11 @@ struct krdma_queue_sizes {
 	u32	need, have;
 };
 
+/* Work requests a pool MR may have in the send queue: REG_MR, LOCAL_INV. */
+#define KRDMA_POOL_MR_WR	2
+
 static inline int krdma_queue_sizes(u32 depth, u32 chunk_pages_max,
-				    u32 max_sge_send_cap,
+				    u32 max_sge_send_cap, u32 mr_pool,
 				    const struct ib_device_attr *a,
 				    struct krdma_queue_sizes *q)
 {
@@ -59,7 +67,8 @@ static inline int krdma_queue_sizes(u32 depth, u32 chunk_pages_max,
 	q->send_sge = clamp_t(u32, a->max_send_sge, 1, max_sge_send_cap);
 	q->rw_wr = DIV_ROUND_UP(q->chunk_pages,
 				min_t(u32, q->send_sge, a->max_sge_rd ?: 1));
-	send = (u64)depth + 1 + (u64)depth * q->rw_wr + 1 + 1;
+	send = (u64)depth + 1 + (u64)depth * q->rw_wr + 1 + 1 +
+	       (u64)KRDMA_POOL_MR_WR * mr_pool;
 	rw_share = (u64)KRDMA_RW_QP_FACTOR * depth;
 	q->recv_wr = depth + 1 + 1 + 1;
 	cqe = send + rw_share + q->recv_wr;

@@ -340,6 +340,7 @@ static void krdma_conn_kobj_release(struct kobject *kobj)
 	struct krdma_conn *conn = to_conn(kobj);
 
 	krdma_conn_free_rx_gone(conn);
+	krdma_conn_pool_free(conn);
 	if (conn->listener)
 		kobject_put(&conn->listener->kobj);
 	kfree(conn);

@@ -9,7 +9,11 @@
  *    never overruns the receiver;
  *  - memory exposure: krdma_reg_buf()/krdma_reg_sg() register local memory
  *    for remote access and give a token (addr, rkey, length) to send to the
- *    peer; krdma_mr_revoke() invalidates it;
+ *    peer; krdma_mr_revoke() invalidates it.  For an I/O path that must
+ *    not sleep, krdma_reg_sg_nowait() registers from a pool of MRs the
+ *    connection allocated at setup (opts.mr_pool), and
+ *    krdma_mr_invalidate_async() or the peer's krdma_send_inv_async()
+ *    invalidates it;
  *  - one-sided transfers: krdma_write()/krdma_read() between a local
  *    scatterlist and a peer's token, of any length (split into as many work
  *    requests and registrations as the device needs).
@@ -45,6 +49,13 @@ struct krdma_mr;
 #define KRDMA_MAX_HEARTBEAT_MISSES	100
 /* The consumer's bytes in a connect request (opts.private_data). */
 #define KRDMA_MAX_PRIVATE_DATA		32
+/*
+ * A connection's pool of fast-registration MRs (opts.mr_pool), for
+ * krdma_reg_sg_nowait(): how many, and pages per MR.
+ */
+#define KRDMA_MAX_MR_POOL		1024
+#define KRDMA_DEFAULT_MR_POOL_PAGES	32
+#define KRDMA_MAX_MR_POOL_PAGES		256
 
 /**
  * enum krdma_event - what a connection's event callback is told
@@ -81,12 +92,22 @@ enum krdma_event {
  * @len: how many
  * @imm_valid: a krdma_write_imm() notice: no bytes, @imm
  * @imm: the notice's immediate value
+ * @inv_valid: the message came with a remote invalidation
+ *	(krdma_send_inv_async() on the peer) of @inv_rkey, and that is the
+ *	rkey of a registration from this connection's MR pool
+ *	(krdma_reg_sg_nowait()) that was valid: the device has invalidated
+ *	it, krdma marked it so, and krdma_mr_put() gives it back to the pool
+ *	without a LOCAL_INV.  An invalidation of any other rkey (the peer is
+ *	not trusted) marks nothing and leaves this false.
+ * @inv_rkey: the invalidated rkey when @inv_valid, else 0
  */
 struct krdma_msg {
 	const void	*data;
 	u32		len;
 	bool		imm_valid;
 	u32		imm;
+	bool		inv_valid;
+	u32		inv_rkey;
 };
 
 /* The recv callback keeps the message until krdma_msg_release(). */
@@ -184,6 +205,14 @@ struct krdma_conn_ops {
  *	the connection fails with -ETIMEDOUT, a KRDMA_EVENT_ERROR (0:
  *	KRDMA_DEFAULT_HEARTBEAT_MISSES; the passive side allows one more).
  *	With the defaults a vanished peer is noticed within 10 seconds.
+ * @mr_pool: fast-registration MRs allocated with the connection, in its
+ *	PD, for krdma_reg_sg_nowait() (0: none; at most KRDMA_MAX_MR_POOL).
+ *	The send and completion queues grow by two entries per MR.  A
+ *	listener's connections each get a pool of their own.
+ * @mr_pool_pages: pages each pool MR maps (0: KRDMA_DEFAULT_MR_POOL_PAGES;
+ *	at most KRDMA_MAX_MR_POOL_PAGES and the device's
+ *	max_fast_reg_page_list_len, else the connection fails to set up with
+ *	-EINVAL)
  */
 struct krdma_conn_opts {
 	u32	queue_depth;
@@ -197,6 +226,8 @@ struct krdma_conn_opts {
 	u32	heartbeat_misses;
 	const void	*private_data;
 	u8	private_data_len;
+	u32	mr_pool;
+	u32	mr_pool_pages;
 };
 
 /**
@@ -275,6 +306,8 @@ struct krdma_rdma_vec {
 struct krdma_recv_info {
 	bool	imm_valid;	/* a krdma_write_imm() notice, no bytes */
 	u32	imm;
+	bool	inv_valid;	/* as in struct krdma_msg */
+	u32	inv_rkey;
 };
 
 /* Connections */
@@ -298,6 +331,8 @@ int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	       long timeout);
 int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		     struct krdma_req *req, bool nowait);
+int krdma_send_inv_async(struct krdma_conn *conn, const void *buf, size_t len,
+			 u32 inv_rkey, struct krdma_req *req, bool nowait);
 int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout);
 int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		  struct krdma_recv_info *info, long timeout);
@@ -319,6 +354,12 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 void krdma_mr_token(struct krdma_mr *mr, struct krdma_token *token);
 int krdma_mr_revoke(struct krdma_mr *mr);
 void krdma_mr_free(struct krdma_mr *mr);
+/* Registration from the connection's MR pool: never sleeps */
+struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
+				     struct scatterlist *sg, int nents,
+				     int access);
+int krdma_mr_invalidate_async(struct krdma_mr *mr, struct krdma_req *req);
+int krdma_mr_put(struct krdma_mr *mr);
 
 /* One-sided transfers */
 int krdma_write(struct krdma_conn *conn, struct scatterlist *sg, int nents,

@@ -1242,6 +1242,46 @@ static int at_sg_from_buf(struct scatterlist *sg, int max, u8 *buf, u64 len)
 	return n;
 }
 
+/* @a's port, IPv4 or IPv6: a scenario's own listener next to the server. */
+static void at_port(struct sockaddr_storage *a, int p)
+{
+	if (a->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)a)->sin6_port = htons(p);
+	else
+		((struct sockaddr_in *)a)->sin_port = htons(p);
+}
+
+/*
+ * A scenario's own listener, next to the server (port @p): @o with @priv;
+ * NULL (recorded, naming @what) when it cannot listen.
+ */
+static struct krdma_listener *at_listen_local(struct at_test *t,
+					      struct sockaddr_storage *a,
+					      int p, struct krdma_conn_opts *o,
+					      void *priv, const char *what)
+{
+	struct krdma_listener *l;
+
+	at_port(a, p);
+	o->priv = priv;
+	l = krdma_listen((struct sockaddr *)a, o);
+	if (!IS_ERR(l))
+		return l;
+	at_fail(t, "krdma_listen%s%s: %ld", *what ? " " : "", what,
+		PTR_ERR(l));
+	return NULL;
+}
+
+/* A scenario that listens in the client's module: SKIP unless role=both. */
+static bool at_needs_one_guest(struct at_test *t)
+{
+	if (!strcmp(role, "both"))
+		return false;
+	t->skipped = true;
+	snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	return true;
+}
+
 /* Asynchronous operations: each callback counted, per request and overall. */
 struct at_async {
 	atomic_t		done;
@@ -3080,15 +3120,9 @@ static void sc_events(struct at_test *t)
 	/* The passive side, on one guest: the listener's callbacks. */
 	if (strcmp(role, "both"))
 		goto out;
-	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 1);
-	if (laddr.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 1);
-	lopts.priv = &e[2];
-	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
-	if (IS_ERR(l)) {
-		at_fail(t, "krdma_listen with callbacks: %ld", PTR_ERR(l));
+	l = at_listen_local(t, &laddr, port + 1, &lopts, &e[2], "with callbacks");
+	if (!l)
 		goto out;
-	}
 	p = krdma_accept(l, 0);
 	if (!at_expect(t, PTR_ERR_OR_ZERO(p), -EINVAL,
 		       "krdma_accept on a listener with callbacks"))
@@ -3278,11 +3312,8 @@ static void sc_recv_cb(struct at_test *t)
 	u32 i;
 	int ret;
 
-	if (strcmp(role, "both")) {
-		t->skipped = true;
-		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	if (at_needs_one_guest(t))
 		return;
-	}
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	buf = kmalloc(at_rcb_len(AT_RCB_N) + 2000, GFP_KERNEL);
 	if (!r || !buf) {
@@ -3291,16 +3322,9 @@ static void sc_recv_cb(struct at_test *t)
 	}
 	at_ev_init(&r->ev);
 	spin_lock_init(&r->klock);
-	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 2);
-	if (laddr.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 2);
-	lopts.priv = r;
-	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
-	if (IS_ERR(l)) {
-		at_fail(t, "krdma_listen with a recv callback: %ld",
-			PTR_ERR(l));
+	l = at_listen_local(t, &laddr, port + 2, &lopts, r, "with a recv callback");
+	if (!l)
 		goto out_free;
-	}
 	c = krdma_connect((struct sockaddr *)&laddr, NULL, NULL);
 	if (IS_ERR(c)) {
 		at_fail(t, "connect: %ld", PTR_ERR(c));
@@ -3437,11 +3461,8 @@ static void sc_hb_starved(struct at_test *t)
 	char msg[64] = "starved";
 	int i, ret, sent = 0;
 
-	if (strcmp(role, "both")) {
-		t->skipped = true;
-		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	if (at_needs_one_guest(t))
 		return;
-	}
 	h = kzalloc(sizeof(*h), GFP_KERNEL);
 	ce = kzalloc(sizeof(*ce), GFP_KERNEL);
 	if (!h || !ce) {
@@ -3451,15 +3472,9 @@ static void sc_hb_starved(struct at_test *t)
 	at_ev_init(&h->ev);
 	at_ev_init(ce);
 	spin_lock_init(&h->klock);
-	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 3);
-	if (laddr.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 3);
-	lopts.priv = h;
-	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
-	if (IS_ERR(l)) {
-		at_fail(t, "krdma_listen: %ld", PTR_ERR(l));
+	l = at_listen_local(t, &laddr, port + 3, &lopts, h, "");
+	if (!l)
 		goto out_free;
-	}
 	copts.ops = &at_ev_ops;
 	copts.priv = ce;
 	c = krdma_connect((struct sockaddr *)&laddr, NULL, &copts);
@@ -3606,26 +3621,17 @@ static void sc_accept_hook(struct at_test *t)
 	struct at_acc *a;
 	int i, ret;
 
-	if (strcmp(role, "both")) {
-		t->skipped = true;
-		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	if (at_needs_one_guest(t))
 		return;
-	}
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
 	if (!a) {
 		at_fail(t, "out of memory");
 		return;
 	}
 	at_ev_init(&a->ev);
-	((struct sockaddr_in *)&laddr)->sin_port = htons(port + 4);
-	if (laddr.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&laddr)->sin6_port = htons(port + 4);
-	lopts.priv = a;
-	l = krdma_listen((struct sockaddr *)&laddr, &lopts);
-	if (IS_ERR(l)) {
-		at_fail(t, "krdma_listen with an accept hook: %ld", PTR_ERR(l));
+	l = at_listen_local(t, &laddr, port + 4, &lopts, a, "with an accept hook");
+	if (!l)
 		goto out_free;
-	}
 	for (i = 0; i < sizeof(pd); i++)
 		pd[i] = 0xc0 + i * 7;
 	/* Too many bytes: refused at home, the hook never called. */
@@ -3671,6 +3677,426 @@ out_free:
 	kfree(a);
 }
 
+/*
+ * Issue #17: a connection's MR pool, registration that never sleeps.  On
+ * one guest: a listener whose connections have a pool of AT_POOL_N MRs of
+ * AT_POOL_PAGES pages, and a recv callback that serves the client's
+ * requests in softirq context: it registers with krdma_reg_sg_nowait()
+ * and sends the token back (krdma_send_async(), nowait), invalidates with
+ * krdma_mr_invalidate_async(), gives back with krdma_mr_put().  The client
+ * reads and writes through the tokens and compares every byte; the pool
+ * runs out (-EAGAIN) and is whole again after the releases; a token
+ * invalidated by LOCAL_INV (mr_pool) or by the client's SEND_WITH_INV
+ * (mr_pool_inv) is refused afterwards, like a revoked one (at_denied()).
+ * mr_pool_inv also sends an invalidation of a key of the passive side's
+ * that is not from its pool: nothing is marked, the pool's tokens work.
+ * A sleep or a GFP_KERNEL allocation on these paths splats on the debug
+ * kernel (CONFIG_DEBUG_ATOMIC_SLEEP, lockdep), which fails the guest run.
+ */
+#define AT_POOL_N	4
+#define AT_POOL_PAGES	4
+#define AT_POOL_LEN	(AT_POOL_PAGES * PAGE_SIZE)
+#define AT_POOL_ORDER	3	/* 8 pages: room for the -E2BIG request */
+#define AT_POOL_REQS	16
+
+enum { AT_P_REG = 1, AT_P_INV, AT_P_PUT, AT_P_SWI, AT_P_FOREIGN };
+
+struct at_pmsg {
+	__be32	op, idx, arg;
+} __packed;
+
+struct at_prep {
+	__be32	op, status, idx, inv_valid, inv_rkey;
+	struct krdma_token_wire tok;
+} __packed;
+
+struct at_pool {
+	struct at_ev		ev;	/* first: at_ev_cb() finds it */
+	u8			*buf[AT_POOL_N + 1];
+	struct scatterlist	sg[AT_POOL_N + 1];
+	struct krdma_mr		*mr[AT_POOL_N + 1];
+	struct krdma_req	inv_req[AT_POOL_N + 1];
+	int			inv_status[AT_POOL_N + 1];
+	atomic_t		inv_done[AT_POOL_N + 1];
+	atomic_t		inv_softirq;
+	struct krdma_req	rep_req[AT_POOL_REQS];
+	atomic_t		rep_next;
+	atomic_t		regs, regs_softirq, send_fail;
+	/* the client's SEND_WITH_INV */
+	struct krdma_req	swi_req;
+	struct completion	swi_done;
+};
+
+static void at_pool_rep_done(struct krdma_req *req)
+{
+}
+
+static void at_pool_inv_done(struct krdma_req *req)
+{
+	struct at_pool *p = req->priv;
+	int i = req - p->inv_req;
+
+	p->inv_status[i] = req->status;
+	if (in_softirq())
+		atomic_inc(&p->inv_softirq);
+	atomic_set(&p->inv_done[i], 1);
+	wake_up_all(&p->ev.wq);
+}
+
+/* The passive side's recv callback: softirq, must not sleep. */
+static int at_pool_recv(struct krdma_conn *c, struct krdma_msg *m)
+{
+	struct at_pool *p = krdma_conn_priv(c);
+	struct at_prep rep = {};
+	struct krdma_token tok;
+	struct krdma_req *r;
+	struct krdma_mr *mr;
+	struct at_pmsg q;
+	u32 op = 0, idx = 0, arg;
+	int st = -EPROTO;
+
+	if (m->len == sizeof(q)) {
+		memcpy(&q, m->data, sizeof(q));
+		op = be32_to_cpu(q.op);
+		idx = be32_to_cpu(q.idx);
+		arg = be32_to_cpu(q.arg);
+	}
+	if (idx > AT_POOL_N)
+		op = 0;
+	switch (op) {
+	case AT_P_REG:
+		sg_init_table(&p->sg[idx], 1);
+		sg_set_buf(&p->sg[idx], p->buf[idx], arg);
+		atomic_inc(&p->regs);
+		if (in_softirq())
+			atomic_inc(&p->regs_softirq);
+		mr = krdma_reg_sg_nowait(c, &p->sg[idx], 1, AT_RW);
+		st = PTR_ERR_OR_ZERO(mr);
+		if (!st) {
+			p->mr[idx] = mr;
+			krdma_mr_token(mr, &tok);
+			krdma_token_pack(&tok, &rep.tok);
+		}
+		break;
+	case AT_P_INV:
+		p->inv_req[idx].done = at_pool_inv_done;
+		p->inv_req[idx].priv = p;
+		st = krdma_mr_invalidate_async(p->mr[idx], &p->inv_req[idx]);
+		break;
+	case AT_P_PUT:
+		st = krdma_mr_put(p->mr[idx]);
+		break;
+	case AT_P_SWI:
+	case AT_P_FOREIGN:
+		st = 0;
+		if (op == AT_P_SWI && m->inv_valid)
+			st = krdma_mr_put(p->mr[idx]);
+		break;
+	}
+	rep.op = cpu_to_be32(op);
+	rep.idx = cpu_to_be32(idx);
+	rep.status = cpu_to_be32(-st);
+	rep.inv_valid = cpu_to_be32(m->inv_valid);
+	rep.inv_rkey = cpu_to_be32(m->inv_rkey);
+	r = &p->rep_req[atomic_inc_return(&p->rep_next) % AT_POOL_REQS];
+	r->done = at_pool_rep_done;
+	if (krdma_send_async(c, &rep, sizeof(rep), r, true))
+		atomic_inc(&p->send_fail);
+	return 0;
+}
+
+static const struct krdma_conn_ops at_pool_ops = {
+	.event = at_ev_cb,
+	.recv = at_pool_recv,
+};
+
+static void at_pool_swi_done(struct krdma_req *req)
+{
+	struct at_pool *p = req->priv;
+
+	complete(&p->swi_done);
+}
+
+/*
+ * One request to the passive side and its reply; with @inv, sent as a
+ * SEND_WITH_INV of @inv_rkey.  false (recorded) unless the reply came and
+ * its status is @want.
+ */
+static bool at_pool_call(struct at_test *t, struct at_pool *p,
+			 struct krdma_conn *c, u32 op, u32 idx, u32 arg,
+			 bool inv, u32 inv_rkey, int want, struct at_prep *rep)
+{
+	struct at_pmsg q = {
+		.op = cpu_to_be32(op), .idx = cpu_to_be32(idx),
+		.arg = cpu_to_be32(arg),
+	};
+	int ret;
+
+	if (inv) {
+		reinit_completion(&p->swi_done);
+		p->swi_req.done = at_pool_swi_done;
+		p->swi_req.priv = p;
+		ret = krdma_send_inv_async(c, &q, sizeof(q), inv_rkey,
+					   &p->swi_req, false);
+		if (!ret && !wait_for_completion_timeout(&p->swi_done,
+							 AT_TIMEOUT))
+			ret = -ETIMEDOUT;
+		if (!ret)
+			ret = p->swi_req.status;
+	} else {
+		ret = krdma_send(c, &q, sizeof(q), AT_TIMEOUT);
+	}
+	if (!at_expect(t, ret, 0, "send of request %u for MR %u", op, idx))
+		return false;
+	ret = at_recv(c, rep, sizeof(*rep), AT_TIMEOUT);
+	if (!at_expect(t, ret, sizeof(*rep), "reply to request %u", op) ||
+	    !at_expect(t, be32_to_cpu(rep->op), op, "reply's request"))
+		return false;
+	return at_expect(t, -(int)be32_to_cpu(rep->status), want,
+			 "request %u for MR %u: status", op, idx);
+}
+
+static bool at_pool_reg(struct at_test *t, struct at_pool *p,
+			struct krdma_conn *c, u32 idx, u32 len, int want,
+			struct krdma_token *tok)
+{
+	struct at_prep rep;
+
+	if (!at_pool_call(t, p, c, AT_P_REG, idx, len, false, 0, want, &rep))
+		return false;
+	if (want)
+		return true;
+	krdma_token_unpack(&rep.tok, tok);
+	return at_expect(t, tok->length, len, "token %u's length", idx);
+}
+
+/* Read the whole of @tok and compare with pattern(@seed). */
+static bool at_pool_read(struct at_test *t, struct krdma_conn *c,
+			 const struct krdma_token *tok, u8 *local, u64 seed,
+			 const char *what)
+{
+	struct scatterlist sg;
+	s64 bad;
+	int ret;
+
+	memset(local, 0, AT_POOL_LEN);
+	sg_init_one(&sg, local, AT_POOL_LEN);
+	ret = krdma_read(c, &sg, 1, tok, 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "read through %s", what))
+		return false;
+	bad = at_check(local, AT_POOL_LEN, seed, 0);
+	if (bad >= 0) {
+		at_fail(t, "read through %s: byte %lld is 0x%02x, expected 0x%02x",
+			what, bad, local[bad], at_pat(seed, bad));
+		return false;
+	}
+	return true;
+}
+
+/* The passive side's buffer @i holds pattern(@seed), byte for byte. */
+static bool at_pool_check(struct at_test *t, struct at_pool *p, int i,
+			  u64 seed, const char *what)
+{
+	s64 bad = at_check(p->buf[i], AT_POOL_LEN, seed, 0);
+
+	if (bad < 0)
+		return true;
+	at_fail(t, "%s: buffer %d byte %lld is 0x%02x, expected 0x%02x", what,
+		i, bad, p->buf[i][bad], at_pat(seed, bad));
+	return false;
+}
+
+#define AT_POOL_SEED	0x706f6f6cULL
+
+/* @swi: token 0 ends by the client's SEND_WITH_INV, token 1 by LOCAL_INV. */
+static void at_pool(struct at_test *t, bool swi)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_pool_ops,
+		.timeout_ms = 10000,
+		.mr_pool = AT_POOL_N,
+		.mr_pool_pages = AT_POOL_PAGES,
+	};
+	struct krdma_token tok[AT_POOL_N], ntok[2], ftok;
+	int inv_i = swi ? 1 : 0, swi_i = swi ? 0 : 1;
+	struct krdma_conn *c = NULL, *pc = NULL;
+	struct krdma_mr *fmr = NULL, *bad_mr;
+	struct krdma_listener *l;
+	struct scatterlist sg;
+	struct at_prep rep;
+	struct at_pool *p;
+	u8 *local = NULL;
+	int i, ret;
+
+	if (at_needs_one_guest(t))
+		return;
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	local = kmalloc(AT_POOL_LEN, GFP_KERNEL);
+	if (!p || !local) {
+		at_fail(t, "out of memory");
+		goto out_free;
+	}
+	at_ev_init(&p->ev);
+	init_completion(&p->swi_done);
+	for (i = 0; i <= AT_POOL_N; i++) {
+		p->buf[i] = (u8 *)__get_free_pages(GFP_KERNEL, AT_POOL_ORDER);
+		if (!p->buf[i]) {
+			at_fail(t, "out of memory");
+			goto out_free;
+		}
+		at_fill(p->buf[i], AT_POOL_LEN, AT_POOL_SEED + i, 0);
+	}
+	l = at_listen_local(t, &laddr, port + 5, &lopts, p, "with an MR pool");
+	if (!l)
+		goto out_free;
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, NULL);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect: %ld", PTR_ERR(c));
+		c = NULL;
+		goto out_l;
+	}
+	if (!at_ev_expect(t, &p->ev, 0, KRDMA_EVENT_ESTABLISHED, 0, "passive"))
+		goto out_c;
+	pc = p->ev.conn[0];
+
+	/* No pool on the client's connection: refused at once. */
+	sg_init_one(&sg, local, PAGE_SIZE);
+	bad_mr = krdma_reg_sg_nowait(c, &sg, 1, AT_RW);
+	if (!at_expect(t, PTR_ERR_OR_ZERO(bad_mr), -EINVAL,
+		       "krdma_reg_sg_nowait without a pool"))
+		goto out_c;
+
+	/* The whole pool, then -EAGAIN; too many pages is -E2BIG. */
+	for (i = 0; i < AT_POOL_N; i++)
+		if (!at_pool_reg(t, p, c, i, AT_POOL_LEN, 0, &tok[i]))
+			goto out_c;
+	if (!at_pool_reg(t, p, c, AT_POOL_N, AT_POOL_LEN, -EAGAIN, NULL) ||
+	    !at_pool_reg(t, p, c, AT_POOL_N, AT_POOL_LEN + PAGE_SIZE, -E2BIG,
+			 NULL))
+		goto out_c;
+	for (i = 1; i < AT_POOL_N; i++)
+		if (!at_expect(t, tok[i].rkey == tok[0].rkey, 0,
+			       "token %d's rkey is token 0's", i))
+			goto out_c;
+
+	/* Every byte through each token, both ways. */
+	for (i = 0; i < AT_POOL_N; i++) {
+		if (!at_pool_read(t, c, &tok[i], local, AT_POOL_SEED + i,
+				  "a pool token"))
+			goto out_c;
+		at_fill(local, AT_POOL_LEN, AT_POOL_SEED + 0x100 + i, 0);
+		sg_init_one(&sg, local, AT_POOL_LEN);
+		ret = krdma_write(c, &sg, 1, &tok[i], 0, AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "write through pool token %d", i))
+			goto out_c;
+	}
+	/* A valid registration is not given back without an invalidation. */
+	if (!at_pool_call(t, p, c, AT_P_PUT, 2, 0, false, 0, -EBUSY, &rep))
+		goto out_c;
+
+	/* LOCAL_INV: ->done when the key is dead and the memory ours. */
+	if (!at_pool_call(t, p, c, AT_P_INV, inv_i, 0, false, 0, 0, &rep))
+		goto out_c;
+	wait_event_timeout(p->ev.wq, atomic_read(&p->inv_done[inv_i]), 10 * HZ);
+	if (!at_expect(t, atomic_read(&p->inv_done[inv_i]), 1,
+		       "invalidate_async's ->done ran") ||
+	    !at_expect(t, p->inv_status[inv_i], 0, "invalidate_async's status") ||
+	    !at_expect(t, atomic_read(&p->inv_softirq), 1,
+		       "->done in softirq") ||
+	    !at_pool_check(t, p, inv_i, AT_POOL_SEED + 0x100 + inv_i,
+			   "after the LOCAL_INV"))
+		goto out_c;
+
+	/* SEND_WITH_INV: the receiver is told, and gives the MR back. */
+	if (!at_pool_call(t, p, c, AT_P_SWI, swi_i, 0, true, tok[swi_i].rkey,
+			  0, &rep) ||
+	    !at_expect(t, be32_to_cpu(rep.inv_valid), 1, "msg.inv_valid") ||
+	    !at_expect(t, be32_to_cpu(rep.inv_rkey), tok[swi_i].rkey,
+		       "msg.inv_rkey") ||
+	    !at_pool_check(t, p, swi_i, AT_POOL_SEED + 0x100 + swi_i,
+			   "after the SEND_WITH_INV"))
+		goto out_c;
+
+	if (swi) {
+		/*
+		 * An invalidation of a key of the passive side's that is not
+		 * from its pool (a long-lived registration on the same
+		 * connection): the device invalidates it, krdma marks and
+		 * reports nothing, and the pool's tokens still work.
+		 */
+		fmr = krdma_reg_buf(pc, p->buf[AT_POOL_N], PAGE_SIZE, AT_RW);
+		if (IS_ERR(fmr)) {
+			at_fail(t, "krdma_reg_buf on the passive side: %ld",
+				PTR_ERR(fmr));
+			fmr = NULL;
+			goto out_c;
+		}
+		krdma_mr_token(fmr, &ftok);
+		if (!at_pool_call(t, p, c, AT_P_FOREIGN, 0, 0, true, ftok.rkey,
+				  0, &rep) ||
+		    !at_expect(t, be32_to_cpu(rep.inv_valid), 0,
+			       "msg.inv_valid of a key not from the pool") ||
+		    !at_expect(t, be32_to_cpu(rep.inv_rkey), 0,
+			       "msg.inv_rkey of a key not from the pool") ||
+		    !at_pool_read(t, c, &tok[2], local, AT_POOL_SEED + 0x102,
+				  "a pool token after a foreign invalidation"))
+			goto out_c;
+	}
+
+	/* Two back in the pool, and no more: nothing leaked. */
+	for (i = 0; i < 2; i++)
+		if (!at_pool_reg(t, p, c, i, AT_POOL_LEN, 0, &ntok[i]) ||
+		    !at_expect(t, ntok[i].rkey == tok[i].rkey, 0,
+			       "MR %d registered again: same rkey", i))
+			goto out_c;
+	if (!at_pool_reg(t, p, c, AT_POOL_N, AT_POOL_LEN, -EAGAIN, NULL) ||
+	    !at_pool_read(t, c, &ntok[0], local, AT_POOL_SEED + 0x100,
+			  "a token registered again"))
+		goto out_c;
+	if (!at_expect(t, atomic_read(&p->regs_softirq),
+		       atomic_read(&p->regs), "registrations in softirq") ||
+	    !at_expect(t, atomic_read(&p->send_fail), 0, "replies not sent"))
+		goto out_c;
+
+	/* The old token of buffer 0, registered again since: refused. */
+	at_fill(local, AT_POOL_LEN, AT_POOL_SEED + 0x200, 0);
+	sg_init_one(&sg, local, AT_POOL_LEN);
+	ret = krdma_write(c, &sg, 1, &tok[0], 0, AT_TIMEOUT);
+	if (!at_expect_denied(t, c, true, ret))
+		goto out_c;
+	if (!at_pool_check(t, p, 0, AT_POOL_SEED + 0x100,
+			   "after a write with the old token"))
+		goto out_c;
+	pr_info("%s: %d registrations in softirq, token %d ended by LOCAL_INV, %d by SEND_WITH_INV, the old token refused (%d)\n",
+		t->name, atomic_read(&p->regs), inv_i, swi_i, ret);
+out_c:
+	if (c)
+		krdma_close(c);
+	if (fmr)
+		krdma_mr_free(fmr);
+	if (pc)
+		krdma_close(pc);
+out_l:
+	krdma_listener_close(l);
+out_free:
+	if (p)
+		for (i = 0; i <= AT_POOL_N; i++)
+			free_pages((unsigned long)p->buf[i], AT_POOL_ORDER);
+	kfree(p);
+	kfree(local);
+}
+
+static void sc_mr_pool(struct at_test *t)
+{
+	at_pool(t, false);
+}
+
+static void sc_mr_pool_inv(struct at_test *t)
+{
+	at_pool(t, true);
+}
+
 static const struct at_scenario {
 	const char	*name;
 	void		(*run)(struct at_test *t);
@@ -3702,6 +4128,8 @@ static const struct at_scenario {
 	{ "recv_cb", sc_recv_cb },
 	{ "hb_starved", sc_hb_starved },
 	{ "accept_hook", sc_accept_hook },
+	{ "mr_pool", sc_mr_pool },
+	{ "mr_pool_inv", sc_mr_pool_inv },
 };
 
 static struct task_struct *at_client_task;

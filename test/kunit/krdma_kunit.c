@@ -2589,7 +2589,7 @@ static void queue_sizes_rxe(struct kunit *test)
 {
 	struct krdma_queue_sizes q;
 
-	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(1, 256, 32, &queue_rxe, &q), 0);
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(1, 256, 32, 0, &queue_rxe, &q), 0);
 	KUNIT_EXPECT_EQ(test, q.chunk_pages, 256u);
 	KUNIT_EXPECT_EQ(test, q.send_sge, 32u);
 	KUNIT_EXPECT_EQ(test, q.rw_wr, 8u);
@@ -2597,7 +2597,7 @@ static void queue_sizes_rxe(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, q.send_wr, 1u + 1 + 8 + 1 + 1);
 	KUNIT_EXPECT_EQ(test, q.recv_wr, 4u);
 	KUNIT_EXPECT_EQ(test, q.cqe, 12u + 3 + 4);
-	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(1024, 256, 32, &queue_rxe, &q), 0);
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(1024, 256, 32, 0, &queue_rxe, &q), 0);
 	KUNIT_EXPECT_EQ(test, q.send_wr, 1024u + 1 + 1024 * 8 + 1 + 1);
 	KUNIT_EXPECT_EQ(test, q.cqe, q.send_wr + 3 * 1024 + 1027);
 }
@@ -2607,14 +2607,14 @@ static void queue_sizes_siw(struct kunit *test)
 	struct krdma_queue_sizes q;
 	u32 d;
 
-	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(32, 256, 32, &queue_siw, &q), 0);
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(32, 256, 32, 0, &queue_siw, &q), 0);
 	KUNIT_EXPECT_EQ(test, q.send_sge, 6u);
 	KUNIT_EXPECT_EQ(test, q.rw_wr, 256u);
 	KUNIT_EXPECT_EQ(test, q.send_wr, 32u + 1 + 32 * 256 + 1 + 1);
 	/* The deepest queue siw holds: (0x8000 - 3) / (1 + 256 + 3). */
 	d = (0x8000 - 3) / 260;
-	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(d, 256, 32, &queue_siw, &q), 0);
-	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(d + 1, 256, 32, &queue_siw, &q),
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(d, 256, 32, 0, &queue_siw, &q), 0);
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(d + 1, 256, 32, 0, &queue_siw, &q),
 			-EINVAL);
 	KUNIT_EXPECT_STREQ(test, q.limit, "send queue entries");
 	KUNIT_EXPECT_EQ(test, q.need, (d + 1) * 260 + 3);
@@ -2627,11 +2627,11 @@ static void queue_sizes_cq_refused(struct kunit *test)
 	struct ib_device_attr a = queue_rxe;
 	struct krdma_queue_sizes q;
 
-	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(64, 256, 32, &a, &q), 0);
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(64, 256, 32, 0, &a, &q), 0);
 	a.max_cqe = q.cqe;
-	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(64, 256, 32, &a, &q), 0);
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(64, 256, 32, 0, &a, &q), 0);
 	a.max_cqe = q.cqe - 1;
-	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(64, 256, 32, &a, &q), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(64, 256, 32, 0, &a, &q), -EINVAL);
 	KUNIT_EXPECT_STREQ(test, q.limit, "completion queue entries");
 	KUNIT_EXPECT_EQ(test, q.need, a.max_cqe + 1);
 	KUNIT_EXPECT_EQ(test, q.have, a.max_cqe);
@@ -2645,20 +2645,53 @@ static void queue_sizes_no_overflow(struct kunit *test)
 
 	a.max_qp_wr = 16;
 	a.max_fast_reg_page_list_len = 0;	/* no limit: 256 pages */
-	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(1, 256, 32, &a, &q), -EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(1, 256, 32, 0, &a, &q), -EINVAL);
 	KUNIT_EXPECT_EQ(test, q.chunk_pages, 256u);
-	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(U32_MAX, 256, 32, &a, &q),
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(U32_MAX, 256, 32, 0, &a, &q),
 			-EINVAL);
 	KUNIT_EXPECT_EQ(test, q.need, U32_MAX);
 	a.max_qp_wr = 1 << 30;
 	a.max_cqe = 1 << 30;
 	a.max_sge_rd = 0;	/* taken as 1 */
-	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(4, 256, 32, &a, &q), 0);
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(4, 256, 32, 0, &a, &q), 0);
 	KUNIT_EXPECT_EQ(test, q.rw_wr, 256u);
+}
+
+/*
+ * The MR pool: two send queue entries per pool MR (its REG_MR and its
+ * LOCAL_INV), and so two completions, on top of everything else; a pool
+ * the send queue cannot hold is refused like a depth.
+ */
+static void queue_sizes_mr_pool(struct kunit *test)
+{
+	struct ib_device_attr a = queue_siw;
+	struct krdma_queue_sizes q0, q;
+	u32 room;
+
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(32, 256, 32, 0, &a, &q0), 0);
+	KUNIT_ASSERT_EQ(test, krdma_queue_sizes(32, 256, 32, 128, &a, &q), 0);
+	KUNIT_EXPECT_EQ(test, q.send_wr, q0.send_wr + 2 * 128);
+	KUNIT_EXPECT_EQ(test, q.cqe, q0.cqe + 2 * 128);
+	KUNIT_EXPECT_EQ(test, q.recv_wr, q0.recv_wr);
+	KUNIT_EXPECT_EQ(test, q.rw_wr, q0.rw_wr);
+	KUNIT_EXPECT_EQ(test, KRDMA_POOL_MR_WR, 2);
+	/* The largest pool that fits next to depth 32 on siw, and one more. */
+	room = a.max_qp_wr - (q0.send_wr + KRDMA_RW_QP_FACTOR * 32);
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(32, 256, 32, room / 2, &a, &q),
+			0);
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(32, 256, 32, room / 2 + 1, &a,
+						&q), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, q.limit, "send queue entries");
+	KUNIT_EXPECT_EQ(test, q.need, a.max_qp_wr - room % 2 + 2);
+	/* No wrap with the largest pool and depth either. */
+	KUNIT_EXPECT_EQ(test, krdma_queue_sizes(U32_MAX, 256, 32, U32_MAX, &a,
+						&q), -EINVAL);
+	KUNIT_EXPECT_EQ(test, q.need, U32_MAX);
 }
 
 static struct kunit_case krdma_queue_cases[] = {
 	KUNIT_CASE(queue_sizes_rxe),
+	KUNIT_CASE(queue_sizes_mr_pool),
 	KUNIT_CASE(queue_sizes_siw),
 	KUNIT_CASE(queue_sizes_cq_refused),
 	KUNIT_CASE(queue_sizes_no_overflow),
