@@ -15,6 +15,7 @@
 # dev: rxe siw
 # kernel: 6.1 6.12
 # check-kernel: 6.12
+# check-dev: rxe
 . "$(dirname "$0")/../lib.sh"
 
 port=7050
