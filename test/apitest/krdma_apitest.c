@@ -62,6 +62,7 @@
 #include <linux/wait.h>
 #include <linux/string.h>
 #include <linux/scatterlist.h>
+#include <linux/fs.h>
 #include <net/net_namespace.h>
 
 #include <krdma.h>
@@ -3945,6 +3946,33 @@ static int at_sess_write(struct at_test *t, struct krdma_conn *c,
 	return ret;
 }
 
+/* File @file of the session's sysfs directory is @want (one line). */
+static bool at_sess_sysfs(struct at_test *t, struct krdma_session *s,
+			  const char *file, const char *want)
+{
+	char path[96], got[64] = "";
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/kernel/krdma/sessions/%s/%s",
+		 krdma_session_name(s), file);
+	f = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(f)) {
+		at_fail(t, "open %s: %ld", path, PTR_ERR(f));
+		return false;
+	}
+	n = kernel_read(f, got, sizeof(got) - 1, &pos);
+	filp_close(f, NULL);
+	if (n > 0 && got[n - 1] == '\n')
+		got[n - 1] = 0;
+	if (n < 0 || strcmp(got, want)) {
+		at_fail(t, "%s: '%s' (%zd), expected '%s'", path, got, n, want);
+		return false;
+	}
+	return true;
+}
+
 #define AT_SESS_BUF	4096
 
 static void sc_session_reconnect(struct at_test *t)
@@ -4024,6 +4052,11 @@ static void sc_session_reconnect(struct at_test *t)
 		goto out_s;
 	pr_info("%s: reconnected %u ms after the server closed\n", t->name,
 		jiffies_to_msecs(a->se.at[3] - t0));
+	if (!at_sess_sysfs(t, s, "state", "connected") ||
+	    !at_sess_sysfs(t, s, "reconnects", "1") ||
+	    !at_sess_sysfs(t, s, "generation", "1") ||
+	    !at_sess_sysfs(t, s, "last_error", "-104"))
+		goto out_s;
 	if (!at_expect(t, a->sl.calls, 2, "accept calls") ||
 	    !at_expect(t, uuid_equal(&a->sl.id[1], &a->sl.id[0]), 1,
 		       "the same session id") ||
@@ -4039,6 +4072,8 @@ static void sc_session_reconnect(struct at_test *t)
 		goto out_s;
 	}
 	c = c1;
+	if (!at_sess_sysfs(t, s, "conn", krdma_conn_name(c1)))
+		goto out_c;
 	/* The same memory registered again on the new connection. */
 	mr1 = krdma_reg_buf(p1, sbuf, AT_SESS_BUF, KRDMA_ACCESS_REMOTE_WRITE);
 	if (IS_ERR(mr1)) {
@@ -4126,6 +4161,9 @@ static void sc_session_lost(struct at_test *t)
 			  KRDMA_ERR_RETRY, 5000))
 		goto out_s;
 	t0 = a->se.at[1];
+	if (!at_sess_sysfs(t, s, "state", "reconnecting") ||
+	    !at_sess_sysfs(t, s, "conn", "none"))
+		goto out_s;
 	/* Attempts fail, each told with the previous one's error, then LOST. */
 	for (i = 3, tries = 1; i < AT_SE_MAX; i++) {
 		wait_event_timeout(a->se.wq, READ_ONCE(a->se.n) > i, 10 * HZ);
@@ -4158,6 +4196,9 @@ static void sc_session_lost(struct at_test *t)
 			ms, AT_LOST_TMO);
 		goto out_s;
 	}
+	if (!at_sess_sysfs(t, s, "state", "lost") ||
+	    (!at_iwarp && !at_sess_sysfs(t, s, "last_error", "-111")))
+		goto out_s;
 	c = krdma_session_conn_get(s);
 	if (!at_expect(t, PTR_ERR_OR_ZERO(c), KRDMA_ERR_LOST,
 		       "krdma_session_conn_get once lost")) {
