@@ -329,89 +329,48 @@ static const char *krdma_sess_state_str(enum krdma_sess_state st)
 	}
 }
 
-static ssize_t sess_state_show(struct kobject *kobj,
-			       struct kobj_attribute *attr, char *buf)
-{
-	struct krdma_session *s = to_sess(kobj);
-	enum krdma_sess_state st;
+/* What the files show, read at once under the session's lock. */
+struct krdma_sess_view {
+	enum krdma_sess_state	state;
+	u32			reconnects, gen, delay_ms, loss_tmo_ms;
+	int			last_error;
+	char			conn[48];
+};
 
+static void krdma_sess_view(struct krdma_session *s, struct krdma_sess_view *v)
+{
 	spin_lock_bh(&s->lock);
-	st = s->state;
+	v->state = s->state;
+	v->reconnects = s->reconnects;
+	v->gen = s->gen;
+	v->delay_ms = s->delay_ms;
+	v->loss_tmo_ms = s->loss_tmo_ms;
+	v->last_error = s->last_error;
+	strscpy(v->conn, s->conn_name[0] ? s->conn_name : "none",
+		sizeof(v->conn));
 	spin_unlock_bh(&s->lock);
-	return sysfs_emit(buf, "%s\n", krdma_sess_state_str(st));
 }
 
-static ssize_t sess_conn_show(struct kobject *kobj,
-			      struct kobj_attribute *attr, char *buf)
-{
-	struct krdma_session *s = to_sess(kobj);
-	char name[sizeof(s->conn_name)];
-
-	spin_lock_bh(&s->lock);
-	strscpy(name, s->conn_name[0] ? s->conn_name : "none", sizeof(name));
-	spin_unlock_bh(&s->lock);
-	return sysfs_emit(buf, "%s\n", name);
+#define KRDMA_SESS_SHOW(_name, _fmt, _expr)				\
+static ssize_t sess_##_name##_show(struct kobject *kobj,		\
+				   struct kobj_attribute *attr, char *buf) \
+{									\
+	struct krdma_session *s = to_sess(kobj);			\
+	struct krdma_sess_view v;					\
+									\
+	krdma_sess_view(s, &v);						\
+	return sysfs_emit(buf, _fmt "\n", _expr);			\
 }
 
-static ssize_t sess_u32_show(struct krdma_session *s, char *buf,
-			     const u32 *field)
-{
-	u32 v;
-
-	spin_lock_bh(&s->lock);
-	v = *field;
-	spin_unlock_bh(&s->lock);
-	return sysfs_emit(buf, "%u\n", v);
-}
-
-static ssize_t sess_reconnects_show(struct kobject *kobj,
-				    struct kobj_attribute *attr, char *buf)
-{
-	return sess_u32_show(to_sess(kobj), buf, &to_sess(kobj)->reconnects);
-}
-
-static ssize_t sess_generation_show(struct kobject *kobj,
-				    struct kobj_attribute *attr, char *buf)
-{
-	return sess_u32_show(to_sess(kobj), buf, &to_sess(kobj)->gen);
-}
-
-static ssize_t sess_last_error_show(struct kobject *kobj,
-				    struct kobj_attribute *attr, char *buf)
-{
-	struct krdma_session *s = to_sess(kobj);
-	int err;
-
-	spin_lock_bh(&s->lock);
-	err = s->last_error;
-	spin_unlock_bh(&s->lock);
-	return sysfs_emit(buf, "%d\n", err);
-}
-
-static ssize_t sess_id_show(struct kobject *kobj, struct kobj_attribute *attr,
-			    char *buf)
-{
-	return sysfs_emit(buf, "%pUb\n", &to_sess(kobj)->uuid);
-}
-
-static ssize_t sess_peer_addr_show(struct kobject *kobj,
-				   struct kobj_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%pISpc\n", &to_sess(kobj)->dst);
-}
-
-static ssize_t sess_reconnect_delay_ms_show(struct kobject *kobj,
-					    struct kobj_attribute *attr,
-					    char *buf)
-{
-	return sess_u32_show(to_sess(kobj), buf, &to_sess(kobj)->delay_ms);
-}
-
-static ssize_t sess_loss_tmo_ms_show(struct kobject *kobj,
-				     struct kobj_attribute *attr, char *buf)
-{
-	return sess_u32_show(to_sess(kobj), buf, &to_sess(kobj)->loss_tmo_ms);
-}
+KRDMA_SESS_SHOW(state, "%s", krdma_sess_state_str(v.state))
+KRDMA_SESS_SHOW(conn, "%s", v.conn)
+KRDMA_SESS_SHOW(reconnects, "%u", v.reconnects)
+KRDMA_SESS_SHOW(generation, "%u", v.gen)
+KRDMA_SESS_SHOW(last_error, "%d", v.last_error)
+KRDMA_SESS_SHOW(reconnect_delay_ms, "%u", v.delay_ms)
+KRDMA_SESS_SHOW(loss_tmo_ms, "%u", v.loss_tmo_ms)
+KRDMA_SESS_SHOW(id, "%pUb", &s->uuid)
+KRDMA_SESS_SHOW(peer_addr, "%pISpc", &s->dst)
 
 static int krdma_sess_check_delay(u32 ms)
 {

@@ -3901,6 +3901,34 @@ static struct krdma_session *at_sess_create(struct at_test *t,
 	return krdma_session_create((struct sockaddr *)&a->laddr, NULL, &so);
 }
 
+/* A session told CONNECTED, its passive end handed over; else NULL. */
+static struct krdma_session *at_sess_up(struct at_test *t, struct at_sess *a,
+					u32 delay, u32 tmo, const char *user)
+{
+	struct krdma_session *s = at_sess_create(t, a, delay, tmo, user);
+
+	if (IS_ERR(s)) {
+		at_fail(t, "krdma_session_create: %ld", PTR_ERR(s));
+		return NULL;
+	}
+	if (!at_se_expect(t, &a->se, 0, KRDMA_SESSION_CONNECTED, 0, 0, 10000) ||
+	    !at_sess_pass(t, a, 0)) {
+		krdma_session_destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* The server closes its end: DISCONNECTED with the cause, RECONNECTING. */
+static bool at_sess_break(struct at_test *t, struct at_sess *a)
+{
+	at_sess_close_pass(a, 0);
+	return at_se_expect(t, &a->se, 1, KRDMA_SESSION_DISCONNECTED,
+			    -ECONNRESET, KRDMA_ERR_RETRY, 10000) &&
+	       at_se_expect(t, &a->se, 2, KRDMA_SESSION_RECONNECTING, 0,
+			    KRDMA_ERR_RETRY, 5000);
+}
+
 /* A message of @len bytes of pattern(@seed) from @c arrives whole on @p. */
 static bool at_sess_msg(struct at_test *t, struct krdma_conn *c,
 			struct krdma_conn *p, u32 len, u64 seed)
@@ -3975,11 +4003,41 @@ static bool at_sess_sysfs(struct at_test *t, struct krdma_session *s,
 
 #define AT_SESS_BUF	4096
 
+/*
+ * On the session's current connection (taken into *@c) and its passive
+ * end @p: the server registers @sbuf (*@mr, *@tok); a message of
+ * pattern(@seed) and a WRITE of pattern(@seed + 1) arrive byte for byte.
+ */
+static bool at_sess_traffic(struct at_test *t, struct krdma_session *s,
+			    struct krdma_conn *p, u8 *sbuf, u64 seed,
+			    struct krdma_conn **c, struct krdma_mr **mr,
+			    struct krdma_token *tok)
+{
+	*c = krdma_session_conn_get(s);
+	if (IS_ERR(*c)) {
+		at_fail(t, "krdma_session_conn_get: %ld", PTR_ERR(*c));
+		*c = NULL;
+		return false;
+	}
+	*mr = krdma_reg_buf(p, sbuf, AT_SESS_BUF, KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(*mr)) {
+		at_fail(t, "server registration: %ld", PTR_ERR(*mr));
+		*mr = NULL;
+		return false;
+	}
+	krdma_mr_token(*mr, tok);
+	return at_sess_msg(t, *c, p, 200 + seed % 97, seed) &&
+	       at_expect(t, at_sess_write(t, *c, tok, AT_SESS_BUF, seed + 1), 0,
+			 "WRITE with the connection's token") &&
+	       at_expect(t, at_check(sbuf, AT_SESS_BUF, seed + 1, 0), -1,
+			 "first bad byte written");
+}
+
 static void sc_session_reconnect(struct at_test *t)
 {
 	struct krdma_token tok0, tok1;
 	struct krdma_mr *mr0 = NULL, *mr1 = NULL;
-	struct krdma_conn *c, *c1, *p0, *p1;
+	struct krdma_conn *c = NULL, *p0, *p1;
 	struct krdma_session *s;
 	unsigned long t0;
 	struct at_sess *a;
@@ -3994,39 +4052,18 @@ static void sc_session_reconnect(struct at_test *t)
 		at_fail(t, "out of memory");
 		goto out_a;
 	}
-	s = at_sess_create(t, a, 200, 20000, "sessrc");
-	if (IS_ERR(s)) {
-		at_fail(t, "krdma_session_create: %ld", PTR_ERR(s));
+	s = at_sess_up(t, a, 200, 20000, "sessrc");
+	if (!s)
 		goto out_a;
-	}
-	if (!at_se_expect(t, &a->se, 0, KRDMA_SESSION_CONNECTED, 0, 0, 10000) ||
-	    !at_expect(t, a->sl.calls, 1, "accept calls") ||
+	if (!at_expect(t, a->sl.calls, 1, "accept calls") ||
 	    !at_expect(t, a->sl.gen[0], 0, "generation of the first request") ||
 	    !at_expect(t, a->sl.ulen, 6, "consumer bytes the hook saw") ||
 	    !at_expect(t, memcmp(a->sl.user, "sessrc", 6), 0,
 		       "the consumer bytes"))
 		goto out_s;
-	p0 = at_sess_pass(t, a, 0);
-	if (!p0)
-		goto out_s;
-	c = krdma_session_conn_get(s);
-	if (IS_ERR(c)) {
-		at_fail(t, "krdma_session_conn_get: %ld", PTR_ERR(c));
-		goto out_s;
-	}
+	p0 = a->sl.pass[0];
 	/* A message and a WRITE, byte for byte. */
-	mr0 = krdma_reg_buf(p0, sbuf, AT_SESS_BUF, KRDMA_ACCESS_REMOTE_WRITE);
-	if (IS_ERR(mr0)) {
-		at_fail(t, "server registration: %ld", PTR_ERR(mr0));
-		mr0 = NULL;
-		goto out_c;
-	}
-	krdma_mr_token(mr0, &tok0);
-	if (!at_sess_msg(t, c, p0, 200, 0x5e550) ||
-	    !at_expect(t, at_sess_write(t, c, &tok0, AT_SESS_BUF, 0x5e551), 0,
-		       "WRITE on the first connection") ||
-	    !at_expect(t, at_check(sbuf, AT_SESS_BUF, 0x5e551, 0), -1,
-		       "first bad byte written"))
+	if (!at_sess_traffic(t, s, p0, sbuf, 0x5e550, &c, &mr0, &tok0))
 		goto out_c;
 
 	/* The server closes: the session reconnects. */
@@ -4041,6 +4078,7 @@ static void sc_session_reconnect(struct at_test *t)
 	ret = krdma_send(c, sbuf, 64, AT_TIMEOUT);
 	err = krdma_session_errno(s, c, ret);
 	krdma_session_conn_put(s, c);
+	c = NULL;
 	if (!at_expect(t, ret < 0, 1, "send on the failed connection (%d)",
 		       ret) ||
 	    !at_expect(t, err, KRDMA_ERR_RETRY, "krdma_session_errno of %d",
@@ -4065,35 +4103,16 @@ static void sc_session_reconnect(struct at_test *t)
 	p1 = at_sess_pass(t, a, 1);
 	if (!p1)
 		goto out_s;
-	c1 = krdma_session_conn_get(s);
-	if (IS_ERR(c1)) {
-		at_fail(t, "krdma_session_conn_get after RECONNECTED: %ld",
-			PTR_ERR(c1));
-		goto out_s;
-	}
-	c = c1;
-	if (!at_sess_sysfs(t, s, "conn", krdma_conn_name(c1)))
-		goto out_c;
 	/* The same memory registered again on the new connection. */
-	mr1 = krdma_reg_buf(p1, sbuf, AT_SESS_BUF, KRDMA_ACCESS_REMOTE_WRITE);
-	if (IS_ERR(mr1)) {
-		at_fail(t, "server registration again: %ld", PTR_ERR(mr1));
-		mr1 = NULL;
-		goto out_c;
-	}
-	krdma_mr_token(mr1, &tok1);
-	if (!at_sess_msg(t, c1, p1, 300, 0x5e552) ||
-	    !at_expect(t, at_sess_write(t, c1, &tok1, AT_SESS_BUF, 0x5e553), 0,
-		       "WRITE with the new token") ||
-	    !at_expect(t, at_check(sbuf, AT_SESS_BUF, 0x5e553, 0), -1,
-		       "first bad byte written again"))
+	if (!at_sess_traffic(t, s, p1, sbuf, 0x5e552, &c, &mr1, &tok1) ||
+	    !at_sess_sysfs(t, s, "conn", krdma_conn_name(c)))
 		goto out_c;
 	/* A token of the old connection is dead: it fails the new one. */
-	ret = at_sess_write(t, c1, &tok0, AT_SESS_BUF, 0x5e554);
-	if (!at_expect_denied(t, c1, true, ret))
+	ret = at_sess_write(t, c, &tok0, AT_SESS_BUF, 0x5e554);
+	if (!at_expect_denied(t, c, true, ret))
 		goto out_c;
-	err = krdma_session_errno(s, c1, ret);
-	krdma_session_conn_put(s, c1);
+	err = krdma_session_errno(s, c, ret);
+	krdma_session_conn_put(s, c);
 	c = NULL;
 	if (ret && !at_expect(t, err, KRDMA_ERR_RETRY,
 			      "krdma_session_errno of %d", ret))
@@ -4143,22 +4162,13 @@ static void sc_session_lost(struct at_test *t)
 	a = at_sess_start(t, 6);
 	if (!a)
 		return;
-	s = at_sess_create(t, a, AT_LOST_DELAY, AT_LOST_TMO, NULL);
-	if (IS_ERR(s)) {
-		at_fail(t, "krdma_session_create: %ld", PTR_ERR(s));
+	s = at_sess_up(t, a, AT_LOST_DELAY, AT_LOST_TMO, NULL);
+	if (!s)
 		goto out_a;
-	}
-	if (!at_se_expect(t, &a->se, 0, KRDMA_SESSION_CONNECTED, 0, 0, 10000) ||
-	    !at_sess_pass(t, a, 0))
-		goto out_s;
 	/* Nobody listens any more, then the connection goes. */
 	krdma_listener_close(a->l);
 	a->l = NULL;
-	at_sess_close_pass(a, 0);
-	if (!at_se_expect(t, &a->se, 1, KRDMA_SESSION_DISCONNECTED,
-			  -ECONNRESET, KRDMA_ERR_RETRY, 10000) ||
-	    !at_se_expect(t, &a->se, 2, KRDMA_SESSION_RECONNECTING, 0,
-			  KRDMA_ERR_RETRY, 5000))
+	if (!at_sess_break(t, a))
 		goto out_s;
 	t0 = a->se.at[1];
 	if (!at_sess_sysfs(t, s, "state", "reconnecting") ||
@@ -4249,19 +4259,10 @@ static void sc_session_refused(struct at_test *t)
 	    !at_expect(t, READ_ONCE(a->se.n), 0, "events of a refused create"))
 		goto out_a;
 	a->sl.refuse_from = 1;
-	s = at_sess_create(t, a, 200, 3000, "x");
-	if (IS_ERR(s)) {
-		at_fail(t, "krdma_session_create: %ld", PTR_ERR(s));
+	s = at_sess_up(t, a, 200, 3000, "x");
+	if (!s)
 		goto out_a;
-	}
-	if (!at_se_expect(t, &a->se, 0, KRDMA_SESSION_CONNECTED, 0, 0, 10000) ||
-	    !at_sess_pass(t, a, 0))
-		goto out_s;
-	at_sess_close_pass(a, 0);
-	if (!at_se_expect(t, &a->se, 1, KRDMA_SESSION_DISCONNECTED,
-			  -ECONNRESET, KRDMA_ERR_RETRY, 10000) ||
-	    !at_se_expect(t, &a->se, 2, KRDMA_SESSION_RECONNECTING, 0,
-			  KRDMA_ERR_RETRY, 5000))
+	if (!at_sess_break(t, a))
 		goto out_s;
 	if (!at_iwarp) {
 		if (at_se_expect(t, &a->se, 3, KRDMA_SESSION_LOST, -EACCES,
