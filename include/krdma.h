@@ -413,17 +413,19 @@ enum krdma_session_event {
 
 /**
  * struct krdma_session_ops - a session consumer's callbacks
- * @event: the session's state changed (enum krdma_session_event).
- *	Context: process context, from krdma's workqueue, one call at a
- *	time per session and in order.  It may sleep and may call
- *	krdma_session_conn_get()/_put() and any connection function, but not
- *	krdma_session_destroy() of @s, which waits for it.
- * @recv: a message arrived on the session's current connection (the
- *	connection's own recv callback, forwarded: same rules and return
- *	values as struct krdma_conn_ops.recv).  Messages of a new connection
- *	may come before its RECONNECTED event.
- *	Context: softirq, or process context with bottom halves disabled;
- *	must not sleep.
+ * @event: the session's state changed (enum krdma_session_event).  It
+ *	may sleep and may call krdma_session_conn_get()/_put() and any
+ *	connection function, but not krdma_session_destroy() of @s, which
+ *	waits for it.
+ * @recv: a message arrived on one of the session's connections: @conn
+ *	says which (a failed one may still deliver what came before its
+ *	failure after DISCONNECTED, and a new one before its RECONNECTED).
+ *	The connection's own recv callback, forwarded: same rules and
+ *	return values as struct krdma_conn_ops.recv.
+ *
+ * Context: @event runs in process context, from krdma's workqueue, one
+ * call at a time per session and in order.  @recv runs in softirq, or in
+ * process context with bottom halves disabled, and must not sleep.
  */
 struct krdma_session_ops {
 	void	(*event)(struct krdma_session *s, enum krdma_session_event ev,
