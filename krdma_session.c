@@ -633,7 +633,8 @@ EXPORT_SYMBOL_GPL(krdma_session_destroy);
  *
  * Context: any but hard interrupt; does not sleep.
  * Return: the connection, or ERR_PTR(KRDMA_ERR_RETRY) when the session
- * has no working connection now (it failed, a reconnect is under way):
+ * has no working connection now (it failed, even if the session has not
+ * been told yet, or a reconnect is under way):
  * retry after KRDMA_SESSION_RECONNECTED; ERR_PTR(KRDMA_ERR_LOST) once
  * the session is lost or being destroyed.
  */
@@ -651,6 +652,14 @@ struct krdma_conn *krdma_session_conn_get(struct krdma_session *s)
 		conn = s->cur->conn;
 	}
 	spin_unlock_bh(&s->lock);
+	/*
+	 * Failed, but its end event has not come yet (it may wait up to a
+	 * second for the cause): a submission on it would only fail.
+	 */
+	if (!IS_ERR(conn) && krdma_conn_error(conn)) {
+		krdma_session_conn_put(s, conn);
+		conn = ERR_PTR(KRDMA_ERR_RETRY);
+	}
 	return conn;
 }
 EXPORT_SYMBOL_GPL(krdma_session_conn_get);
