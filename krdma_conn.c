@@ -443,6 +443,20 @@ void krdma_conn_set_priv(struct krdma_conn *conn, void *priv)
 }
 EXPORT_SYMBOL_GPL(krdma_conn_set_priv);
 
+/**
+ * krdma_conn_name - a connection's name
+ * @conn: the connection
+ *
+ * Context: any.
+ * Return: its directory's name under /sys/kernel/krdma/conns/ (and in
+ * dmesg), valid until the connection is closed.
+ */
+const char *krdma_conn_name(struct krdma_conn *conn)
+{
+	return conn->name;
+}
+EXPORT_SYMBOL_GPL(krdma_conn_name);
+
 /* Set conn->state, with conn->lock held, and trace a change. */
 static void krdma_conn_set_state_locked(struct krdma_conn *conn,
 					enum krdma_conn_state st)

@@ -260,6 +260,7 @@ static inline bool krdma_conn_usable(struct krdma_conn *conn)
 extern struct mutex krdma_lock;		/* devices list and removal */
 extern struct list_head krdma_devices;
 extern struct kobject *krdma_kobj;	/* /sys/kernel/krdma */
+extern struct kobject *krdma_sessions_kobj;	/* krdma_session.c's */
 extern struct list_head krdma_conns;
 extern struct list_head krdma_listeners;
 extern struct workqueue_struct *krdma_wq;

@@ -16,6 +16,7 @@ struct kobject *krdma_kobj;
 static struct kobject *krdma_devices_kobj;
 static struct kobject *krdma_conns_kobj;
 static struct kobject *krdma_listeners_kobj;
+struct kobject *krdma_sessions_kobj;
 
 /* ---- per device ---------------------------------------------------- */
 
@@ -560,11 +561,14 @@ int krdma_sysfs_init(void)
 	krdma_devices_kobj = kobject_create_and_add("devices", krdma_kobj);
 	krdma_conns_kobj = kobject_create_and_add("conns", krdma_kobj);
 	krdma_listeners_kobj = kobject_create_and_add("listeners", krdma_kobj);
-	if (!krdma_devices_kobj || !krdma_conns_kobj || !krdma_listeners_kobj)
+	krdma_sessions_kobj = kobject_create_and_add("sessions", krdma_kobj);
+	if (!krdma_devices_kobj || !krdma_conns_kobj || !krdma_listeners_kobj ||
+	    !krdma_sessions_kobj)
 		goto out_dirs;
 	return 0;
 
 out_dirs:
+	kobject_put(krdma_sessions_kobj);
 	kobject_put(krdma_listeners_kobj);
 	kobject_put(krdma_conns_kobj);
 	kobject_put(krdma_devices_kobj);
@@ -575,6 +579,7 @@ out_put:
 
 void krdma_sysfs_exit(void)
 {
+	kobject_put(krdma_sessions_kobj);
 	kobject_put(krdma_listeners_kobj);
 	kobject_put(krdma_conns_kobj);
 	kobject_put(krdma_devices_kobj);

@@ -28,6 +28,7 @@
 #include <linux/types.h>
 #include <linux/socket.h>
 #include <linux/scatterlist.h>
+#include <linux/uuid.h>
 
 struct krdma_conn;
 struct krdma_listener;
@@ -380,5 +381,135 @@ int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
 		     u64 offset, u64 compare, u64 swap, u64 *old, long timeout);
 int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,
 		      u64 offset, u64 add, u64 *old, long timeout);
+
+/* ---- sessions (krdma_session.c) -------------------------------------- */
+
+/*
+ * A session is a connection to one peer that comes back on its own.  When
+ * its connection fails (the peer left, a heartbeat went unanswered, the
+ * device went away...) the session closes it and connects again every
+ * reconnect_delay_ms until it succeeds or loss_tmo_ms have passed since
+ * the failure (like nvme-rdma's reconnect_delay and ctrl_loss_tmo).  It is
+ * built on the connection API above only: its connections are ordinary
+ * ones, whose opts.ops and opts.priv are the session's.
+ */
+struct krdma_session;
+
+#define KRDMA_SESSION_DEFAULT_DELAY_MS	1000
+#define KRDMA_SESSION_MIN_DELAY_MS	100
+#define KRDMA_SESSION_MAX_DELAY_MS	3600000
+#define KRDMA_SESSION_DEFAULT_LOSS_TMO_MS	60000
+/* Never lost: reconnect until krdma_session_destroy(). */
+#define KRDMA_SESSION_LOSS_TMO_NEVER	U32_MAX
+
+/*
+ * "Retry after reconnect": what krdma_session_conn_get() returns while the
+ * session has no working connection, and what krdma_session_errno() makes
+ * of the error of an operation on a connection that failed.  Not -EAGAIN,
+ * which the nowait submissions return for "no free slot now".
+ */
+#define KRDMA_ERR_RETRY		(-ENOLINK)
+/* What krdma_session_conn_get() returns once the session is lost. */
+#define KRDMA_ERR_LOST		(-ENOTCONN)
+
+/*
+ * The private data of a session's connect request: a session header of
+ * KRDMA_SESSION_PDATA_HDR bytes (a 2-byte magic, big endian
+ * KRDMA_SESSION_PDATA_MAGIC; the 16-byte session id; the 4-byte big endian
+ * generation, 0 for the first connect request and one more for each
+ * later one), then the consumer's own opts.conn.private_data, at most
+ * KRDMA_SESSION_MAX_USER_DATA bytes.  krdma_session_id_from_req() reads it.
+ */
+#define KRDMA_SESSION_PDATA_MAGIC	0x6b53	/* "kS" */
+#define KRDMA_SESSION_PDATA_HDR		22
+#define KRDMA_SESSION_MAX_USER_DATA	\
+	(KRDMA_MAX_PRIVATE_DATA - KRDMA_SESSION_PDATA_HDR)
+
+/**
+ * enum krdma_session_event - what a session's event callback is told
+ * @KRDMA_SESSION_CONNECTED: the first connection is up (once, first).
+ * @KRDMA_SESSION_DISCONNECTED: the connection failed; error is its cause
+ *	(the connection's end event's error).  The session will reconnect.
+ *	Operations on the old connection fail; krdma_session_errno() makes
+ *	their errors KRDMA_ERR_RETRY.
+ * @KRDMA_SESSION_RECONNECTING: an attempt starts; error is the previous
+ *	attempt's error, 0 for the first attempt after a disconnect.
+ * @KRDMA_SESSION_RECONNECTED: a new connection is up.  The consumer must
+ *	register again what it exposed (the old connection's tokens are dead,
+ *	and a token is valid on its own connection only) and resubmit what
+ *	failed.
+ * @KRDMA_SESSION_LOST: the session gave up, for good: the loss timeout
+ *	passed (error: the last attempt's error), or an attempt failed with
+ *	an error retrying cannot cure (-EPROTONOSUPPORT, -EPROTO, -EINVAL,
+ *	or the peer's accept hook refusing with any errno but -EBUSY and
+ *	-EAGAIN).  It stays lost until krdma_session_destroy().
+ */
+enum krdma_session_event {
+	KRDMA_SESSION_CONNECTED,
+	KRDMA_SESSION_DISCONNECTED,
+	KRDMA_SESSION_RECONNECTING,
+	KRDMA_SESSION_RECONNECTED,
+	KRDMA_SESSION_LOST,
+};
+
+/**
+ * struct krdma_session_ops - a session consumer's callbacks
+ * @event: the session's state changed (enum krdma_session_event).  It
+ *	may sleep and may call krdma_session_conn_get()/_put() and any
+ *	connection function, but not krdma_session_destroy() of @s, which
+ *	waits for it.
+ * @recv: a message arrived on one of the session's connections: @conn
+ *	says which (a failed one may still deliver what came before its
+ *	failure after DISCONNECTED, and a new one before its RECONNECTED).
+ *	The connection's own recv callback, forwarded: same rules and
+ *	return values as struct krdma_conn_ops.recv.
+ *
+ * Context: @event runs in process context, from krdma's workqueue, one
+ * call at a time per session and in order.  @recv runs in softirq, or in
+ * process context with bottom halves disabled, and must not sleep.
+ */
+struct krdma_session_ops {
+	void	(*event)(struct krdma_session *s, enum krdma_session_event ev,
+			 int error);
+	int	(*recv)(struct krdma_session *s, struct krdma_conn *conn,
+			struct krdma_msg *msg);
+};
+
+/**
+ * struct krdma_session_opts - session parameters
+ * @conn: the parameters of each connection.  Its @ops and @priv must be
+ *	NULL (the session's own are used: see @ops and @priv here); its
+ *	@private_data (at most KRDMA_SESSION_MAX_USER_DATA bytes, else
+ *	-EINVAL) follows the session header in every connect request.
+ * @reconnect_delay_ms: between a failure and the next attempt, and
+ *	between attempts (0: KRDMA_SESSION_DEFAULT_DELAY_MS; at least
+ *	KRDMA_SESSION_MIN_DELAY_MS, at most KRDMA_SESSION_MAX_DELAY_MS)
+ * @loss_tmo_ms: how long after a failure the session keeps trying before
+ *	it is lost (0: KRDMA_SESSION_DEFAULT_LOSS_TMO_MS;
+ *	KRDMA_SESSION_LOSS_TMO_NEVER: never lost)
+ * @ops: the callbacks, or NULL
+ * @priv: the consumer's pointer, for krdma_session_priv()
+ */
+struct krdma_session_opts {
+	struct krdma_conn_opts	conn;
+	u32			reconnect_delay_ms;
+	u32			loss_tmo_ms;
+	const struct krdma_session_ops	*ops;
+	void			*priv;
+};
+
+struct krdma_session *krdma_session_create(const struct sockaddr *dst,
+					   const struct sockaddr *src,
+					   const struct krdma_session_opts *opts);
+void krdma_session_destroy(struct krdma_session *s);
+struct krdma_conn *krdma_session_conn_get(struct krdma_session *s);
+void krdma_session_conn_put(struct krdma_session *s, struct krdma_conn *conn);
+int krdma_session_errno(struct krdma_session *s, struct krdma_conn *conn,
+			int err);
+void *krdma_session_priv(struct krdma_session *s);
+const char *krdma_session_name(struct krdma_session *s);
+int krdma_session_id_from_req(const struct krdma_conn_req *req, uuid_t *id,
+			      u32 *gen);
+const char *krdma_conn_name(struct krdma_conn *conn);
 
 #endif /* _KRDMA_H */

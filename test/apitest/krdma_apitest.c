@@ -62,6 +62,7 @@
 #include <linux/wait.h>
 #include <linux/string.h>
 #include <linux/scatterlist.h>
+#include <linux/fs.h>
 #include <net/net_namespace.h>
 
 #include <krdma.h>
@@ -4097,6 +4098,621 @@ static void sc_mr_pool_inv(struct at_test *t)
 	at_pool(t, true);
 }
 
+/*
+ * Issue #18: sessions (include/krdma.h).  On one guest: a listener whose
+ * accept hook records each request's session id and generation (and may
+ * refuse from a generation on), and whose connections the scenario breaks
+ * by closing them from the server's side.
+ */
+#define AT_SL_MAX	8
+#define AT_SE_MAX	32
+
+struct at_sl {
+	spinlock_t		lock;	/* everything below */
+	wait_queue_head_t	wq;
+	int			calls;
+	int			bad;	/* requests that were no session's */
+	uuid_t			id[AT_SL_MAX];
+	u32			gen[AT_SL_MAX];
+	int			ulen;	/* the consumer's bytes, last request */
+	u8			user[KRDMA_SESSION_MAX_USER_DATA];
+	u32			refuse_from;	/* generation; U32_MAX: never */
+	int			npass;
+	struct krdma_conn	*pass[AT_SL_MAX];
+};
+
+static int at_sl_accept(const struct krdma_conn_req *req)
+{
+	struct at_sl *sl = req->listener_priv;
+	uuid_t id;
+	u32 gen;
+	int n, ret = 0;
+
+	n = krdma_session_id_from_req(req, &id, &gen);
+	spin_lock(&sl->lock);
+	if (n < 0) {
+		sl->bad++;
+		ret = -EPERM;
+	} else {
+		if (sl->calls < AT_SL_MAX) {
+			sl->id[sl->calls] = id;
+			sl->gen[sl->calls] = gen;
+		}
+		sl->calls++;
+		sl->ulen = n;
+		memcpy(sl->user, (const u8 *)req->private_data +
+		       KRDMA_SESSION_PDATA_HDR, n);
+		if (gen >= sl->refuse_from)
+			ret = -EACCES;
+	}
+	spin_unlock(&sl->lock);
+	return ret;
+}
+
+static void at_sl_event(struct krdma_conn *c, enum krdma_event ev, int error)
+{
+	struct at_sl *sl = krdma_conn_priv(c);
+	bool kept = false;
+
+	if (ev != KRDMA_EVENT_ESTABLISHED)
+		return;
+	spin_lock(&sl->lock);
+	if (sl->npass < AT_SL_MAX) {
+		sl->pass[sl->npass++] = c;
+		kept = true;
+	}
+	spin_unlock(&sl->lock);
+	if (!kept)
+		krdma_conn_abandon(c);
+	wake_up_all(&sl->wq);
+}
+
+static const struct krdma_conn_ops at_sl_ops = {
+	.event = at_sl_event,
+	.accept = at_sl_accept,
+};
+
+/* The session's events, and what krdma_session_conn_get() gave in each. */
+struct at_se {
+	spinlock_t		lock;	/* everything below */
+	wait_queue_head_t	wq;
+	int			n;
+	enum krdma_session_event ev[AT_SE_MAX];
+	int			err[AT_SE_MAX];
+	int			get[AT_SE_MAX];
+	unsigned long		at[AT_SE_MAX];
+};
+
+static void at_se_event(struct krdma_session *s, enum krdma_session_event ev,
+			int error)
+{
+	struct at_se *e = krdma_session_priv(s);
+	struct krdma_conn *c = krdma_session_conn_get(s);
+
+	if (!IS_ERR(c))
+		krdma_session_conn_put(s, c);
+	spin_lock(&e->lock);
+	if (e->n < AT_SE_MAX) {
+		e->ev[e->n] = ev;
+		e->err[e->n] = error;
+		e->get[e->n] = PTR_ERR_OR_ZERO(c);
+		e->at[e->n] = jiffies;
+	}
+	e->n++;
+	spin_unlock(&e->lock);
+	wake_up_all(&e->wq);
+}
+
+static const struct krdma_session_ops at_se_ops = { .event = at_se_event };
+
+/*
+ * Wait up to @ms for session event number @i: it must be @ev, with @err
+ * (1: any negative errno) and with krdma_session_conn_get() giving @get
+ * (0: a connection) in the callback.
+ */
+static bool at_se_expect(struct at_test *t, struct at_se *e, int i,
+			 enum krdma_session_event ev, int err, int get, u32 ms)
+{
+	wait_event_timeout(e->wq, READ_ONCE(e->n) > i, msecs_to_jiffies(ms));
+	if (READ_ONCE(e->n) <= i) {
+		at_fail(t, "no session event %d (%d) in %u ms (%d events)", i,
+			ev, ms, READ_ONCE(e->n));
+		return false;
+	}
+	if (i >= AT_SE_MAX) {
+		at_fail(t, "more than %d session events", AT_SE_MAX);
+		return false;
+	}
+	if (!at_expect(t, e->ev[i], ev, "session event %d", i) ||
+	    !at_expect(t, e->get[i], get, "conn_get in session event %d (%d)",
+		       i, ev))
+		return false;
+	if (err == 1 ? e->err[i] >= 0 : e->err[i] != err) {
+		at_fail(t, "session event %d (%d): error %d, expected %d", i, ev,
+			e->err[i], err);
+		return false;
+	}
+	return true;
+}
+
+struct at_sess {
+	struct sockaddr_storage	laddr;
+	struct krdma_listener	*l;
+	struct at_sl		sl;
+	struct at_se		se;
+};
+
+static struct at_sess *at_sess_start(struct at_test *t, int off)
+{
+	struct krdma_conn_opts lopts = {
+		.ops = &at_sl_ops,
+		.timeout_ms = 10000,
+	};
+	struct at_sess *a;
+
+	if (strcmp(role, "both")) {
+		t->skipped = true;
+		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+		return NULL;
+	}
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a) {
+		at_fail(t, "out of memory");
+		return NULL;
+	}
+	spin_lock_init(&a->sl.lock);
+	init_waitqueue_head(&a->sl.wq);
+	a->sl.refuse_from = U32_MAX;
+	spin_lock_init(&a->se.lock);
+	init_waitqueue_head(&a->se.wq);
+	a->laddr = at_addr;
+	((struct sockaddr_in *)&a->laddr)->sin_port = htons(port + off);
+	if (a->laddr.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&a->laddr)->sin6_port = htons(port + off);
+	lopts.priv = &a->sl;
+	a->l = krdma_listen((struct sockaddr *)&a->laddr, &lopts);
+	if (IS_ERR(a->l)) {
+		at_fail(t, "krdma_listen for sessions: %ld", PTR_ERR(a->l));
+		kfree(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* The passive end of request number @i, once handed over (10 s). */
+static struct krdma_conn *at_sess_pass(struct at_test *t, struct at_sess *a,
+				       int i)
+{
+	wait_event_timeout(a->sl.wq, READ_ONCE(a->sl.npass) > i, 10 * HZ);
+	if (READ_ONCE(a->sl.npass) <= i) {
+		at_fail(t, "passive connection %d not handed over in 10 s", i);
+		return NULL;
+	}
+	return a->sl.pass[i];
+}
+
+static void at_sess_stop(struct at_sess *a)
+{
+	int i;
+
+	if (a->l)
+		krdma_listener_close(a->l);
+	for (i = 0; i < a->sl.npass; i++)
+		if (a->sl.pass[i])
+			krdma_close(a->sl.pass[i]);
+	kfree(a);
+}
+
+static void at_sess_close_pass(struct at_sess *a, int i)
+{
+	krdma_close(a->sl.pass[i]);
+	a->sl.pass[i] = NULL;
+}
+
+static struct krdma_session *at_sess_create(struct at_test *t,
+					    struct at_sess *a, u32 delay,
+					    u32 tmo, const char *user)
+{
+	struct krdma_session_opts so = {
+		.conn = {
+			.timeout_ms = 10000,
+			.private_data = user,
+			.private_data_len = user ? strlen(user) : 0,
+		},
+		.reconnect_delay_ms = delay,
+		.loss_tmo_ms = tmo,
+		.ops = &at_se_ops,
+		.priv = &a->se,
+	};
+
+	return krdma_session_create((struct sockaddr *)&a->laddr, NULL, &so);
+}
+
+/* A session told CONNECTED, its passive end handed over; else NULL. */
+static struct krdma_session *at_sess_up(struct at_test *t, struct at_sess *a,
+					u32 delay, u32 tmo, const char *user)
+{
+	struct krdma_session *s = at_sess_create(t, a, delay, tmo, user);
+
+	if (IS_ERR(s)) {
+		at_fail(t, "krdma_session_create: %ld", PTR_ERR(s));
+		return NULL;
+	}
+	if (!at_se_expect(t, &a->se, 0, KRDMA_SESSION_CONNECTED, 0, 0, 10000) ||
+	    !at_sess_pass(t, a, 0)) {
+		krdma_session_destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* The server closes its end: DISCONNECTED with the cause, RECONNECTING. */
+static bool at_sess_break(struct at_test *t, struct at_sess *a)
+{
+	at_sess_close_pass(a, 0);
+	return at_se_expect(t, &a->se, 1, KRDMA_SESSION_DISCONNECTED,
+			    -ECONNRESET, KRDMA_ERR_RETRY, 10000) &&
+	       at_se_expect(t, &a->se, 2, KRDMA_SESSION_RECONNECTING, 0,
+			    KRDMA_ERR_RETRY, 5000);
+}
+
+/* A message of @len bytes of pattern(@seed) from @c arrives whole on @p. */
+static bool at_sess_msg(struct at_test *t, struct krdma_conn *c,
+			struct krdma_conn *p, u32 len, u64 seed)
+{
+	u8 *out, *in;
+	bool ok = false;
+	int ret;
+
+	out = kmalloc(len, GFP_KERNEL);
+	in = kzalloc(len + 1, GFP_KERNEL);
+	if (!out || !in) {
+		at_fail(t, "out of memory");
+		goto out;
+	}
+	at_fill(out, len, seed, 0);
+	ret = krdma_send(c, out, len, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "send on the session's connection"))
+		goto out;
+	ret = at_recv(p, in, len + 1, AT_TIMEOUT);
+	if (at_expect(t, ret, len, "its receive") &&
+	    at_expect(t, at_check(in, len, seed, 0), -1,
+		      "first bad byte of the message"))
+		ok = true;
+out:
+	kfree(out);
+	kfree(in);
+	return ok;
+}
+
+/* WRITE @len bytes of pattern(@seed) through @tok; 0 or the error. */
+static int at_sess_write(struct at_test *t, struct krdma_conn *c,
+			 const struct krdma_token *tok, u32 len, u64 seed)
+{
+	struct at_local loc;
+	u32 mis = 0;
+	int ret;
+
+	if (!at_local_init(t, &loc, 1, &len, &mis))
+		return -ENOMEM;
+	at_local_fill(&loc, seed);
+	ret = krdma_write(c, loc.sg, 1, tok, 0, AT_TIMEOUT);
+	at_local_free(&loc);
+	return ret;
+}
+
+/* File @file of the session's sysfs directory is @want (one line). */
+static bool at_sess_sysfs(struct at_test *t, struct krdma_session *s,
+			  const char *file, const char *want)
+{
+	char path[96], got[64] = "";
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/kernel/krdma/sessions/%s/%s",
+		 krdma_session_name(s), file);
+	f = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(f)) {
+		at_fail(t, "open %s: %ld", path, PTR_ERR(f));
+		return false;
+	}
+	n = kernel_read(f, got, sizeof(got) - 1, &pos);
+	filp_close(f, NULL);
+	if (n > 0 && got[n - 1] == '\n')
+		got[n - 1] = 0;
+	if (n < 0 || strcmp(got, want)) {
+		at_fail(t, "%s: '%s' (%zd), expected '%s'", path, got, n, want);
+		return false;
+	}
+	return true;
+}
+
+#define AT_SESS_BUF	4096
+
+/*
+ * On the session's current connection (taken into *@c) and its passive
+ * end @p: the server registers @sbuf (*@mr, *@tok); a message of
+ * pattern(@seed) and a WRITE of pattern(@seed + 1) arrive byte for byte.
+ */
+static bool at_sess_traffic(struct at_test *t, struct krdma_session *s,
+			    struct krdma_conn *p, u8 *sbuf, u64 seed,
+			    struct krdma_conn **c, struct krdma_mr **mr,
+			    struct krdma_token *tok)
+{
+	*c = krdma_session_conn_get(s);
+	if (IS_ERR(*c)) {
+		at_fail(t, "krdma_session_conn_get: %ld", PTR_ERR(*c));
+		*c = NULL;
+		return false;
+	}
+	*mr = krdma_reg_buf(p, sbuf, AT_SESS_BUF, KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(*mr)) {
+		at_fail(t, "server registration: %ld", PTR_ERR(*mr));
+		*mr = NULL;
+		return false;
+	}
+	krdma_mr_token(*mr, tok);
+	return at_sess_msg(t, *c, p, 200 + seed % 97, seed) &&
+	       at_expect(t, at_sess_write(t, *c, tok, AT_SESS_BUF, seed + 1), 0,
+			 "WRITE with the connection's token") &&
+	       at_expect(t, at_check(sbuf, AT_SESS_BUF, seed + 1, 0), -1,
+			 "first bad byte written");
+}
+
+static void sc_session_reconnect(struct at_test *t)
+{
+	struct krdma_token tok0, tok1;
+	struct krdma_mr *mr0 = NULL, *mr1 = NULL;
+	struct krdma_conn *c = NULL, *p0, *p1;
+	struct krdma_session *s;
+	unsigned long t0;
+	struct at_sess *a;
+	u8 *sbuf = NULL;
+	int ret, err;
+
+	a = at_sess_start(t, 5);
+	if (!a)
+		return;
+	sbuf = kzalloc(AT_SESS_BUF, GFP_KERNEL);
+	if (!sbuf) {
+		at_fail(t, "out of memory");
+		goto out_a;
+	}
+	s = at_sess_up(t, a, 200, 20000, "sessrc");
+	if (!s)
+		goto out_a;
+	if (!at_expect(t, a->sl.calls, 1, "accept calls") ||
+	    !at_expect(t, a->sl.gen[0], 0, "generation of the first request") ||
+	    !at_expect(t, a->sl.ulen, 6, "consumer bytes the hook saw") ||
+	    !at_expect(t, memcmp(a->sl.user, "sessrc", 6), 0,
+		       "the consumer bytes"))
+		goto out_s;
+	p0 = a->sl.pass[0];
+	/* A message and a WRITE, byte for byte. */
+	if (!at_sess_traffic(t, s, p0, sbuf, 0x5e550, &c, &mr0, &tok0))
+		goto out_c;
+
+	/* The server closes: the session reconnects. */
+	krdma_mr_free(mr0);
+	mr0 = NULL;
+	t0 = jiffies;
+	at_sess_close_pass(a, 0);
+	if (!at_se_expect(t, &a->se, 1, KRDMA_SESSION_DISCONNECTED,
+			  -ECONNRESET, KRDMA_ERR_RETRY, 10000))
+		goto out_c;
+	/* The connection we still hold fails, and means "retry". */
+	ret = krdma_send(c, sbuf, 64, AT_TIMEOUT);
+	err = krdma_session_errno(s, c, ret);
+	krdma_session_conn_put(s, c);
+	c = NULL;
+	if (!at_expect(t, ret < 0, 1, "send on the failed connection (%d)",
+		       ret) ||
+	    !at_expect(t, err, KRDMA_ERR_RETRY, "krdma_session_errno of %d",
+		       ret))
+		goto out_s;
+	if (!at_se_expect(t, &a->se, 2, KRDMA_SESSION_RECONNECTING, 0,
+			  KRDMA_ERR_RETRY, 5000) ||
+	    !at_se_expect(t, &a->se, 3, KRDMA_SESSION_RECONNECTED, 0, 0, 5000))
+		goto out_s;
+	pr_info("%s: reconnected %u ms after the server closed\n", t->name,
+		jiffies_to_msecs(a->se.at[3] - t0));
+	if (!at_sess_sysfs(t, s, "state", "connected") ||
+	    !at_sess_sysfs(t, s, "reconnects", "1") ||
+	    !at_sess_sysfs(t, s, "generation", "1") ||
+	    !at_sess_sysfs(t, s, "last_error", "-104"))
+		goto out_s;
+	if (!at_expect(t, a->sl.calls, 2, "accept calls") ||
+	    !at_expect(t, uuid_equal(&a->sl.id[1], &a->sl.id[0]), 1,
+		       "the same session id") ||
+	    !at_expect(t, a->sl.gen[1], 1, "generation of the reconnect"))
+		goto out_s;
+	p1 = at_sess_pass(t, a, 1);
+	if (!p1)
+		goto out_s;
+	/* The same memory registered again on the new connection. */
+	if (!at_sess_traffic(t, s, p1, sbuf, 0x5e552, &c, &mr1, &tok1) ||
+	    !at_sess_sysfs(t, s, "conn", krdma_conn_name(c)))
+		goto out_c;
+	/* A token of the old connection is dead: it fails the new one. */
+	ret = at_sess_write(t, c, &tok0, AT_SESS_BUF, 0x5e554);
+	if (!at_expect_denied(t, c, true, ret))
+		goto out_c;
+	err = krdma_session_errno(s, c, ret);
+	krdma_session_conn_put(s, c);
+	c = NULL;
+	if (ret && !at_expect(t, err, KRDMA_ERR_RETRY,
+			      "krdma_session_errno of %d", ret))
+		goto out_s;
+	if (!at_se_expect(t, &a->se, 4, KRDMA_SESSION_DISCONNECTED, 1,
+			  KRDMA_ERR_RETRY, 10000) ||
+	    !at_se_expect(t, &a->se, 5, KRDMA_SESSION_RECONNECTING, 0,
+			  KRDMA_ERR_RETRY, 5000) ||
+	    !at_se_expect(t, &a->se, 6, KRDMA_SESSION_RECONNECTED, 0, 0, 5000) ||
+	    !at_expect(t, a->sl.gen[2], 2, "generation of the second reconnect"))
+		goto out_s;
+	pr_info("%s: old token: %d, session told %d\n", t->name, ret,
+		a->se.err[4]);
+out_c:
+	if (c)
+		krdma_session_conn_put(s, c);
+out_s:
+	t0 = jiffies;
+	krdma_session_destroy(s);
+	if (jiffies_to_msecs(jiffies - t0) > 2000)
+		at_fail(t, "krdma_session_destroy took %u ms",
+			jiffies_to_msecs(jiffies - t0));
+	ret = READ_ONCE(a->se.n);
+	msleep(300);
+	at_expect(t, READ_ONCE(a->se.n), ret, "session events after destroy");
+	if (mr0)
+		krdma_mr_free(mr0);
+	if (mr1)
+		krdma_mr_free(mr1);
+out_a:
+	at_sess_stop(a);
+	kfree(sbuf);
+}
+
+#define AT_LOST_DELAY	300
+#define AT_LOST_TMO	1500
+
+static void sc_session_lost(struct at_test *t)
+{
+	struct krdma_conn *c;
+	struct krdma_session *s;
+	unsigned long t0;
+	struct at_sess *a;
+	int i, n, tries;
+	u32 ms;
+
+	a = at_sess_start(t, 6);
+	if (!a)
+		return;
+	s = at_sess_up(t, a, AT_LOST_DELAY, AT_LOST_TMO, NULL);
+	if (!s)
+		goto out_a;
+	/* Nobody listens any more, then the connection goes. */
+	krdma_listener_close(a->l);
+	a->l = NULL;
+	if (!at_sess_break(t, a))
+		goto out_s;
+	t0 = a->se.at[1];
+	if (!at_sess_sysfs(t, s, "state", "reconnecting") ||
+	    !at_sess_sysfs(t, s, "conn", "none"))
+		goto out_s;
+	/* Attempts fail, each told with the previous one's error, then LOST. */
+	for (i = 3, tries = 1; i < AT_SE_MAX; i++) {
+		wait_event_timeout(a->se.wq, READ_ONCE(a->se.n) > i, 10 * HZ);
+		if (READ_ONCE(a->se.n) <= i) {
+			at_fail(t, "no session event %d in 10 s", i);
+			goto out_s;
+		}
+		if (a->se.ev[i] == KRDMA_SESSION_LOST)
+			break;
+		if (!at_se_expect(t, &a->se, i, KRDMA_SESSION_RECONNECTING, 1,
+				  KRDMA_ERR_RETRY, 0))
+			goto out_s;
+		if (!at_iwarp && !at_expect(t, a->se.err[i], -ECONNREFUSED,
+					    "attempt %d's error", tries))
+			goto out_s;
+		tries++;
+	}
+	if (!at_se_expect(t, &a->se, i, KRDMA_SESSION_LOST, 1, KRDMA_ERR_LOST,
+			  0))
+		goto out_s;
+	ms = jiffies_to_msecs(a->se.at[i] - t0);
+	pr_info("%s: lost after %u ms and %d attempts, error %d\n", t->name, ms,
+		tries, a->se.err[i]);
+	if ((!at_iwarp && !at_expect(t, a->se.err[i], -ECONNREFUSED,
+				     "the error LOST gave")) ||
+	    !at_expect(t, tries >= 2, 1, "at least 2 attempts (%d)", tries))
+		goto out_s;
+	if (ms < AT_LOST_TMO || ms > AT_LOST_TMO + 4000) {
+		at_fail(t, "lost %u ms after the failure, loss timeout %u ms",
+			ms, AT_LOST_TMO);
+		goto out_s;
+	}
+	if (!at_sess_sysfs(t, s, "state", "lost") ||
+	    (!at_iwarp && !at_sess_sysfs(t, s, "last_error", "-111")))
+		goto out_s;
+	c = krdma_session_conn_get(s);
+	if (!at_expect(t, PTR_ERR_OR_ZERO(c), KRDMA_ERR_LOST,
+		       "krdma_session_conn_get once lost")) {
+		if (!IS_ERR(c))
+			krdma_session_conn_put(s, c);
+		goto out_s;
+	}
+	/* Lost is for good. */
+	n = READ_ONCE(a->se.n);
+	msleep(3 * AT_LOST_DELAY);
+	at_expect(t, READ_ONCE(a->se.n), n, "session events after LOST");
+out_s:
+	t0 = jiffies;
+	krdma_session_destroy(s);
+	ms = jiffies_to_msecs(jiffies - t0);
+	if (ms > 1000)
+		at_fail(t, "krdma_session_destroy took %u ms", ms);
+out_a:
+	at_sess_stop(a);
+}
+
+/*
+ * An accept hook's refusal is not retried: the first connect returns it;
+ * a reconnect refused makes the session LOST at once (on iWARP a reject
+ * may come as a reset: -ECONNREFUSED, retried until the loss timeout).
+ */
+static void sc_session_refused(struct at_test *t)
+{
+	struct krdma_session *s;
+	struct at_sess *a;
+	long err;
+	u32 ms;
+
+	a = at_sess_start(t, 7);
+	if (!a)
+		return;
+	a->sl.refuse_from = 0;
+	s = at_sess_create(t, a, 200, 3000, NULL);
+	err = PTR_ERR_OR_ZERO(s);
+	if (!IS_ERR(s))
+		krdma_session_destroy(s);
+	if (err != -EACCES && !(at_iwarp && err == -ECONNREFUSED)) {
+		at_fail(t, "create refused by the hook: %ld, want %d", err,
+			-EACCES);
+		goto out_a;
+	}
+	if (!at_expect(t, a->sl.calls, 1, "accept calls") ||
+	    !at_expect(t, READ_ONCE(a->se.n), 0, "events of a refused create"))
+		goto out_a;
+	a->sl.refuse_from = 1;
+	s = at_sess_up(t, a, 200, 3000, "x");
+	if (!s)
+		goto out_a;
+	if (!at_sess_break(t, a))
+		goto out_s;
+	if (!at_iwarp) {
+		if (at_se_expect(t, &a->se, 3, KRDMA_SESSION_LOST, -EACCES,
+				 KRDMA_ERR_LOST, 5000)) {
+			ms = jiffies_to_msecs(a->se.at[3] - a->se.at[1]);
+			if (ms > 2000)
+				at_fail(t, "LOST %u ms after the failure", ms);
+		}
+		goto out_s;
+	}
+	/* iWARP: LOST with -EACCES at once, or after the retries. */
+	wait_event_timeout(a->se.wq, READ_ONCE(a->se.n) > 3 &&
+			   a->se.ev[min(READ_ONCE(a->se.n), AT_SE_MAX) - 1] ==
+			   KRDMA_SESSION_LOST, 10 * HZ);
+	if (READ_ONCE(a->se.n) < 4 || READ_ONCE(a->se.n) > AT_SE_MAX ||
+	    a->se.ev[a->se.n - 1] != KRDMA_SESSION_LOST)
+		at_fail(t, "not LOST within 10 s (%d events)", READ_ONCE(a->se.n));
+out_s:
+	krdma_session_destroy(s);
+out_a:
+	at_sess_stop(a);
+}
+
 static const struct at_scenario {
 	const char	*name;
 	void		(*run)(struct at_test *t);
@@ -4130,6 +4746,9 @@ static const struct at_scenario {
 	{ "accept_hook", sc_accept_hook },
 	{ "mr_pool", sc_mr_pool },
 	{ "mr_pool_inv", sc_mr_pool_inv },
+	{ "session_reconnect", sc_session_reconnect },
+	{ "session_lost", sc_session_lost },
+	{ "session_refused", sc_session_refused },
 };
 
 static struct task_struct *at_client_task;

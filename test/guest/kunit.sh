@@ -14,7 +14,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 suites="krdma_cmd krdma_proto krdma_plan krdma_credit krdma_state krdma_token
-	krdma_abi krdma_queue"
+	krdma_abi krdma_queue krdma_sess"
 ko=$BUILD/kunit/krdma_kunit.ko
 [ -e /sys/module/kunit ] || skip "kernel $(uname -r) has no KUnit (use --kernels debug)"
 [ -f "$ko" ] || fail "$ko not built (tools/build.sh builds it when the KDIR has CONFIG_KUNIT)"

@@ -14,6 +14,10 @@
  *   krdma_abi    /dev/krdma ioctl argument checks: reserved fields, flags,
  *                lengths, addresses, and which errno comes first
  *                (krdma_abi.c)
+ *   krdma_sess   a session's connect request (id, generation, the
+ *                consumer's bytes), which connect errors are retried and
+ *                what an operation's error means to a session's consumer
+ *                (krdma_sess.h)
  *
  * The tested files are compiled into this module (included below), so the
  * module stands alone: krdma.ko need not be loaded.  Inputs are copied into
@@ -34,6 +38,7 @@
 #include "krdma_token.h"
 #include "krdma_queue.h"
 #include "krdma_abi.c"
+#include "krdma_sess.h"
 
 /* ------------------------------------------------------------------ */
 /* krdma_cmd: the control-file parser                                  */
@@ -3085,9 +3090,155 @@ static struct kunit_suite krdma_abi_suite = {
 	.test_cases = krdma_abi_cases,
 };
 
+/* ------------------------------------------------------------------ */
+/* krdma_sess: a session's connect request and its retry decisions     */
+/* ------------------------------------------------------------------ */
+
+static const uuid_t sess_id = UUID_INIT(0x01234567, 0x89ab, 0xcdef, 0x01,
+					0x23, 0x45, 0x67, 0x89, 0xab, 0xcd,
+					0xef);
+
+/* Encode, then decode from a buffer of exactly the encoded length. */
+static void sess_pdata_round_trip(struct kunit *test)
+{
+	static const u8 user[KRDMA_SESSION_MAX_USER_DATA] = {
+		1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	u8 buf[KRDMA_MAX_PRIVATE_DATA], *exact;
+	static const u32 gens[] = { 0, 1, 0x01020304, U32_MAX };
+	int g, ulen, len, n;
+	uuid_t id;
+	u32 gen;
+
+	KUNIT_EXPECT_EQ(test, KRDMA_SESSION_PDATA_HDR + KRDMA_SESSION_MAX_USER_DATA,
+			KRDMA_MAX_PRIVATE_DATA);
+	for (g = 0; g < ARRAY_SIZE(gens); g++) {
+		for (ulen = 0; ulen <= KRDMA_SESSION_MAX_USER_DATA; ulen++) {
+			len = krdma_sess_pdata_encode(buf, &sess_id, gens[g],
+						      user, ulen);
+			KUNIT_ASSERT_EQ(test, len, KRDMA_SESSION_PDATA_HDR + ulen);
+			exact = kunit_kmalloc(test, len, GFP_KERNEL);
+			KUNIT_ASSERT_NOT_NULL(test, exact);
+			memcpy(exact, buf, len);
+			n = krdma_sess_pdata_decode(exact, len, &id, &gen);
+			KUNIT_EXPECT_EQ(test, n, ulen);
+			KUNIT_EXPECT_TRUE(test, uuid_equal(&id, &sess_id));
+			KUNIT_EXPECT_EQ(test, gen, gens[g]);
+			KUNIT_EXPECT_EQ(test, memcmp(exact + KRDMA_SESSION_PDATA_HDR,
+						     user, ulen), 0);
+		}
+	}
+}
+
+/* The wire layout is fixed: magic, id, big endian generation, bytes. */
+static void sess_pdata_layout(struct kunit *test)
+{
+	u8 buf[KRDMA_MAX_PRIVATE_DATA];
+
+	KUNIT_ASSERT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0x0a0b0c0d,
+						      "xy", 2), 24);
+	KUNIT_EXPECT_EQ(test, buf[0], 0x6b);
+	KUNIT_EXPECT_EQ(test, buf[1], 0x53);
+	KUNIT_EXPECT_EQ(test, memcmp(buf + 2, sess_id.b, UUID_SIZE), 0);
+	KUNIT_EXPECT_EQ(test, buf[18], 0x0a);
+	KUNIT_EXPECT_EQ(test, buf[19], 0x0b);
+	KUNIT_EXPECT_EQ(test, buf[20], 0x0c);
+	KUNIT_EXPECT_EQ(test, buf[21], 0x0d);
+	KUNIT_EXPECT_EQ(test, memcmp(buf + 22, "xy", 2), 0);
+}
+
+static void sess_pdata_bad(struct kunit *test)
+{
+	const u32 hdr = KRDMA_SESSION_PDATA_HDR, max = KRDMA_MAX_PRIVATE_DATA;
+	u8 buf[KRDMA_MAX_PRIVATE_DATA + 1] = {};
+	u32 gen = 7;
+
+	/* The consumer's bytes must fit; NULL with a length is refused. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0, buf,
+						      KRDMA_SESSION_MAX_USER_DATA + 1),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0, NULL, 1),
+			-EINVAL);
+	KUNIT_ASSERT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 3, NULL, 0),
+			KRDMA_SESSION_PDATA_HDR);
+	/* Too short, too long, no data, a wrong magic byte: no session. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr - 1, NULL, &gen),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, max + 1, NULL, &gen),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(NULL, 0, NULL, &gen),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, gen, 7);
+	buf[1] ^= 1;
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, NULL),
+			-EINVAL);
+	buf[1] ^= 1;
+	buf[0] ^= 0x80;
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, NULL),
+			-EINVAL);
+	buf[0] ^= 0x80;
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, &gen), 0);
+	KUNIT_EXPECT_EQ(test, gen, 3);
+}
+
+static void sess_retryable(struct kunit *test)
+{
+	static const int yes[] = {
+		-ECONNREFUSED, -ECONNRESET, -ETIMEDOUT, -EHOSTUNREACH,
+		-ENETUNREACH, -ENODEV, -EBUSY, -EAGAIN, -ENOMEM, -EADDRNOTAVAIL,
+	};
+	/* Another protocol, not krdma, bad parameters, a hook's refusal. */
+	static const int no[] = {
+		-EPROTONOSUPPORT, -EPROTO, -EINVAL, -EACCES, -EPERM, -ENOENT,
+		-EKEYREJECTED, 0, 1,
+	};
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(yes); i++)
+		KUNIT_EXPECT_TRUE_MSG(test, krdma_sess_retryable(yes[i]),
+				      "errno %d", yes[i]);
+	for (i = 0; i < ARRAY_SIZE(no); i++)
+		KUNIT_EXPECT_FALSE_MSG(test, krdma_sess_retryable(no[i]),
+				       "errno %d", no[i]);
+}
+
+static void sess_op_errno(struct kunit *test)
+{
+	/* Success stays success, whatever the connection. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(0, 0), 0);
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(0, -ECONNRESET), 0);
+	/* The caller's own fault on a working connection is the caller's. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(-ERANGE, 0), -ERANGE);
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(-EAGAIN, 0), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(-EMSGSIZE, 0), -EMSGSIZE);
+	/* Anything on a failed connection means retry after reconnect. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(-EACCES, -EACCES),
+			KRDMA_ERR_RETRY);
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(-ECONNRESET, -ECONNRESET),
+			KRDMA_ERR_RETRY);
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(-ERANGE, -ETIMEDOUT),
+			KRDMA_ERR_RETRY);
+	/* Distinct from the nowait "no slot now". */
+	KUNIT_EXPECT_NE(test, KRDMA_ERR_RETRY, -EAGAIN);
+	KUNIT_EXPECT_NE(test, KRDMA_ERR_RETRY, KRDMA_ERR_LOST);
+}
+
+static struct kunit_case krdma_sess_cases[] = {
+	KUNIT_CASE(sess_pdata_round_trip),
+	KUNIT_CASE(sess_pdata_layout),
+	KUNIT_CASE(sess_pdata_bad),
+	KUNIT_CASE(sess_retryable),
+	KUNIT_CASE(sess_op_errno),
+	{}
+};
+
+static struct kunit_suite krdma_sess_suite = {
+	.name = "krdma_sess",
+	.test_cases = krdma_sess_cases,
+};
+
 kunit_test_suites(&krdma_cmd_suite, &krdma_proto_suite, &krdma_plan_suite,
 		  &krdma_credit_suite, &krdma_state_suite, &krdma_token_suite,
-		  &krdma_abi_suite, &krdma_queue_suite);
+		  &krdma_abi_suite, &krdma_queue_suite, &krdma_sess_suite);
 
 MODULE_DESCRIPTION("KUnit tests of krdma's pure logic");
 MODULE_LICENSE("GPL");

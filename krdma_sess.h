@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Sessions' pure logic (krdma_session.c), apart for KUnit: the private
+ * data of a session's connect request (layout in include/krdma.h), which
+ * errors of a connect are worth another attempt, and what an operation's
+ * error means to a session's consumer.
+ */
+#ifndef KRDMA_SESS_H
+#define KRDMA_SESS_H
+
+#include <linux/errno.h>
+#include <linux/string.h>
+#include <linux/uuid.h>
+
+#include <krdma.h>
+
+/*
+ * Fill @buf (KRDMA_MAX_PRIVATE_DATA bytes) with the session header and
+ * the consumer's @ulen bytes.  Return: the bytes to send, or -EINVAL when
+ * the consumer's do not fit.
+ */
+static inline int krdma_sess_pdata_encode(u8 *buf, const uuid_t *id, u32 gen,
+					  const void *user, u8 ulen)
+{
+	if (ulen > KRDMA_SESSION_MAX_USER_DATA || (ulen && !user))
+		return -EINVAL;
+	buf[0] = KRDMA_SESSION_PDATA_MAGIC >> 8;
+	buf[1] = KRDMA_SESSION_PDATA_MAGIC & 0xff;
+	memcpy(buf + 2, id->b, UUID_SIZE);
+	buf[18] = gen >> 24;
+	buf[19] = gen >> 16;
+	buf[20] = gen >> 8;
+	buf[21] = gen;
+	if (ulen)
+		memcpy(buf + KRDMA_SESSION_PDATA_HDR, user, ulen);
+	return KRDMA_SESSION_PDATA_HDR + ulen;
+}
+
+/*
+ * Read a session header from @len bytes at @buf.  Return: how many of the
+ * consumer's bytes follow it (from @buf + KRDMA_SESSION_PDATA_HDR), or
+ * -EINVAL when these are not a session's.
+ */
+static inline int krdma_sess_pdata_decode(const u8 *buf, u32 len, uuid_t *id,
+					  u32 *gen)
+{
+	if (!buf || len < KRDMA_SESSION_PDATA_HDR ||
+	    len > KRDMA_MAX_PRIVATE_DATA ||
+	    buf[0] != KRDMA_SESSION_PDATA_MAGIC >> 8 ||
+	    buf[1] != (KRDMA_SESSION_PDATA_MAGIC & 0xff))
+		return -EINVAL;
+	if (id)
+		memcpy(id->b, buf + 2, UUID_SIZE);
+	if (gen)
+		*gen = (u32)buf[18] << 24 | (u32)buf[19] << 16 |
+		       (u32)buf[20] << 8 | buf[21];
+	return len - KRDMA_SESSION_PDATA_HDR;
+}
+
+/*
+ * Is a failed connect worth another attempt?  Yes for what the network,
+ * the device or a busy peer cause (krdma_connect()'s errors of the
+ * transport); no for a peer that will never take us (another protocol
+ * version, not krdma, bad parameters) and for an accept hook's refusal,
+ * whose errno is the consumer's (-EBUSY and -EAGAIN ask for a retry).
+ */
+static inline bool krdma_sess_retryable(int err)
+{
+	switch (err) {
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -ETIMEDOUT:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -ENETDOWN:
+	case -EADDRNOTAVAIL:
+	case -ENODEV:
+	case -ENXIO:
+	case -EBUSY:
+	case -EAGAIN:
+	case -ENOMEM:
+	case -EIO:
+	case -EINTR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * An operation on a session's connection returned @err; @conn_err is
+ * krdma_conn_error() of that connection afterwards.  An error that left
+ * the connection working (-ERANGE, -EMSGSIZE, a nowait -EAGAIN...) is the
+ * caller's to see; one on a failed connection means "retry after
+ * reconnect", whatever the device said.
+ */
+static inline int krdma_sess_op_errno(int err, int conn_err)
+{
+	if (!err || !conn_err)
+		return err;
+	return KRDMA_ERR_RETRY;
+}
+
+#endif /* KRDMA_SESS_H */
