@@ -27,10 +27,10 @@ static inline int krdma_sess_pdata_encode(u8 *buf, const uuid_t *id, u32 gen,
 	buf[0] = KRDMA_SESSION_PDATA_MAGIC >> 8;
 	buf[1] = KRDMA_SESSION_PDATA_MAGIC & 0xff;
 	memcpy(buf + 2, id->b, UUID_SIZE);
-	buf[18] = gen >> 24;
-	buf[19] = gen >> 16;
-	buf[20] = gen >> 8;
-	buf[21] = gen;
+	buf[18] = (gen >> 24) & 0xff;
+	buf[19] = (gen >> 16) & 0xff;
+	buf[20] = (gen >> 8) & 0xff;
+	buf[21] = gen & 0xff;
 	if (ulen)
 		memcpy(buf + KRDMA_SESSION_PDATA_HDR, user, ulen);
 	return KRDMA_SESSION_PDATA_HDR + ulen;

@@ -4250,11 +4250,8 @@ static struct at_sess *at_sess_start(struct at_test *t, int off)
 	};
 	struct at_sess *a;
 
-	if (strcmp(role, "both")) {
-		t->skipped = true;
-		snprintf(t->why, sizeof(t->why), "needs one guest (role=both)");
+	if (at_needs_one_guest(t))
 		return NULL;
-	}
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
 	if (!a) {
 		at_fail(t, "out of memory");
