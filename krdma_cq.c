@@ -1190,6 +1190,33 @@ static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 	return -ETIMEDOUT;
 }
 
+/* Post a send (a SEND_WITH_INV of @inv_rkey when @inv) and wait for it. */
+static int __krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
+			long timeout, bool inv, u32 inv_rkey)
+{
+	struct krdma_sync_req s;
+	long left = timeout;
+	int ret;
+
+	if (len > conn->max_msg)
+		return -EMSGSIZE;
+	init_completion(&s.done);
+	s.req.done = krdma_sync_done;
+	for (;;) {
+		ret = __krdma_send_async(conn, buf, len, &s.req, true, inv,
+					 inv_rkey);
+		if (ret != -EAGAIN)
+			break;
+		ret = krdma_credit_wait(conn, &left);
+		if (ret)
+			return ret;
+	}
+	if (ret)
+		return ret;
+	ret = krdma_wait_posted(conn, &s.done, "send");
+	return ret ?: s.req.status;
+}
+
 /**
  * krdma_send - send a message and wait until the peer has it
  * @conn: the connection
@@ -1210,26 +1237,35 @@ static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	       long timeout)
 {
-	struct krdma_sync_req s;
-	long left = timeout;
-	int ret;
-
-	if (len > conn->max_msg)
-		return -EMSGSIZE;
-	init_completion(&s.done);
-	s.req.done = krdma_sync_done;
-	while ((ret = krdma_send_async(conn, buf, len, &s.req, true)) ==
-	       -EAGAIN) {
-		ret = krdma_credit_wait(conn, &left);
-		if (ret)
-			return ret;
-	}
-	if (ret)
-		return ret;
-	ret = krdma_wait_posted(conn, &s.done, "send");
-	return ret ?: s.req.status;
+	return __krdma_send(conn, buf, len, timeout, false, 0);
 }
 EXPORT_SYMBOL_GPL(krdma_send);
+
+/**
+ * krdma_send_inv - send a message that invalidates a peer's rkey, and wait
+ * @conn: the connection
+ * @buf: the message
+ * @len: its length, up to krdma_max_msg_size()
+ * @inv_rkey: the rkey of a token the peer gave us on @conn
+ * @timeout: jiffies to wait for a credit, as krdma_send()'s
+ *
+ * krdma_send() with the remote invalidation of krdma_send_inv_async():
+ * the answer of a server that is done with the client's token (a storage
+ * target completing an I/O), so that the client need not invalidate it
+ * itself.
+ *
+ * Context: process; sleeps.
+ *
+ * Return: as krdma_send(); -EOPNOTSUPP when the device cannot.
+ */
+int krdma_send_inv(struct krdma_conn *conn, const void *buf, size_t len,
+		   u32 inv_rkey, long timeout)
+{
+	if (!conn->dev_inv)
+		return -EOPNOTSUPP;
+	return __krdma_send(conn, buf, len, timeout, true, inv_rkey);
+}
+EXPORT_SYMBOL_GPL(krdma_send_inv);
 
 struct krdma_imm_ctx {
 	struct ib_cqe		cqe;

@@ -332,6 +332,8 @@ int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	       long timeout);
 int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		     struct krdma_req *req, bool nowait);
+int krdma_send_inv(struct krdma_conn *conn, const void *buf, size_t len,
+		   u32 inv_rkey, long timeout);
 int krdma_send_inv_async(struct krdma_conn *conn, const void *buf, size_t len,
 			 u32 inv_rkey, struct krdma_req *req, bool nowait);
 int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout);
