@@ -2,23 +2,33 @@
 /*
  * krdma-blk client: maps an export as a blk-mq disk.
  *
- * One krdma connection per hardware queue.  queue_rq maps the request's
- * pages (blk_rq_map_sg()), registers them for the server (krdma_reg_sg():
- * remote read for a write, remote write for a read) and sends the command
- * with the token.  The reply arrives in the recv callback (softirq), which
- * finds the request by its tag and hands it to a work item: revoking and
- * freeing the registration sleep.  Then the request ends with the server's
- * status.
+ * One krdma connection per hardware queue, each with an MR pool of one MR
+ * per tag.  queue_rq never sleeps and allocates nothing: it maps the
+ * request's pages (blk_rq_map_sg()), registers them from the pool
+ * (krdma_reg_sg_nowait(): remote read for a write, remote write for a
+ * read; the REG_MR goes ahead of the command in the send queue) and sends
+ * the command with the token (krdma_send_async(), no waiting for a
+ * credit).  The reply arrives in the recv callback (softirq), a
+ * SEND_WITH_INV of the token's rkey: the pages are the block layer's
+ * again, the MR goes back to the pool (krdma_mr_put()) and the request
+ * ends there.  A reply without the invalidation gets a LOCAL_INV first
+ * (krdma_mr_invalidate_async()).  A request ends once both its reply
+ * (or failure) and its send's completion were seen (@ref), so that its
+ * send request is never reused while the device still has it.
  *
- * This slice: queue_rq sleeps (BLK_MQ_F_BLOCKING: krdma_reg_sg() and
- * krdma_send() wait), registration is per request and not chained with
- * the command, the server's reply is a plain SEND (no SEND_WITH_INV), and
- * a failed connection fails its in-flight I/O with BLK_STS_IOERR and new
- * I/O fast: there is no reconnect until krdma has sessions.
+ * No credit for the command: the registration is invalidated, and then
+ * the request goes back to the block layer's requeue list.
  *
- * A request's state decides who ends it: queue_rq sets INFLIGHT before the
- * command goes out; the reply, the timeout handler, a connection failure
- * and unmap race to move it to DONE, and the winner queues its work.
+ * A failed connection, or a request timing out, fails the queue: a work
+ * item closes the connection (krdma_close() drains it and releases every
+ * registration still out, so no page is the device's any more) and only
+ * then ends the queue's requests with BLK_STS_IOERR; new I/O on the queue
+ * fails at once.  There is no reconnect until krdma-blk uses sessions.
+ *
+ * Who ends a request: queue_rq hands it over in INFLIGHT; the reply moves
+ * it on (DONE, or INV while its LOCAL_INV runs); a failure of the
+ * connection leaves it INFLIGHT for the queue's failure work, which runs
+ * after krdma_close(), when no callback of the connection runs any more.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -29,19 +39,26 @@
 #include <linux/workqueue.h>
 #include <linux/scatterlist.h>
 #include <linux/string.h>
+#include <linux/mutex.h>
+#include <linux/moduleparam.h>
+#include <linux/sysfs.h>
 
 #include <krdma.h>
 #include "krdma_blk.h"
 #include "krdma_blk_proto.h"
 #include "krdma_blk_compat.h"
 
-/* Segments of the largest request, with a partial first page. */
+/* Segments (and pool MR pages) of the largest request, partial first page. */
 #define KRDMA_BLK_MAX_SEGS	(KRDMA_BLK_MAX_IO / PAGE_SIZE + 1)
 #define KRDMA_BLK_HELLO_TIMEOUT	(10 * HZ)
+/* Tags per hardware queue, and pool MRs per connection. */
+#define KRDMA_BLK_DEPTH		KRDMA_DEFAULT_DEPTH
 
 enum {
-	KRDMA_BLK_RQ_IDLE,
-	KRDMA_BLK_RQ_INFLIGHT,
+	KRDMA_BLK_RQ_IDLE,	/* the block layer's, or in queue_rq */
+	KRDMA_BLK_RQ_INFLIGHT,	/* the command is out: the reply or a failure */
+	KRDMA_BLK_RQ_INV,	/* replied; its LOCAL_INV is running */
+	KRDMA_BLK_RQ_REQUEUE,	/* no credit; its LOCAL_INV is running */
 	KRDMA_BLK_RQ_DONE,
 };
 
@@ -50,10 +67,11 @@ struct krdma_blk_map;
 /* One hardware queue: one connection. */
 struct krdma_blk_queue {
 	struct krdma_blk_map	*map;
-	struct krdma_conn	*conn;
+	struct krdma_conn	*conn;		/* NULL once closed (map->lock) */
 	u32			idx;
 	bool			dead;		/* failed: new I/O fails */
 	atomic_t		gen;		/* tells replies to reused tags apart */
+	struct work_struct	fail_work;
 	struct completion	hs_done;
 	bool			hs_got;
 	struct krdma_blk_resp	hs;
@@ -65,6 +83,8 @@ struct krdma_blk_map {
 	struct krdma_blk_queue	*qs;
 	struct blk_mq_tag_set	set;
 	bool			set_ready;
+	struct mutex		lock;		/* queues' @conn, @live */
+	bool			live;		/* the disk is up */
 	struct gendisk		*disk;
 	struct workqueue_struct	*wq;
 	bool			dead;		/* unmapping: new I/O fails */
@@ -73,40 +93,114 @@ struct krdma_blk_map {
 /* A request's driver data. */
 struct krdma_blk_rq {
 	atomic_t		state;
+	atomic_t		ref;		/* the outcome and the send */
 	u32			gen;
 	int			status;
+	u32			rkey;
 	struct krdma_mr		*mr;
-	struct work_struct	work;
+	struct krdma_req	send_req;
+	struct krdma_req	inv_req;
 	struct scatterlist	sg[KRDMA_BLK_MAX_SEGS];
 };
 
-/* Move @rq to DONE with @status, unless someone else got there first. */
-static bool krdma_blk_rq_finish(struct request *rq, int status)
-{
-	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
-	struct krdma_blk_map *map = rq->q->queuedata;
+/*
+ * Tests only: every Nth command finds no credit, and test_busy_seen counts
+ * how many did (the path that invalidates and requeues).
+ */
+static unsigned int krdma_blk_test_busy_every;
+module_param_named(test_busy_every, krdma_blk_test_busy_every, uint, 0644);
+MODULE_PARM_DESC(test_busy_every,
+		 "Tests only: every Nth I/O command finds no send credit (0: off)");
+static atomic_t krdma_blk_test_busy_n = ATOMIC_INIT(0);
+static atomic_t krdma_blk_test_busy_seen = ATOMIC_INIT(0);
+/* Replies that did not invalidate the token: a LOCAL_INV of our own. */
+static atomic_t krdma_blk_test_local_inv = ATOMIC_INIT(0);
 
-	if (atomic_cmpxchg(&pdu->state, KRDMA_BLK_RQ_INFLIGHT,
-			   KRDMA_BLK_RQ_DONE) != KRDMA_BLK_RQ_INFLIGHT)
+static int krdma_blk_counter_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read((atomic_t *)kp->arg));
+}
+
+static const struct kernel_param_ops krdma_blk_counter_ops = {
+	.get	= krdma_blk_counter_get,
+};
+module_param_cb(test_busy_seen, &krdma_blk_counter_ops,
+		&krdma_blk_test_busy_seen, 0444);
+MODULE_PARM_DESC(test_busy_seen,
+		 "Tests only: I/O commands test_busy_every refused so far");
+module_param_cb(test_local_inv, &krdma_blk_counter_ops,
+		&krdma_blk_test_local_inv, 0444);
+MODULE_PARM_DESC(test_local_inv,
+		 "Tests only: replies that did not invalidate their token, so far");
+
+static bool krdma_blk_test_busy(void)
+{
+	unsigned int every = READ_ONCE(krdma_blk_test_busy_every);
+
+	if (!every || atomic_inc_return(&krdma_blk_test_busy_n) % every)
 		return false;
-	pdu->status = status;
-	queue_work(map->wq, &pdu->work);
+	atomic_inc(&krdma_blk_test_busy_seen);
 	return true;
 }
 
-static void krdma_blk_rq_work(struct work_struct *work)
+/* One of the request's two references (outcome, send) is gone. */
+static void krdma_blk_rq_put(struct request *rq)
 {
-	struct krdma_blk_rq *pdu = container_of(work, struct krdma_blk_rq,
-						work);
-	struct request *rq = blk_mq_rq_from_pdu(pdu);
+	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 
-	/* The token is dead before the pages go back to the block layer. */
-	if (pdu->mr) {
-		krdma_mr_revoke(pdu->mr);
-		krdma_mr_free(pdu->mr);
-		pdu->mr = NULL;
+	if (atomic_dec_and_test(&pdu->ref))
+		blk_mq_end_request(rq, errno_to_blk_status(pdu->status));
+}
+
+/* The command's send completed (or was flushed). */
+static void krdma_blk_send_done(struct krdma_req *req)
+{
+	struct krdma_blk_rq *pdu = container_of(req, struct krdma_blk_rq,
+						send_req);
+
+	krdma_blk_rq_put(blk_mq_rq_from_pdu(pdu));
+}
+
+/*
+ * The registration's LOCAL_INV is over.  On success the pages are ours
+ * again; on failure (the connection failed) they stay the device's until
+ * the queue's failure work closed the connection, and that work ends the
+ * request.
+ */
+static void krdma_blk_inv_done(struct krdma_req *req)
+{
+	struct krdma_blk_rq *pdu = container_of(req, struct krdma_blk_rq,
+						inv_req);
+	struct request *rq = blk_mq_rq_from_pdu(pdu);
+	int state = atomic_read(&pdu->state);
+
+	if (req->status) {
+		atomic_set(&pdu->state, KRDMA_BLK_RQ_INFLIGHT);
+		return;
 	}
-	blk_mq_end_request(rq, errno_to_blk_status(pdu->status));
+	pdu->mr = NULL;
+	atomic_set(&pdu->state, KRDMA_BLK_RQ_DONE);
+	if (state == KRDMA_BLK_RQ_INV) {
+		krdma_blk_rq_put(rq);
+	} else if (pdu->status == -EAGAIN) {
+		/* Back to the block layer; queue_rq again in a moment. */
+		blk_mq_requeue_request(rq, false);
+		blk_mq_delay_kick_requeue_list(rq->q, 1);
+	} else {
+		blk_mq_end_request(rq, errno_to_blk_status(pdu->status));
+	}
+}
+
+/*
+ * Start the invalidation of @pdu's registration, in state @state.  If the
+ * connection can post no more, the request waits for the queue's failure
+ * work instead.
+ */
+static void krdma_blk_rq_invalidate(struct krdma_blk_rq *pdu, int state)
+{
+	atomic_set(&pdu->state, state);
+	if (krdma_mr_invalidate_async(pdu->mr, &pdu->inv_req))
+		atomic_set(&pdu->state, KRDMA_BLK_RQ_INFLIGHT);
 }
 
 struct krdma_blk_fail_arg {
@@ -117,19 +211,70 @@ struct krdma_blk_fail_arg {
 static bool krdma_blk_fail_one(struct request *rq, void *data)
 {
 	struct krdma_blk_fail_arg *a = data;
+	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 
-	if (!a->q || rq->mq_hctx->queue_num == a->q->idx)
-		krdma_blk_rq_finish(rq, a->status);
+	if (a->q && rq->mq_hctx->queue_num != a->q->idx)
+		return true;
+	if (atomic_cmpxchg(&pdu->state, KRDMA_BLK_RQ_INFLIGHT,
+			   KRDMA_BLK_RQ_DONE) == KRDMA_BLK_RQ_INFLIGHT) {
+		/* krdma_close() released the registration. */
+		pdu->mr = NULL;
+		pdu->status = a->status;
+		krdma_blk_rq_put(rq);
+	}
 	return true;
 }
 
-/* End the in-flight requests of @q (NULL: of every queue) with @status. */
+/*
+ * End the in-flight requests of @q (NULL: of every queue) with @status.
+ * Only once their connections are closed: no callback of theirs runs any
+ * more, their sends are all completed, their registrations released.
+ */
 static void krdma_blk_fail_inflight(struct krdma_blk_map *map,
 				    struct krdma_blk_queue *q, int status)
 {
 	struct krdma_blk_fail_arg a = { .q = q, .status = status };
 
 	blk_mq_tagset_busy_iter(&map->set, krdma_blk_fail_one, &a);
+}
+
+/*
+ * Close @q's connection, once: queue_rq is kept out while it goes (the
+ * disk's queue is quiesced), and no callback of it runs afterwards.
+ */
+static void krdma_blk_queue_close(struct krdma_blk_queue *q)
+{
+	struct krdma_blk_map *map = q->map;
+
+	mutex_lock(&map->lock);
+	WRITE_ONCE(q->dead, true);
+	if (!IS_ERR_OR_NULL(q->conn)) {
+		if (map->disk)
+			blk_mq_quiesce_queue(map->disk->queue);
+		krdma_close(q->conn);
+		if (map->disk)
+			blk_mq_unquiesce_queue(map->disk->queue);
+	}
+	q->conn = NULL;
+	mutex_unlock(&map->lock);
+}
+
+/* A failed connection or a timed-out request: fail the queue. */
+static void krdma_blk_queue_fail_work(struct work_struct *work)
+{
+	struct krdma_blk_queue *q = container_of(work, struct krdma_blk_queue,
+						 fail_work);
+	struct krdma_blk_map *map = q->map;
+
+	/* Before the disk is up, krdma_blk_map_create() cleans up. */
+	mutex_lock(&map->lock);
+	if (!map->live) {
+		mutex_unlock(&map->lock);
+		return;
+	}
+	mutex_unlock(&map->lock);
+	krdma_blk_queue_close(q);
+	krdma_blk_fail_inflight(map, q, -EIO);
 }
 
 static void krdma_blk_clt_event(struct krdma_conn *conn, enum krdma_event ev,
@@ -144,8 +289,7 @@ static void krdma_blk_clt_event(struct krdma_conn *conn, enum krdma_event ev,
 			    map->name, q->idx, error);
 	WRITE_ONCE(q->dead, true);
 	complete(&q->hs_done);
-	if (READ_ONCE(map->set_ready))
-		krdma_blk_fail_inflight(map, q, -EIO);
+	queue_work(map->wq, &q->fail_work);
 }
 
 /* Context: softirq (or BHs off). */
@@ -182,20 +326,31 @@ static int krdma_blk_clt_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	if (!rq)
 		goto bad;
 	pdu = blk_mq_rq_to_pdu(rq);
-	if (READ_ONCE(pdu->gen) != upper_32_bits(wtag))
+	if (READ_ONCE(pdu->gen) != upper_32_bits(wtag) ||
+	    atomic_read(&pdu->state) != KRDMA_BLK_RQ_INFLIGHT)
 		goto stale;
 	status = be32_to_cpu(r->status);
 	if (status > 0 || status < -MAX_ERRNO)
 		status = -EIO;
-	if (!krdma_blk_rq_finish(rq, status))
-		goto stale;
+	pdu->status = status;
+	if (pdu->mr && msg->inv_valid && msg->inv_rkey == pdu->rkey &&
+	    !krdma_mr_put(pdu->mr))
+		pdu->mr = NULL;
+	if (pdu->mr) {
+		/* Not invalidated by the server: our own LOCAL_INV first. */
+		atomic_inc(&krdma_blk_test_local_inv);
+		krdma_blk_rq_invalidate(pdu, KRDMA_BLK_RQ_INV);
+		return 0;
+	}
+	atomic_set(&pdu->state, KRDMA_BLK_RQ_DONE);
+	krdma_blk_rq_put(rq);
 	return 0;
 bad:
 	pr_warn_ratelimited("%s: queue %u: malformed reply from the server\n",
 			    map->name, q->idx);
 	return 0;
 stale:
-	pr_warn_ratelimited("%s: queue %u: reply to no request in flight (failed or timed out)\n",
+	pr_warn_ratelimited("%s: queue %u: reply to no request in flight\n",
 			    map->name, q->idx);
 	return 0;
 }
@@ -205,6 +360,7 @@ static const struct krdma_conn_ops krdma_blk_clt_ops = {
 	.recv	= krdma_blk_clt_recv,
 };
 
+/* Context: process, not sleeping (no BLK_MQ_F_BLOCKING). */
 static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 				       const struct blk_mq_queue_data *bd)
 {
@@ -213,6 +369,7 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 	struct krdma_blk_cmd c = {};
 	struct krdma_token tok;
+	struct krdma_mr *mr;
 	u16 flags = 0;
 	int nents, ret;
 	u8 op;
@@ -242,24 +399,28 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 		flags |= KRDMA_BLK_F_FUA;
 	atomic_set(&pdu->state, KRDMA_BLK_RQ_IDLE);
 	pdu->mr = NULL;
+	pdu->status = 0;
 	blk_mq_start_request(rq);
 
 	if (op == KRDMA_BLK_OP_READ || op == KRDMA_BLK_OP_WRITE) {
 		sg_init_table(pdu->sg, KRDMA_BLK_MAX_SEGS);
 		nents = blk_rq_map_sg(rq->q, rq, pdu->sg);
-		pdu->mr = krdma_reg_sg(q->conn, pdu->sg, nents,
-				       op == KRDMA_BLK_OP_WRITE ?
-				       KRDMA_ACCESS_REMOTE_READ :
-				       KRDMA_ACCESS_REMOTE_WRITE);
-		if (IS_ERR(pdu->mr)) {
-			ret = PTR_ERR(pdu->mr);
-			pdu->mr = NULL;
+		mr = krdma_reg_sg_nowait(q->conn, pdu->sg, nents,
+					 op == KRDMA_BLK_OP_WRITE ?
+					 KRDMA_ACCESS_REMOTE_READ :
+					 KRDMA_ACCESS_REMOTE_WRITE);
+		if (IS_ERR(mr)) {
+			ret = PTR_ERR(mr);
+			/* A pool MR per tag: only while one is invalidating. */
+			if (ret == -EAGAIN || ret == -ENOMEM)
+				return BLK_STS_RESOURCE;
 			pr_warn_ratelimited("%s: registration failed (%d)\n",
 					    q->map->name, ret);
-			return ret == -ENOMEM ? BLK_STS_RESOURCE :
-				BLK_STS_IOERR;
+			return BLK_STS_IOERR;
 		}
-		krdma_mr_token(pdu->mr, &tok);
+		pdu->mr = mr;
+		krdma_mr_token(mr, &tok);
+		pdu->rkey = tok.rkey;
 		krdma_token_pack(&tok, &c.token);
 	}
 	krdma_blk_hdr_init(&c.hdr, op, flags);
@@ -267,34 +428,49 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	c.sector = cpu_to_be64(blk_rq_pos(rq));
 	WRITE_ONCE(pdu->gen, (u32)atomic_inc_return(&q->gen));
 	c.tag = cpu_to_be64((u64)pdu->gen << 32 | blk_mq_unique_tag(rq));
-	/* The reply may come before krdma_send() returns. */
+	/* The reply may come before krdma_send_async() returns. */
+	atomic_set(&pdu->ref, 2);
 	atomic_set(&pdu->state, KRDMA_BLK_RQ_INFLIGHT);
-	ret = krdma_send(q->conn, &c, sizeof(c), KRDMA_BLK_IO_TIMEOUT);
+	pdu->send_req.done = krdma_blk_send_done;
+	ret = krdma_blk_test_busy() ? -EAGAIN :
+		krdma_send_async(q->conn, &c, sizeof(c), &pdu->send_req, true);
 	if (!ret)
 		return BLK_STS_OK;
-	/* Unless a failure or unmap took it, it ends here. */
-	if (atomic_cmpxchg(&pdu->state, KRDMA_BLK_RQ_INFLIGHT,
-			   KRDMA_BLK_RQ_IDLE) != KRDMA_BLK_RQ_INFLIGHT)
-		return BLK_STS_OK;
-	if (pdu->mr) {
-		krdma_mr_revoke(pdu->mr);
-		krdma_mr_free(pdu->mr);
-		pdu->mr = NULL;
-	}
-	return BLK_STS_IOERR;
+	/* Not sent: no reply, no send completion, the request is ours. */
+	atomic_set(&pdu->state, KRDMA_BLK_RQ_IDLE);
+	if (!pdu->mr)
+		return ret == -EAGAIN ? BLK_STS_RESOURCE : BLK_STS_IOERR;
+	/*
+	 * The REG_MR went out ahead: the pages are the block layer's again
+	 * only after the invalidation, whose completion requeues the request
+	 * (no credit) or fails it.
+	 */
+	pdu->status = ret;
+	atomic_set(&pdu->ref, 1);
+	krdma_blk_rq_invalidate(pdu, KRDMA_BLK_RQ_REQUEUE);
+	return BLK_STS_OK;
 }
 
 static enum blk_eh_timer_return krdma_blk_timeout(struct request *rq)
 {
-	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
-	struct krdma_blk_map *map = rq->q->queuedata;
+	struct krdma_blk_queue *q = rq->mq_hctx->driver_data;
+	struct krdma_blk_map *map = q->map;
 
-	/* Still in queue_rq (a send waiting for a credit): wait for it. */
-	if (atomic_read(&pdu->state) == KRDMA_BLK_RQ_IDLE)
-		return BLK_EH_RESET_TIMER;
-	if (krdma_blk_rq_finish(rq, -ETIMEDOUT))
-		pr_warn_ratelimited("%s: request timed out\n", map->name);
-	return BLK_EH_DONE;
+	/*
+	 * The server may still write into the pages: only closing the
+	 * connection makes them ours again, and that fails the queue.
+	 */
+	mutex_lock(&map->lock);
+	/* Closed: its requests end (or have ended) in the failure work. */
+	if (q->conn) {
+		if (!READ_ONCE(q->dead))
+			pr_warn_ratelimited("%s: queue %u: request timed out; failing the queue\n",
+					    map->name, q->idx);
+		WRITE_ONCE(q->dead, true);
+		queue_work(map->wq, &q->fail_work);
+	}
+	mutex_unlock(&map->lock);
+	return BLK_EH_RESET_TIMER;
 }
 
 static int krdma_blk_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
@@ -312,8 +488,8 @@ static int krdma_blk_init_request(struct blk_mq_tag_set *set,
 {
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 
-	INIT_WORK(&pdu->work, krdma_blk_rq_work);
 	atomic_set(&pdu->state, KRDMA_BLK_RQ_IDLE);
+	pdu->inv_req.done = krdma_blk_inv_done;
 	return 0;
 }
 
@@ -332,7 +508,13 @@ static const struct block_device_operations krdma_blk_fops = {
 static int krdma_blk_queue_connect(struct krdma_blk_queue *q,
 				   const struct krdma_blk_map_args *a)
 {
-	struct krdma_conn_opts opts = { .ops = &krdma_blk_clt_ops, .priv = q };
+	struct krdma_conn_opts opts = {
+		.ops		= &krdma_blk_clt_ops,
+		.priv		= q,
+		.queue_depth	= KRDMA_BLK_DEPTH,
+		.mr_pool	= KRDMA_BLK_DEPTH,
+		.mr_pool_pages	= KRDMA_BLK_MAX_SEGS,
+	};
 	struct krdma_blk_hello h = {};
 	struct krdma_conn *conn;
 	int ret;
@@ -387,16 +569,18 @@ static int krdma_blk_limits(const struct krdma_blk_resp *r,
 	return 0;
 }
 
-/* After this no callback of the map's connections runs. */
+/*
+ * After this no callback of the map's connections runs, and no failure
+ * work of its queues.
+ */
 static void krdma_blk_map_close_conns(struct krdma_blk_map *map)
 {
 	u32 i;
 
-	for (i = 0; i < map->nq; i++) {
-		if (!IS_ERR_OR_NULL(map->qs[i].conn))
-			krdma_close(map->qs[i].conn);
-		map->qs[i].conn = NULL;
-	}
+	for (i = 0; i < map->nq; i++)
+		krdma_blk_queue_close(&map->qs[i]);
+	for (i = 0; i < map->nq; i++)
+		cancel_work_sync(&map->qs[i].fail_work);
 }
 
 static void krdma_blk_map_free(struct krdma_blk_map *map)
@@ -436,6 +620,7 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	if (!map)
 		return ERR_PTR(-ENOMEM);
 	strscpy(map->name, a->name, sizeof(map->name));
+	mutex_init(&map->lock);
 	map->nq = a->queues;
 	map->qs = kcalloc(map->nq, sizeof(*map->qs), GFP_KERNEL);
 	map->wq = alloc_workqueue("krdma_blk_%s", WQ_MEM_RECLAIM | WQ_HIGHPRI,
@@ -447,6 +632,9 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	for (i = 0; i < map->nq; i++) {
 		map->qs[i].map = map;
 		map->qs[i].idx = i;
+		INIT_WORK(&map->qs[i].fail_work, krdma_blk_queue_fail_work);
+	}
+	for (i = 0; i < map->nq; i++) {
 		/* The control file's line names the failure. */
 		ret = krdma_blk_queue_connect(&map->qs[i], a);
 		if (ret)
@@ -462,7 +650,7 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	map->set.queue_depth = depth;
 	map->set.numa_node = NUMA_NO_NODE;
 	map->set.cmd_size = sizeof(struct krdma_blk_rq);
-	map->set.flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_BLOCKING;
+	map->set.flags = BLK_MQ_F_SHOULD_MERGE;
 	map->set.driver_data = map;
 	map->set.timeout = KRDMA_BLK_IO_TIMEOUT;
 	ret = blk_mq_alloc_tag_set(&map->set);
@@ -482,13 +670,25 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	set_capacity(disk, sectors);
 	if (ro && !krdma_blk_test_ignore_ro)
 		set_disk_ro(disk, true);
+	mutex_lock(&map->lock);
 	map->disk = disk;
+	mutex_unlock(&map->lock);
 	ret = add_disk(disk);
 	if (ret)
 		goto put_disk;
+	mutex_lock(&map->lock);
+	map->live = true;
+	mutex_unlock(&map->lock);
+	/* A queue that failed before this was told to nobody. */
+	for (i = 0; i < map->nq; i++)
+		if (READ_ONCE(map->qs[i].dead))
+			queue_work(map->wq, &map->qs[i].fail_work);
 	return map;
 put_disk:
 	krdma_blk_map_close_conns(map);
+	mutex_lock(&map->lock);
+	map->disk = NULL;
+	mutex_unlock(&map->lock);
 	put_disk(disk);
 free_set:
 	krdma_blk_map_close_conns(map);
@@ -503,26 +703,19 @@ free:
  * krdma_blk_map_destroy - remove a mapped disk
  * @map: from krdma_blk_map_create()
  *
- * Works with I/O in flight: new I/O fails at once, in-flight I/O fails
- * with BLK_STS_IOERR (its registrations revoked first), then the disk is
- * deleted and the connections closed.
+ * Works with I/O in flight: new I/O fails at once; the connections are
+ * closed (which releases every registration still out), then in-flight
+ * I/O fails with BLK_STS_IOERR and the disk is deleted.
  *
  * Context: process context; sleeps.
  */
 void krdma_blk_map_destroy(struct krdma_blk_map *map)
 {
-	struct request_queue *q = map->disk->queue;
-
-	/* No queue_rq runs from here until unquiesce. */
-	blk_mq_quiesce_queue(q);
 	WRITE_ONCE(map->dead, true);
-	krdma_blk_fail_inflight(map, NULL, -EIO);
-	/* Their registrations are revoked while the connections are open. */
-	flush_workqueue(map->wq);
-	blk_mq_unquiesce_queue(q);
-	del_gendisk(map->disk);
-	/* No event callback walks the tag set after this. */
+	/* No callback, no failure work runs after this. */
 	krdma_blk_map_close_conns(map);
+	krdma_blk_fail_inflight(map, NULL, -EIO);
+	del_gendisk(map->disk);
 	put_disk(map->disk);
 	WRITE_ONCE(map->set_ready, false);
 	blk_mq_free_tag_set(&map->set);

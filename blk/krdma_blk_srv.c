@@ -8,9 +8,11 @@
  * slots and run by a work item, which RDMA-READs a WRITE's data from the
  * client's token into freshly allocated pages, submits a bio over those
  * very pages to the backing device, or for a READ submits the bio first
- * and RDMA-WRITEs the pages to the token; then it sends the reply.  A
- * command with no free slot (a client past the queue depth) fails the
- * connection: a peer cannot make the server allocate without bound.
+ * and RDMA-WRITEs the pages to the token; then it sends the reply, a
+ * SEND_WITH_INV of the token's rkey: the client's pages are its own again
+ * when the reply arrives.  A command with no free slot (a client past the
+ * queue depth) fails the connection: a peer cannot make the server
+ * allocate without bound.
  *
  * This slice waits for each bio (submit_bio_wait()) and for each transfer
  * (krdma_read()/krdma_write()) in the work item; a later slice moves to
@@ -24,6 +26,8 @@
 #include <linux/workqueue.h>
 #include <linux/wait.h>
 #include <linux/string.h>
+#include <linux/moduleparam.h>
+#include <linux/spinlock.h>
 
 #include <krdma.h>
 #include "krdma_blk.h"
@@ -31,6 +35,27 @@
 #include "krdma_blk_compat.h"
 
 #define KRDMA_BLK_MAX_PAGES	(KRDMA_BLK_MAX_IO / PAGE_SIZE)
+
+/* Tests only: the next N replies to commands are not sent. */
+static int krdma_blk_test_drop_replies;
+module_param_named(test_drop_replies, krdma_blk_test_drop_replies, int, 0644);
+MODULE_PARM_DESC(test_drop_replies,
+		 "Tests only: do not send the next N replies to I/O commands, as a server that never answers");
+static DEFINE_SPINLOCK(krdma_blk_test_lock);
+
+/* Tests only: is this reply one to drop? */
+static bool krdma_blk_test_drop(void)
+{
+	bool drop = false;
+
+	spin_lock_bh(&krdma_blk_test_lock);
+	if (krdma_blk_test_drop_replies > 0) {
+		krdma_blk_test_drop_replies--;
+		drop = true;
+	}
+	spin_unlock_bh(&krdma_blk_test_lock);
+	return drop;
+}
 
 struct krdma_blk_export {
 	char			name[KRDMA_BLK_NAME_LEN];
@@ -369,13 +394,17 @@ static void krdma_blk_sio_work(struct work_struct *work)
 						work);
 	struct krdma_blk_sconn *sc = io->sc;
 	struct krdma_blk_resp r = {};
+	struct krdma_token tok = {};
+	u8 op = io->msg.hdr.op;
 	int status, ret;
 
-	krdma_blk_hdr_init(&r.hdr, io->msg.hdr.op, 0);
-	if (io->msg.hdr.op == KRDMA_BLK_OP_HELLO) {
+	krdma_blk_hdr_init(&r.hdr, op, 0);
+	if (op == KRDMA_BLK_OP_HELLO) {
 		status = krdma_blk_srv_hello(io, &r);
 	} else {
 		r.tag = io->msg.cmd.tag;
+		if (op == KRDMA_BLK_OP_READ || op == KRDMA_BLK_OP_WRITE)
+			krdma_token_unpack(&io->msg.cmd.token, &tok);
 		status = krdma_blk_srv_cmd(io);
 	}
 	r.status = cpu_to_be32(status);
@@ -387,7 +416,20 @@ static void krdma_blk_sio_work(struct work_struct *work)
 	spin_lock_bh(&sc->lock);
 	list_add(&io->free, &sc->free);
 	spin_unlock_bh(&sc->lock);
-	ret = krdma_send(sc->conn, &r, sizeof(r), KRDMA_BLK_IO_TIMEOUT);
+	/*
+	 * The answer to a READ or WRITE ends the client's token (success or
+	 * not): a SEND_WITH_INV, so the client's pages are its own again when
+	 * the reply arrives, with no invalidation of its own.
+	 */
+	ret = -EOPNOTSUPP;
+	if (op != KRDMA_BLK_OP_HELLO && krdma_blk_test_drop())
+		ret = 0;
+	else if (tok.rkey)
+		ret = krdma_send_inv(sc->conn, &r, sizeof(r), tok.rkey,
+				     KRDMA_BLK_IO_TIMEOUT);
+	/* A device without it: the client invalidates it on its own. */
+	if (ret == -EOPNOTSUPP)
+		ret = krdma_send(sc->conn, &r, sizeof(r), KRDMA_BLK_IO_TIMEOUT);
 	if (ret) {
 		pr_warn_ratelimited("export %s: reply failed (%d); closing the connection\n",
 				    sc->exp->name, ret);

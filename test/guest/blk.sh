@@ -3,9 +3,11 @@
 # krdma-blk (blk/, krdma_blk.ko), client and server in one guest: a
 # memory-backed null_blk exported and mapped over the lane's device as
 # /dev/krdmablk0.  Data written through it is compared byte for byte (and
-# against null_blk itself), fio verifies random writes of 512 B to 1 MiB,
-# an ext4 made on it survives umount and mount (sha256 of every file,
-# e2fsck -fn), bad control commands fail with their errno, a read-only
+# against null_blk itself), fio verifies random writes of 512 B to 1 MiB
+# (again with every 5th command finding no credit, test_busy_every), an
+# ext4 made on it survives umount and mount (sha256 of every file,
+# e2fsck -fn), a reply that never comes fails the I/O after io_timeout
+# (test_drop_replies), bad control commands fail with their errno, a read-only
 # export refuses writes, and unmap or unexport during I/O fails the I/O
 # without a hang.
 # KRDMA_BLK_FIO_SIZE (default 32M, 64M in make stress; 16M on the debug
@@ -115,19 +117,40 @@ dd if="$D" of="$W/back" bs=512 skip=12345 count=3 iflag=direct status=none
 cmp "$W/small" "$W/back" || fail "1536 B at sector 12345 read back differs"
 
 # ---- fio verify ---------------------------------------------------------
+# fio_verify SIZE [MAXBS]: random writes of 512 B to MAXBS (1M), two
+# jobs, then every block read back and checked (crc32c); no error, no
+# complaint.
+fio_verify() {
+	local rc errs
+	(cd "$W" && fio --name=blkverify --filename="$D" --direct=1 --ioengine=libaio \
+		--rw=randwrite --bsrange=512-"${2:-1M}" --bs_unaligned=0 --iodepth=16 --numjobs=2 \
+		--size="$1" --offset_increment="$1" --verify=crc32c \
+		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --group_reporting \
+		--output-format=terse --terse-version=3 >"$W/fio.out" 2>"$W/fio.err")
+	rc=$?
+	[ $rc = 0 ] || { cat "$W/fio.out" "$W/fio.err"; fail "fio exit $rc"; }
+	# terse v3: field 5 is the total error count.
+	errs=$(grep '^3;' "$W/fio.out" | cut -d';' -f5 | head -n 1)
+	expect_eq "$errs" 0 "fio errors"
+	grep -qiE 'verify:|bad magic|error' "$W/fio.err" &&
+		{ cat "$W/fio.err"; fail "fio complained"; }
+}
 log "fio verify, $fio_size"
-(cd "$W" && fio --name=blkverify --filename="$D" --direct=1 --ioengine=libaio \
-	--rw=randwrite --bsrange=512-1M --bs_unaligned=0 --iodepth=16 --numjobs=2 \
-	--size="$fio_size" --offset_increment="$fio_size" --verify=crc32c \
-	--do_verify=1 --verify_fatal=1 --verify_state_save=0 --group_reporting \
-	--output-format=terse --terse-version=3 >"$W/fio.out" 2>"$W/fio.err")
-rc=$?
-[ $rc = 0 ] || { cat "$W/fio.out" "$W/fio.err"; fail "fio exit $rc"; }
-# terse v3: field 5 is the total error count.
-errs=$(grep '^3;' "$W/fio.out" | cut -d';' -f5 | head -n 1)
-expect_eq "$errs" 0 "fio errors"
-grep -qiE 'verify:|bad magic|error' "$W/fio.err" &&
-	{ cat "$W/fio.err"; fail "fio complained"; }
+P=/sys/module/krdma_blk/parameters
+fio_verify "$fio_size"
+# Every reply was a SEND_WITH_INV of its command's token.
+expect_eq "$(cat $P/test_local_inv)" 0 "replies that did not invalidate their token"
+
+# ---- a command that finds no credit --------------------------------------
+# Its registration is invalidated and the request is sent again later.
+log "fio verify, every 5th command without a credit"
+echo 5 >$P/test_busy_every
+dmesg_mark
+fio_verify 4M 64k
+echo 0 >$P/test_busy_every
+seen=$(cat $P/test_busy_seen)
+[ "$seen" -ge 20 ] || fail "test_busy_every refused $seen commands, expected 20 or more"
+dmesg_new | grep -q 'krdma_blk' && { dmesg_new; fail "dmesg lines from krdma_blk"; }
 
 # ---- ext4 ---------------------------------------------------------------
 log "ext4"
@@ -174,6 +197,21 @@ blk_err ENOENT "unexport name=nosuch"
 blk_err ENOENT "export name=e9 path=/dev/nosuch addr=$MY_IP:$((PORT + 2))"
 blk_err EBUSY "export name=e9 path=$NB addr=$MY_IP:$((PORT + 2))"
 blk_err EINVAL ""
+
+# ---- a reply that never comes -------------------------------------------
+# The request times out; that fails its queue (the connection is closed,
+# which undoes the registration) and the I/O gets an error, not a hang.
+log "a reply that never comes"
+echo 2000 >/sys/block/krdmablk0/queue/io_timeout || fail "io_timeout"
+echo 1 >$P/test_drop_replies
+dmesg_mark
+t0=$SECONDS
+dd if="$D" of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null &&
+	fail "a read whose reply never came succeeded"
+[ $((SECONDS - t0)) -le 30 ] || fail "the dropped reply took $((SECONDS - t0)) s to fail"
+expect_eq "$(cat $P/test_drop_replies)" 0 "replies left to drop"
+dmesg_new | grep -q 'krdmablk0: queue [0-9]*: request timed out; failing the queue' ||
+	{ dmesg_new; fail "no dmesg line for the timeout"; }
 
 # ---- a read-only export -------------------------------------------------
 log "read-only export"
