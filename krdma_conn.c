@@ -756,6 +756,30 @@ void krdma_close(struct krdma_conn *conn)
 EXPORT_SYMBOL_GPL(krdma_close);
 
 /**
+ * krdma_conn_fail - fail a connection, as an error of the transport would
+ * @conn: the connection
+ * @err: the cause, a negative errno (-ETIMEDOUT for a consumer's own
+ *	timeout, say)
+ *
+ * For a consumer that gave up on its peer (a request that timed out, a
+ * reply it cannot parse): the connection fails with @err unless it had
+ * failed already, its waiters wake, and its QP goes to the error state
+ * and is drained in a work item, so the peer is told and every operation
+ * still out completes with an error.  The consumer gets the end event
+ * (KRDMA_EVENT_ERROR with @err), and a session reconnects as after any
+ * failure.  The connection still has to be closed by its owner.
+ *
+ * Context: any context up to softirq; does not sleep.
+ */
+void krdma_conn_fail(struct krdma_conn *conn, int err)
+{
+	if (WARN_ON_ONCE(err >= 0 || err < -MAX_ERRNO))
+		err = -EIO;
+	krdma_conn_schedule_teardown(conn, err);
+}
+EXPORT_SYMBOL_GPL(krdma_conn_fail);
+
+/**
  * krdma_conn_error - why a connection stopped working
  * @conn: the connection
  *

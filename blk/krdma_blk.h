@@ -40,13 +40,18 @@ struct krdma_blk_export_args {
  * @name: the map's name, also the disk's
  * @export: the export's name on the server
  * @addr: the server's address
- * @queues: connections, one per hardware queue
+ * @queues: sessions (of one connection each), one per hardware queue
+ * @reconnect_delay_ms: a session's delay between reconnect attempts
+ * @loss_tmo_ms: how long a session keeps trying before its queue's I/O
+ *	fails (KRDMA_SESSION_LOSS_TMO_NEVER: for ever)
  */
 struct krdma_blk_map_args {
 	const char		*name;
 	const char		*export;
 	struct sockaddr_storage	addr;
 	u32			queues;
+	u32			reconnect_delay_ms;
+	u32			loss_tmo_ms;
 };
 
 extern bool krdma_blk_test_ignore_ro;

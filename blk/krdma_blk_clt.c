@@ -2,33 +2,38 @@
 /*
  * krdma-blk client: maps an export as a blk-mq disk.
  *
- * One krdma connection per hardware queue, each with an MR pool of one MR
- * per tag.  queue_rq never sleeps and allocates nothing: it maps the
- * request's pages (blk_rq_map_sg()), registers them from the pool
- * (krdma_reg_sg_nowait(): remote read for a write, remote write for a
- * read; the REG_MR goes ahead of the command in the send queue) and sends
- * the command with the token (krdma_send_async(), no waiting for a
- * credit).  The reply arrives in the recv callback (softirq), a
- * SEND_WITH_INV of the token's rkey: the pages are the block layer's
- * again, the MR goes back to the pool (krdma_mr_put()) and the request
- * ends there.  A reply without the invalidation gets a LOCAL_INV first
- * (krdma_mr_invalidate_async()).  A request ends once both its reply
- * (or failure) and its send's completion were seen (@ref), so that its
- * send request is never reused while the device still has it.
+ * One krdma session (of one connection) per hardware queue, each
+ * connection with an MR pool of one MR per tag.  queue_rq never sleeps and
+ * allocates nothing: it maps the request's pages (blk_rq_map_sg()),
+ * registers them from the pool (krdma_reg_sg_nowait(): remote read for a
+ * write, remote write for a read; the REG_MR goes ahead of the command in
+ * the send queue) and sends the command with the token
+ * (krdma_send_async(), no waiting for a credit).  The reply arrives in the
+ * recv callback (softirq), a SEND_WITH_INV of the token's rkey: the pages
+ * are the block layer's again, the MR goes back to the pool
+ * (krdma_mr_put()) and the request ends there.  A reply without the
+ * invalidation gets a LOCAL_INV first (krdma_mr_invalidate_async()).  A
+ * request ends once both its reply and its send's completion were seen
+ * (@ref), so that its send request is never reused while the device still
+ * has it.  No credit for the command: the registration is invalidated,
+ * and then the request goes back to the requeue list.
  *
- * No credit for the command: the registration is invalidated, and then
- * the request goes back to the block layer's requeue list.
- *
- * A failed connection, or a request timing out, fails the queue: a work
- * item closes the connection (krdma_close() drains it and releases every
- * registration still out, so no page is the device's any more) and only
- * then ends the queue's requests with BLK_STS_IOERR; new I/O on the queue
- * fails at once.  There is no reconnect until krdma-blk uses sessions.
+ * Recovery (krdma sessions): when a queue's connection fails (the peer
+ * went away, the link, a request that timed out: krdma_conn_fail()), the
+ * session tells DISCONNECTED and the disk's queue is quiesced, so that
+ * nothing holds the old connection and the session closes it, which
+ * releases every registration still out.  On RECONNECTED the queue greets
+ * the export on the new connection, requeues its in-flight requests (at
+ * most KRDMA_BLK_MAX_RETRIES times each) and runs again: no error reaches
+ * the filesystem.  When the session is lost (its loss timeout), the
+ * queue's I/O fails with BLK_STS_IOERR, new I/O fails at once, and the
+ * disk can still be unmapped.
  *
  * Who ends a request: queue_rq hands it over in INFLIGHT; the reply moves
  * it on (DONE, or INV while its LOCAL_INV runs); a failure of the
- * connection leaves it INFLIGHT for the queue's failure work, which runs
- * after krdma_close(), when no callback of the connection runs any more.
+ * connection leaves it INFLIGHT for the session's RECONNECTED or LOST,
+ * which come after the old connection was closed, when no callback of it
+ * runs any more.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -36,7 +41,6 @@
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
 #include <linux/completion.h>
-#include <linux/workqueue.h>
 #include <linux/scatterlist.h>
 #include <linux/string.h>
 #include <linux/mutex.h>
@@ -53,6 +57,8 @@
 #define KRDMA_BLK_HELLO_TIMEOUT	(10 * HZ)
 /* Tags per hardware queue, and pool MRs per connection. */
 #define KRDMA_BLK_DEPTH		KRDMA_DEFAULT_DEPTH
+/* Reconnects a request rides out before it fails (nvme's max_retries). */
+#define KRDMA_BLK_MAX_RETRIES	5
 
 enum {
 	KRDMA_BLK_RQ_IDLE,	/* the block layer's, or in queue_rq */
@@ -64,14 +70,15 @@ enum {
 
 struct krdma_blk_map;
 
-/* One hardware queue: one connection. */
+/* One hardware queue: one session. */
 struct krdma_blk_queue {
 	struct krdma_blk_map	*map;
-	struct krdma_conn	*conn;		/* NULL once closed (map->lock) */
+	struct krdma_session	*sess;		/* NULL once destroyed (@lock) */
 	u32			idx;
-	bool			dead;		/* failed: new I/O fails */
+	bool			dead;		/* lost: new I/O fails */
 	atomic_t		gen;		/* tells replies to reused tags apart */
-	struct work_struct	fail_work;
+	struct mutex		lock;		/* @sess, @quiesced, the greeting */
+	bool			quiesced;	/* by this queue's DISCONNECTED */
 	struct completion	hs_done;
 	bool			hs_got;
 	struct krdma_blk_resp	hs;
@@ -79,14 +86,14 @@ struct krdma_blk_queue {
 
 struct krdma_blk_map {
 	char			name[KRDMA_BLK_NAME_LEN];
+	char			export[KRDMA_BLK_NAME_LEN];
 	u32			nq;
 	struct krdma_blk_queue	*qs;
 	struct blk_mq_tag_set	set;
 	bool			set_ready;
-	struct mutex		lock;		/* queues' @conn, @live */
-	bool			live;		/* the disk is up */
+	struct mutex		lock;		/* @live */
+	bool			live;		/* the disk is added */
 	struct gendisk		*disk;
-	struct workqueue_struct	*wq;
 	bool			dead;		/* unmapping: new I/O fails */
 };
 
@@ -97,6 +104,7 @@ struct krdma_blk_rq {
 	u32			gen;
 	int			status;
 	u32			rkey;
+	u32			retries;
 	struct krdma_mr		*mr;
 	struct krdma_req	send_req;
 	struct krdma_req	inv_req;
@@ -143,13 +151,22 @@ static bool krdma_blk_test_busy(void)
 	return true;
 }
 
+/* End @rq with @status; its next life starts with no retries. */
+static void krdma_blk_rq_end(struct request *rq, int status)
+{
+	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
+
+	pdu->retries = 0;
+	blk_mq_end_request(rq, errno_to_blk_status(status));
+}
+
 /* One of the request's two references (outcome, send) is gone. */
 static void krdma_blk_rq_put(struct request *rq)
 {
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 
 	if (atomic_dec_and_test(&pdu->ref))
-		blk_mq_end_request(rq, errno_to_blk_status(pdu->status));
+		krdma_blk_rq_end(rq, pdu->status);
 }
 
 /* The command's send completed (or was flushed). */
@@ -164,8 +181,8 @@ static void krdma_blk_send_done(struct krdma_req *req)
 /*
  * The registration's LOCAL_INV is over.  On success the pages are ours
  * again; on failure (the connection failed) they stay the device's until
- * the queue's failure work closed the connection, and that work ends the
- * request.
+ * the session closed the connection, and the request waits in INFLIGHT
+ * for RECONNECTED or LOST.
  */
 static void krdma_blk_inv_done(struct krdma_req *req)
 {
@@ -187,14 +204,13 @@ static void krdma_blk_inv_done(struct krdma_req *req)
 		blk_mq_requeue_request(rq, false);
 		blk_mq_delay_kick_requeue_list(rq->q, 1);
 	} else {
-		blk_mq_end_request(rq, errno_to_blk_status(pdu->status));
+		krdma_blk_rq_end(rq, pdu->status);
 	}
 }
 
 /*
  * Start the invalidation of @pdu's registration, in state @state.  If the
- * connection can post no more, the request waits for the queue's failure
- * work instead.
+ * connection can post no more, the request waits for RECONNECTED or LOST.
  */
 static void krdma_blk_rq_invalidate(struct krdma_blk_rq *pdu, int state)
 {
@@ -203,99 +219,177 @@ static void krdma_blk_rq_invalidate(struct krdma_blk_rq *pdu, int state)
 		atomic_set(&pdu->state, KRDMA_BLK_RQ_INFLIGHT);
 }
 
-struct krdma_blk_fail_arg {
+struct krdma_blk_iter_arg {
 	struct krdma_blk_queue	*q;	/* NULL: every queue */
-	int			status;
+	int			status;	/* 0: requeue */
+	u32			n;
 };
 
-static bool krdma_blk_fail_one(struct request *rq, void *data)
+static bool krdma_blk_iter_one(struct request *rq, void *data)
 {
-	struct krdma_blk_fail_arg *a = data;
+	struct krdma_blk_iter_arg *a = data;
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 
 	if (a->q && rq->mq_hctx->queue_num != a->q->idx)
 		return true;
 	if (atomic_cmpxchg(&pdu->state, KRDMA_BLK_RQ_INFLIGHT,
-			   KRDMA_BLK_RQ_DONE) == KRDMA_BLK_RQ_INFLIGHT) {
-		/* krdma_close() released the registration. */
-		pdu->mr = NULL;
-		pdu->status = a->status;
-		krdma_blk_rq_put(rq);
-	}
+			   KRDMA_BLK_RQ_DONE) != KRDMA_BLK_RQ_INFLIGHT)
+		return true;
+	/* The connection was closed: that released the registration. */
+	pdu->mr = NULL;
+	a->n++;
+	if (!a->status && ++pdu->retries <= KRDMA_BLK_MAX_RETRIES)
+		blk_mq_requeue_request(rq, false);
+	else
+		krdma_blk_rq_end(rq, a->status ?: -EIO);
 	return true;
 }
 
 /*
- * End the in-flight requests of @q (NULL: of every queue) with @status.
- * Only once their connections are closed: no callback of theirs runs any
- * more, their sends are all completed, their registrations released.
+ * Requeue (@status 0) or end with @status the in-flight requests of @q
+ * (NULL: of every queue).  Only once their connections are closed: no
+ * callback of theirs runs any more, their sends are all completed, their
+ * registrations released.  Return: how many.
  */
-static void krdma_blk_fail_inflight(struct krdma_blk_map *map,
-				    struct krdma_blk_queue *q, int status)
+static u32 krdma_blk_inflight_do(struct krdma_blk_map *map,
+				 struct krdma_blk_queue *q, int status)
 {
-	struct krdma_blk_fail_arg a = { .q = q, .status = status };
+	struct krdma_blk_iter_arg a = { .q = q, .status = status };
 
-	blk_mq_tagset_busy_iter(&map->set, krdma_blk_fail_one, &a);
+	if (!READ_ONCE(map->set_ready))
+		return 0;
+	blk_mq_tagset_busy_iter(&map->set, krdma_blk_iter_one, &a);
+	if (!status && map->disk)
+		blk_mq_kick_requeue_list(map->disk->queue);
+	return a.n;
 }
 
 /*
- * Close @q's connection, once: queue_rq is kept out while it goes (the
- * disk's queue is quiesced), and no callback of it runs afterwards.
+ * The queue's connection failed: keep queue_rq out (the whole disk's
+ * queue is quiesced; blk-mq has no per-queue quiesce on 6.1), so that
+ * nothing holds the old connection once this returns and the session
+ * closes it.
  */
-static void krdma_blk_queue_close(struct krdma_blk_queue *q)
+static void krdma_blk_queue_stop(struct krdma_blk_queue *q)
 {
 	struct krdma_blk_map *map = q->map;
 
+	mutex_lock(&q->lock);
 	mutex_lock(&map->lock);
-	WRITE_ONCE(q->dead, true);
-	if (!IS_ERR_OR_NULL(q->conn)) {
-		if (map->disk)
-			blk_mq_quiesce_queue(map->disk->queue);
-		krdma_close(q->conn);
-		if (map->disk)
-			blk_mq_unquiesce_queue(map->disk->queue);
-	}
-	q->conn = NULL;
-	mutex_unlock(&map->lock);
-}
-
-/* A failed connection or a timed-out request: fail the queue. */
-static void krdma_blk_queue_fail_work(struct work_struct *work)
-{
-	struct krdma_blk_queue *q = container_of(work, struct krdma_blk_queue,
-						 fail_work);
-	struct krdma_blk_map *map = q->map;
-
-	/* Before the disk is up, krdma_blk_map_create() cleans up. */
-	mutex_lock(&map->lock);
-	if (!map->live) {
-		mutex_unlock(&map->lock);
-		return;
+	if (map->live && !q->quiesced) {
+		blk_mq_quiesce_queue(map->disk->queue);
+		q->quiesced = true;
 	}
 	mutex_unlock(&map->lock);
-	krdma_blk_queue_close(q);
-	krdma_blk_fail_inflight(map, q, -EIO);
+	mutex_unlock(&q->lock);
 }
 
-static void krdma_blk_clt_event(struct krdma_conn *conn, enum krdma_event ev,
-				int error)
+static void krdma_blk_queue_start(struct krdma_blk_queue *q)
 {
-	struct krdma_blk_queue *q = krdma_conn_priv(conn);
+	mutex_lock(&q->lock);
+	if (q->quiesced) {
+		blk_mq_unquiesce_queue(q->map->disk->queue);
+		q->quiesced = false;
+	}
+	mutex_unlock(&q->lock);
+}
+
+/*
+ * Greet the export on @conn, with q->lock held: 0, the server's refusal
+ * (-ENOENT: no such export), or a transport error.
+ */
+static int krdma_blk_hello(struct krdma_blk_queue *q, struct krdma_conn *conn)
+{
+	struct krdma_blk_hello h = {};
+	int ret;
+
+	lockdep_assert_held(&q->lock);
+	if (krdma_max_msg_size(conn) < sizeof(struct krdma_blk_cmd))
+		return -EPROTO;
+	q->hs_got = false;
+	reinit_completion(&q->hs_done);
+	krdma_blk_hdr_init(&h.hdr, KRDMA_BLK_OP_HELLO, 0);
+	strscpy(h.export, q->map->export, sizeof(h.export));
+	ret = krdma_send(conn, &h, sizeof(h), KRDMA_BLK_HELLO_TIMEOUT);
+	if (ret)
+		return ret;
+	if (!wait_for_completion_timeout(&q->hs_done, KRDMA_BLK_HELLO_TIMEOUT))
+		return -ETIMEDOUT;
+	if (!READ_ONCE(q->hs_got))
+		return krdma_conn_error(conn) ?: -ECONNRESET;
+	ret = (s32)be32_to_cpu(q->hs.status);
+	if (ret > 0 || ret < -MAX_ERRNO)
+		return -EPROTO;
+	return ret;
+}
+
+/* A new connection: greet the export on it, then run the queue again. */
+static void krdma_blk_reconnected(struct krdma_blk_queue *q,
+				  struct krdma_session *s)
+{
+	struct krdma_blk_map *map = q->map;
+	struct krdma_conn *conn;
+	bool refused;
+	int ret;
+	u32 n;
+
+	conn = krdma_session_conn_get(s);
+	if (IS_ERR(conn))
+		return;		/* failed again: DISCONNECTED comes */
+	mutex_lock(&q->lock);
+	ret = krdma_blk_hello(q, conn);
+	refused = READ_ONCE(q->hs_got) && ret;
+	mutex_unlock(&q->lock);
+	if (ret && !refused)
+		krdma_conn_fail(conn, ret);	/* and try again */
+	krdma_session_conn_put(s, conn);
+	if (ret && !refused)
+		return;
+	if (refused) {
+		pr_warn_ratelimited("%s: queue %u: the server refused export %s after the reconnect (%d); failing its I/O\n",
+				    map->name, q->idx, map->export, ret);
+		WRITE_ONCE(q->dead, true);
+	}
+	n = krdma_blk_inflight_do(map, q, refused ? -EIO : 0);
+	pr_info_ratelimited("%s: queue %u: reconnected, %u requests %s\n",
+			    map->name, q->idx, n, refused ? "failed" : "sent again");
+	krdma_blk_queue_start(q);
+}
+
+/* Context: process, from krdma's workqueue, in order per session. */
+static void krdma_blk_sess_event(struct krdma_session *s,
+				 enum krdma_session_event ev, int error)
+{
+	struct krdma_blk_queue *q = krdma_session_priv(s);
 	struct krdma_blk_map *map = q->map;
 
-	if (ev == KRDMA_EVENT_ESTABLISHED)
-		return;
-	pr_warn_ratelimited("%s: queue %u connection lost (%d); failing its I/O\n",
-			    map->name, q->idx, error);
-	WRITE_ONCE(q->dead, true);
-	complete(&q->hs_done);
-	queue_work(map->wq, &q->fail_work);
+	switch (ev) {
+	case KRDMA_SESSION_DISCONNECTED:
+		pr_warn_ratelimited("%s: queue %u: connection lost (%d); reconnecting\n",
+				    map->name, q->idx, error);
+		complete(&q->hs_done);
+		krdma_blk_queue_stop(q);
+		break;
+	case KRDMA_SESSION_RECONNECTED:
+		krdma_blk_reconnected(q, s);
+		break;
+	case KRDMA_SESSION_LOST:
+		pr_warn_ratelimited("%s: queue %u: session lost (%d); failing its I/O\n",
+				    map->name, q->idx, error);
+		WRITE_ONCE(q->dead, true);
+		krdma_blk_inflight_do(map, q, -EIO);
+		krdma_blk_queue_start(q);
+		break;
+	default:
+		break;
+	}
 }
 
 /* Context: softirq (or BHs off). */
-static int krdma_blk_clt_recv(struct krdma_conn *conn, struct krdma_msg *msg)
+static int krdma_blk_clt_recv(struct krdma_session *s, struct krdma_conn *conn,
+			      struct krdma_msg *msg)
 {
-	struct krdma_blk_queue *q = krdma_conn_priv(conn);
+	struct krdma_blk_queue *q = krdma_session_priv(s);
 	struct krdma_blk_map *map = q->map;
 	const struct krdma_blk_resp *r = msg->data;
 	struct krdma_blk_rq *pdu;
@@ -307,10 +401,10 @@ static int krdma_blk_clt_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	if (!r || msg->len != sizeof(*r) || !krdma_blk_hdr_ok(&r->hdr))
 		goto bad;
 	if (r->hdr.op == KRDMA_BLK_OP_HELLO) {
-		if (q->hs_got)
+		if (READ_ONCE(q->hs_got))
 			goto bad;
 		memcpy(&q->hs, r, sizeof(*r));
-		q->hs_got = true;
+		WRITE_ONCE(q->hs_got, true);
 		complete(&q->hs_done);
 		return 0;
 	}
@@ -355,64 +449,62 @@ stale:
 	return 0;
 }
 
-static const struct krdma_conn_ops krdma_blk_clt_ops = {
-	.event	= krdma_blk_clt_event,
+static const struct krdma_session_ops krdma_blk_sess_ops = {
+	.event	= krdma_blk_sess_event,
 	.recv	= krdma_blk_clt_recv,
 };
 
-/* Context: process, not sleeping (no BLK_MQ_F_BLOCKING). */
-static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
-				       const struct blk_mq_queue_data *bd)
+static blk_status_t krdma_blk_cmd_op(struct request *rq, u8 *op)
 {
-	struct krdma_blk_queue *q = hctx->driver_data;
-	struct request *rq = bd->rq;
-	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
-	struct krdma_blk_cmd c = {};
-	struct krdma_token tok;
-	struct krdma_mr *mr;
-	u16 flags = 0;
-	int nents, ret;
-	u8 op;
-
-	if (READ_ONCE(q->map->dead) || READ_ONCE(q->dead))
-		return BLK_STS_IOERR;
 	switch (req_op(rq)) {
 	case REQ_OP_READ:
-		op = KRDMA_BLK_OP_READ;
+		*op = KRDMA_BLK_OP_READ;
 		break;
 	case REQ_OP_WRITE:
-		op = KRDMA_BLK_OP_WRITE;
+		*op = KRDMA_BLK_OP_WRITE;
 		break;
 	case REQ_OP_FLUSH:
-		op = KRDMA_BLK_OP_FLUSH;
+		*op = KRDMA_BLK_OP_FLUSH;
 		break;
 	case REQ_OP_DISCARD:
-		op = KRDMA_BLK_OP_DISCARD;
+		*op = KRDMA_BLK_OP_DISCARD;
 		break;
 	case REQ_OP_WRITE_ZEROES:
-		op = KRDMA_BLK_OP_WRITE_ZEROES;
+		*op = KRDMA_BLK_OP_WRITE_ZEROES;
 		break;
 	default:
 		return BLK_STS_NOTSUPP;
 	}
-	if (rq->cmd_flags & REQ_FUA)
-		flags |= KRDMA_BLK_F_FUA;
-	atomic_set(&pdu->state, KRDMA_BLK_RQ_IDLE);
-	pdu->mr = NULL;
-	pdu->status = 0;
-	blk_mq_start_request(rq);
+	return BLK_STS_OK;
+}
+
+/* Register @rq's pages and send its command on @conn. */
+static blk_status_t krdma_blk_submit(struct krdma_blk_queue *q,
+				     struct krdma_conn *conn,
+				     struct request *rq, u8 op)
+{
+	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
+	struct krdma_blk_cmd c = {};
+	struct krdma_token tok;
+	struct krdma_mr *mr;
+	int nents, ret;
 
 	if (op == KRDMA_BLK_OP_READ || op == KRDMA_BLK_OP_WRITE) {
 		sg_init_table(pdu->sg, KRDMA_BLK_MAX_SEGS);
 		nents = blk_rq_map_sg(rq->q, rq, pdu->sg);
-		mr = krdma_reg_sg_nowait(q->conn, pdu->sg, nents,
+		mr = krdma_reg_sg_nowait(conn, pdu->sg, nents,
 					 op == KRDMA_BLK_OP_WRITE ?
 					 KRDMA_ACCESS_REMOTE_READ :
 					 KRDMA_ACCESS_REMOTE_WRITE);
 		if (IS_ERR(mr)) {
 			ret = PTR_ERR(mr);
-			/* A pool MR per tag: only while one is invalidating. */
-			if (ret == -EAGAIN || ret == -ENOMEM)
+			/*
+			 * A pool MR per tag: -EAGAIN only while one is
+			 * invalidating.  A failed connection: its session
+			 * is told, and the queue stops.
+			 */
+			if (ret == -EAGAIN || ret == -ENOMEM ||
+			    krdma_conn_error(conn))
 				return BLK_STS_RESOURCE;
 			pr_warn_ratelimited("%s: registration failed (%d)\n",
 					    q->map->name, ret);
@@ -423,7 +515,8 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 		pdu->rkey = tok.rkey;
 		krdma_token_pack(&tok, &c.token);
 	}
-	krdma_blk_hdr_init(&c.hdr, op, flags);
+	krdma_blk_hdr_init(&c.hdr, op,
+			   rq->cmd_flags & REQ_FUA ? KRDMA_BLK_F_FUA : 0);
 	c.len = cpu_to_be32(op == KRDMA_BLK_OP_FLUSH ? 0 : blk_rq_bytes(rq));
 	c.sector = cpu_to_be64(blk_rq_pos(rq));
 	WRITE_ONCE(pdu->gen, (u32)atomic_inc_return(&q->gen));
@@ -433,17 +526,19 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	atomic_set(&pdu->state, KRDMA_BLK_RQ_INFLIGHT);
 	pdu->send_req.done = krdma_blk_send_done;
 	ret = krdma_blk_test_busy() ? -EAGAIN :
-		krdma_send_async(q->conn, &c, sizeof(c), &pdu->send_req, true);
+		krdma_send_async(conn, &c, sizeof(c), &pdu->send_req, true);
 	if (!ret)
 		return BLK_STS_OK;
 	/* Not sent: no reply, no send completion, the request is ours. */
 	atomic_set(&pdu->state, KRDMA_BLK_RQ_IDLE);
 	if (!pdu->mr)
-		return ret == -EAGAIN ? BLK_STS_RESOURCE : BLK_STS_IOERR;
+		return ret == -EAGAIN || krdma_conn_error(conn) ?
+			BLK_STS_RESOURCE : BLK_STS_IOERR;
 	/*
 	 * The REG_MR went out ahead: the pages are the block layer's again
 	 * only after the invalidation, whose completion requeues the request
-	 * (no credit) or fails it.
+	 * (no credit) or fails it; or, on a failed connection, after
+	 * RECONNECTED or LOST.
 	 */
 	pdu->status = ret;
 	atomic_set(&pdu->ref, 1);
@@ -451,25 +546,65 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	return BLK_STS_OK;
 }
 
+/* Context: process, not sleeping (no BLK_MQ_F_BLOCKING). */
+static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
+				       const struct blk_mq_queue_data *bd)
+{
+	struct krdma_blk_queue *q = hctx->driver_data;
+	struct request *rq = bd->rq;
+	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
+	struct krdma_conn *conn;
+	blk_status_t sts;
+	u8 op;
+
+	sts = BLK_STS_IOERR;
+	if (READ_ONCE(q->map->dead) || READ_ONCE(q->dead))
+		goto out;
+	sts = krdma_blk_cmd_op(rq, &op);
+	if (sts)
+		goto out;
+	conn = krdma_session_conn_get(q->sess);
+	if (IS_ERR(conn)) {
+		/* Reconnecting: the queue stops soon, and runs again after. */
+		if (PTR_ERR(conn) == KRDMA_ERR_RETRY)
+			return BLK_STS_RESOURCE;
+		goto out;
+	}
+	atomic_set(&pdu->state, KRDMA_BLK_RQ_IDLE);
+	pdu->mr = NULL;
+	pdu->status = 0;
+	blk_mq_start_request(rq);
+	sts = krdma_blk_submit(q, conn, rq, op);
+	krdma_session_conn_put(q->sess, conn);
+out:
+	/* The block layer ends it: its next life starts with no retries. */
+	if (sts != BLK_STS_OK && sts != BLK_STS_RESOURCE)
+		pdu->retries = 0;
+	return sts;
+}
+
+/*
+ * The server may still write into the pages: only closing the connection
+ * makes them ours again.  Fail it; the session reconnects, and the
+ * request is sent again on the new connection (or fails with the queue).
+ */
 static enum blk_eh_timer_return krdma_blk_timeout(struct request *rq)
 {
 	struct krdma_blk_queue *q = rq->mq_hctx->driver_data;
-	struct krdma_blk_map *map = q->map;
+	struct krdma_conn *conn;
 
-	/*
-	 * The server may still write into the pages: only closing the
-	 * connection makes them ours again, and that fails the queue.
-	 */
-	mutex_lock(&map->lock);
-	/* Closed: its requests end (or have ended) in the failure work. */
-	if (q->conn) {
-		if (!READ_ONCE(q->dead))
-			pr_warn_ratelimited("%s: queue %u: request timed out; failing the queue\n",
-					    map->name, q->idx);
-		WRITE_ONCE(q->dead, true);
-		queue_work(map->wq, &q->fail_work);
+	/* q->lock: once DISCONNECTED returned, nothing holds the old one. */
+	mutex_lock(&q->lock);
+	if (q->sess && !READ_ONCE(q->dead)) {
+		conn = krdma_session_conn_get(q->sess);
+		if (!IS_ERR(conn)) {
+			pr_warn_ratelimited("%s: queue %u: request timed out; failing the connection\n",
+					    q->map->name, q->idx);
+			krdma_conn_fail(conn, -ETIMEDOUT);
+			krdma_session_conn_put(q->sess, conn);
+		}
 	}
-	mutex_unlock(&map->lock);
+	mutex_unlock(&q->lock);
 	return BLK_EH_RESET_TIMER;
 }
 
@@ -504,40 +639,43 @@ static const struct block_device_operations krdma_blk_fops = {
 	.owner		= THIS_MODULE,
 };
 
-/* Connect queue @q and greet the export: 0 or a negative errno. */
+/*
+ * Start queue @q's session and greet the export: 0 or a negative errno.
+ * @depth becomes the smaller of itself and the connection's depth.
+ */
 static int krdma_blk_queue_connect(struct krdma_blk_queue *q,
-				   const struct krdma_blk_map_args *a)
+				   const struct krdma_blk_map_args *a,
+				   u32 *depth)
 {
-	struct krdma_conn_opts opts = {
-		.ops		= &krdma_blk_clt_ops,
-		.priv		= q,
-		.queue_depth	= KRDMA_BLK_DEPTH,
-		.mr_pool	= KRDMA_BLK_DEPTH,
-		.mr_pool_pages	= KRDMA_BLK_MAX_SEGS,
+	struct krdma_session_opts so = {
+		.conn = {
+			.queue_depth	= KRDMA_BLK_DEPTH,
+			.mr_pool	= KRDMA_BLK_DEPTH,
+			.mr_pool_pages	= KRDMA_BLK_MAX_SEGS,
+		},
+		.reconnect_delay_ms	= a->reconnect_delay_ms,
+		.loss_tmo_ms		= a->loss_tmo_ms,
+		.ops			= &krdma_blk_sess_ops,
+		.priv			= q,
 	};
-	struct krdma_blk_hello h = {};
+	struct krdma_session *s;
 	struct krdma_conn *conn;
 	int ret;
 
-	init_completion(&q->hs_done);
-	conn = krdma_connect((const struct sockaddr *)&a->addr, NULL, &opts);
-	if (IS_ERR(conn))
-		return PTR_ERR(conn);
-	q->conn = conn;
-	if (krdma_max_msg_size(conn) < sizeof(struct krdma_blk_cmd))
-		return -EPROTO;
-	krdma_blk_hdr_init(&h.hdr, KRDMA_BLK_OP_HELLO, 0);
-	strscpy(h.export, a->export, sizeof(h.export));
-	ret = krdma_send(conn, &h, sizeof(h), KRDMA_BLK_HELLO_TIMEOUT);
-	if (ret)
-		return ret;
-	if (!wait_for_completion_timeout(&q->hs_done, KRDMA_BLK_HELLO_TIMEOUT))
-		return -ETIMEDOUT;
-	if (!q->hs_got)
-		return krdma_conn_error(conn) ?: -ECONNRESET;
-	ret = (s32)be32_to_cpu(q->hs.status);
-	if (ret > 0 || ret < -MAX_ERRNO)
-		return -EPROTO;
+	s = krdma_session_create((const struct sockaddr *)&a->addr, NULL, &so);
+	if (IS_ERR(s))
+		return PTR_ERR(s);
+	mutex_lock(&q->lock);
+	q->sess = s;
+	conn = krdma_session_conn_get(s);
+	if (IS_ERR(conn)) {
+		ret = PTR_ERR(conn);
+	} else {
+		ret = krdma_blk_hello(q, conn);
+		*depth = min(*depth, krdma_queue_depth(conn));
+		krdma_session_conn_put(s, conn);
+	}
+	mutex_unlock(&q->lock);
 	return ret;
 }
 
@@ -570,25 +708,32 @@ static int krdma_blk_limits(const struct krdma_blk_resp *r,
 }
 
 /*
- * After this no callback of the map's connections runs, and no failure
- * work of its queues.
+ * After this no callback of the map's sessions runs, their connections
+ * are closed and every registration released.
  */
-static void krdma_blk_map_close_conns(struct krdma_blk_map *map)
+static void krdma_blk_map_stop_sessions(struct krdma_blk_map *map)
 {
+	struct krdma_session *s;
 	u32 i;
 
-	for (i = 0; i < map->nq; i++)
-		krdma_blk_queue_close(&map->qs[i]);
-	for (i = 0; i < map->nq; i++)
-		cancel_work_sync(&map->qs[i].fail_work);
+	for (i = 0; i < map->nq; i++) {
+		struct krdma_blk_queue *q = &map->qs[i];
+
+		mutex_lock(&q->lock);
+		WRITE_ONCE(q->dead, true);
+		s = q->sess;
+		q->sess = NULL;
+		mutex_unlock(&q->lock);
+		/* Not under q->lock: it waits for the event callback. */
+		if (s)
+			krdma_session_destroy(s);
+	}
 }
 
 static void krdma_blk_map_free(struct krdma_blk_map *map)
 {
 	if (map->qs)
-		krdma_blk_map_close_conns(map);
-	if (map->wq)
-		destroy_workqueue(map->wq);
+		krdma_blk_map_stop_sessions(map);
 	kfree(map->qs);
 	kfree(map);
 }
@@ -597,7 +742,7 @@ static void krdma_blk_map_free(struct krdma_blk_map *map)
  * krdma_blk_map_create - map an export as a disk
  * @a: the parsed command
  *
- * Connects @a->queues times to the server and greets the export on each
+ * Starts @a->queues sessions to the server and greets the export on each
  * connection, then adds the disk, named @a->name, with the export's size
  * and limits.
  *
@@ -620,26 +765,25 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	if (!map)
 		return ERR_PTR(-ENOMEM);
 	strscpy(map->name, a->name, sizeof(map->name));
+	strscpy(map->export, a->export, sizeof(map->export));
 	mutex_init(&map->lock);
 	map->nq = a->queues;
 	map->qs = kcalloc(map->nq, sizeof(*map->qs), GFP_KERNEL);
-	map->wq = alloc_workqueue("krdma_blk_%s", WQ_MEM_RECLAIM | WQ_HIGHPRI,
-				  0, map->name);
-	if (!map->qs || !map->wq) {
+	if (!map->qs) {
 		ret = -ENOMEM;
 		goto free;
 	}
 	for (i = 0; i < map->nq; i++) {
 		map->qs[i].map = map;
 		map->qs[i].idx = i;
-		INIT_WORK(&map->qs[i].fail_work, krdma_blk_queue_fail_work);
+		mutex_init(&map->qs[i].lock);
+		init_completion(&map->qs[i].hs_done);
 	}
 	for (i = 0; i < map->nq; i++) {
 		/* The control file's line names the failure. */
-		ret = krdma_blk_queue_connect(&map->qs[i], a);
+		ret = krdma_blk_queue_connect(&map->qs[i], a, &depth);
 		if (ret)
 			goto free;
-		depth = min(depth, krdma_queue_depth(map->qs[i].conn));
 	}
 	ret = krdma_blk_limits(&map->qs[0].hs, &lim, &sectors, &ro);
 	if (ret)
@@ -670,28 +814,20 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	set_capacity(disk, sectors);
 	if (ro && !krdma_blk_test_ignore_ro)
 		set_disk_ro(disk, true);
-	mutex_lock(&map->lock);
 	map->disk = disk;
-	mutex_unlock(&map->lock);
 	ret = add_disk(disk);
 	if (ret)
 		goto put_disk;
 	mutex_lock(&map->lock);
 	map->live = true;
 	mutex_unlock(&map->lock);
-	/* A queue that failed before this was told to nobody. */
-	for (i = 0; i < map->nq; i++)
-		if (READ_ONCE(map->qs[i].dead))
-			queue_work(map->wq, &map->qs[i].fail_work);
 	return map;
 put_disk:
-	krdma_blk_map_close_conns(map);
-	mutex_lock(&map->lock);
+	krdma_blk_map_stop_sessions(map);
 	map->disk = NULL;
-	mutex_unlock(&map->lock);
 	put_disk(disk);
 free_set:
-	krdma_blk_map_close_conns(map);
+	krdma_blk_map_stop_sessions(map);
 	WRITE_ONCE(map->set_ready, false);
 	blk_mq_free_tag_set(&map->set);
 free:
@@ -703,18 +839,26 @@ free:
  * krdma_blk_map_destroy - remove a mapped disk
  * @map: from krdma_blk_map_create()
  *
- * Works with I/O in flight: new I/O fails at once; the connections are
- * closed (which releases every registration still out), then in-flight
- * I/O fails with BLK_STS_IOERR and the disk is deleted.
+ * Works with I/O in flight, and with sessions reconnecting: new I/O fails
+ * at once; the sessions are destroyed (which closes their connections and
+ * releases every registration still out), then in-flight I/O fails with
+ * BLK_STS_IOERR and the disk is deleted.
  *
  * Context: process context; sleeps.
  */
 void krdma_blk_map_destroy(struct krdma_blk_map *map)
 {
+	u32 i;
+
 	WRITE_ONCE(map->dead, true);
-	/* No callback, no failure work runs after this. */
-	krdma_blk_map_close_conns(map);
-	krdma_blk_fail_inflight(map, NULL, -EIO);
+	/* queue_rq uses the sessions: keep it out while they go. */
+	blk_mq_quiesce_queue(map->disk->queue);
+	krdma_blk_map_stop_sessions(map);
+	krdma_blk_inflight_do(map, NULL, -EIO);
+	/* Queues a DISCONNECTED stopped get no RECONNECTED any more. */
+	for (i = 0; i < map->nq; i++)
+		krdma_blk_queue_start(&map->qs[i]);
+	blk_mq_unquiesce_queue(map->disk->queue);
 	del_gendisk(map->disk);
 	put_disk(map->disk);
 	WRITE_ONCE(map->set_ready, false);

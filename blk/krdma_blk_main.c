@@ -60,7 +60,7 @@ static struct kobject *krdma_blk_kobj;
 static const char krdma_blk_grammar[] =
 	"export name=NAME path=/dev/BLOCKDEV addr=IP:PORT [ro]\n"
 	"unexport name=NAME\n"
-	"map name=NAME addr=IP:PORT export=NAME [queues=N]\n"
+	"map name=NAME addr=IP:PORT export=NAME [queues=N] [reconnect_delay_ms=MS] [loss_tmo_ms=MS|never]\n"
 	"unmap name=NAME";
 
 static struct krdma_blk_entry *krdma_blk_find(const char *name, bool is_map)
@@ -114,6 +114,7 @@ static int krdma_blk_parse_addr(const char *s, struct sockaddr_storage *ss)
 struct krdma_blk_cmdline {
 	const char	*verb;
 	const char	*name, *path, *addr, *export, *queues;
+	const char	*delay, *loss;
 	bool		ro;
 	const char	*bad;		/* the offending word */
 };
@@ -151,6 +152,10 @@ static int krdma_blk_split(char *buf, struct krdma_blk_cmdline *c)
 			slot = &c->export;
 		else if (!strcmp(w, "queues"))
 			slot = &c->queues;
+		else if (!strcmp(w, "reconnect_delay_ms"))
+			slot = &c->delay;
+		else if (!strcmp(w, "loss_tmo_ms"))
+			slot = &c->loss;
 		else
 			slot = NULL;
 		if (!slot || *slot || !*v) {
@@ -169,7 +174,7 @@ static int krdma_blk_split(char *buf, struct krdma_blk_cmdline *c)
 
 /* Each verb takes only its own keys. */
 static int krdma_blk_keys(struct krdma_blk_cmdline *c, bool path, bool addr,
-			  bool export, bool queues, bool ro)
+			  bool export, bool mapopts, bool ro)
 {
 	if (!c->name) {
 		c->bad = "name=";
@@ -187,8 +192,9 @@ static int krdma_blk_keys(struct krdma_blk_cmdline *c, bool path, bool addr,
 		c->bad = c->export ? "export=" : "export= (missing)";
 		return -EINVAL;
 	}
-	if (!queues && c->queues) {
-		c->bad = "queues=";
+	if (!mapopts && (c->queues || c->delay || c->loss)) {
+		c->bad = c->queues ? "queues=" : c->delay ?
+			"reconnect_delay_ms=" : "loss_tmo_ms=";
 		return -EINVAL;
 	}
 	if (!ro && c->ro) {
@@ -241,8 +247,13 @@ static int krdma_blk_do_export(struct krdma_blk_cmdline *c)
 
 static int krdma_blk_do_map(struct krdma_blk_cmdline *c)
 {
-	struct krdma_blk_map_args a = { .name = c->name, .export = c->export,
-					.queues = 1 };
+	struct krdma_blk_map_args a = {
+		.name		= c->name,
+		.export		= c->export,
+		.queues		= 1,
+		.reconnect_delay_ms = KRDMA_SESSION_DEFAULT_DELAY_MS,
+		.loss_tmo_ms	= KRDMA_SESSION_DEFAULT_LOSS_TMO_MS,
+	};
 	struct krdma_blk_entry *e;
 	int ret;
 
@@ -260,6 +271,20 @@ static int krdma_blk_do_map(struct krdma_blk_cmdline *c)
 	if (c->queues && (kstrtou32(c->queues, 10, &a.queues) ||
 			  !a.queues || a.queues > KRDMA_BLK_MAX_QUEUES)) {
 		c->bad = c->queues;
+		return -EINVAL;
+	}
+	if (c->delay && (kstrtou32(c->delay, 10, &a.reconnect_delay_ms) ||
+			 a.reconnect_delay_ms < KRDMA_SESSION_MIN_DELAY_MS ||
+			 a.reconnect_delay_ms > KRDMA_SESSION_MAX_DELAY_MS)) {
+		c->bad = c->delay;
+		return -EINVAL;
+	}
+	if (c->loss && !strcmp(c->loss, "never")) {
+		a.loss_tmo_ms = KRDMA_SESSION_LOSS_TMO_NEVER;
+	} else if (c->loss && (kstrtou32(c->loss, 10, &a.loss_tmo_ms) ||
+			       !a.loss_tmo_ms ||
+			       a.loss_tmo_ms == KRDMA_SESSION_LOSS_TMO_NEVER)) {
+		c->bad = c->loss;
 		return -EINVAL;
 	}
 	if (krdma_blk_find(c->name, true)) {

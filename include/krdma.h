@@ -324,6 +324,7 @@ int krdma_conn_error(struct krdma_conn *conn);
 u32 krdma_max_msg_size(struct krdma_conn *conn);
 u32 krdma_queue_depth(struct krdma_conn *conn);
 void krdma_conn_abandon(struct krdma_conn *conn);
+void krdma_conn_fail(struct krdma_conn *conn, int err);
 void *krdma_conn_priv(struct krdma_conn *conn);
 void krdma_conn_set_priv(struct krdma_conn *conn, void *priv);
 
@@ -433,7 +434,12 @@ struct krdma_session;
  * @KRDMA_SESSION_DISCONNECTED: the connection failed; error is its cause
  *	(the connection's end event's error).  The session will reconnect.
  *	Operations on the old connection fail; krdma_session_errno() makes
- *	their errors KRDMA_ERR_RETRY.
+ *	their errors KRDMA_ERR_RETRY.  If the consumer holds the old
+ *	connection nowhere (krdma_session_conn_get()) once this callback
+ *	returned, the session closes it before it tells RECONNECTED or
+ *	LOST: by then none of its callbacks runs any more, every operation
+ *	on it has completed, and its registrations are released (their
+ *	memory is the consumer's again).
  * @KRDMA_SESSION_RECONNECTING: an attempt starts; error is the previous
  *	attempt's error, 0 for the first attempt after a disconnect.
  * @KRDMA_SESSION_RECONNECTED: a new connection is up.  The consumer must

@@ -6,19 +6,22 @@
 # against null_blk itself), fio verifies random writes of 512 B to 1 MiB
 # (again with every 5th command finding no credit, test_busy_every), an
 # ext4 made on it survives umount and mount (sha256 of every file,
-# e2fsck -fn), a reply that never comes fails the I/O after io_timeout
-# (test_drop_replies), bad control commands fail with their errno, a read-only
+# e2fsck -fn), a reply that never comes (test_drop_replies) costs a
+# reconnect of its queue and the read is sent again, fio verify runs
+# across such reconnects with no error, bad control commands fail with
+# their errno, a read-only
 # export refuses writes, and unmap or unexport during I/O fails the I/O
 # without a hang.
-# KRDMA_BLK_FIO_SIZE (default 32M, 64M in make stress; 16M on the debug
-# kernel) sizes fio.
+# KRDMA_BLK_FIO_SIZE (default 32M, 64M in make stress; on the debug
+# kernel 8M, 16M in make stress) sizes fio.
 # A kernel without the block layer (CONFIG_BLOCK=n; tools/build.sh does not
 # build the module for it): SKIP.  The debug kernel has it (with null_blk
-# and ext4), so KASAN and lockdep watch the block path there.  make check
-# runs it on 6.12 over rxe only; make stress on every line and device.
+# and ext4), so KASAN and lockdep watch the block path there, and
+# DEBUG_ATOMIC_SLEEP the queue_rq that must not sleep: make check runs it
+# there, over rxe only; make stress on every line and device.
 # topo: single
 # dev: rxe siw
-# check-kernel: 6.12
+# check-kernel: debug
 # check-dev: rxe
 . "$(dirname "$0")/../lib.sh"
 
@@ -37,7 +40,10 @@ MNT=/tmp/blk-mnt
 W=/tmp/blk-work
 fio_size=${KRDMA_BLK_FIO_SIZE:-32M}
 [ "${KRDMA_STRESS:-0}" = 1 ] && fio_size=${KRDMA_BLK_FIO_SIZE:-64M}
-[ "$KLINE" = debug ] && fio_size=${KRDMA_BLK_FIO_SIZE:-16M}
+if [ "$KLINE" = debug ]; then
+	fio_size=${KRDMA_BLK_FIO_SIZE:-8M}
+	[ "${KRDMA_STRESS:-0}" = 1 ] && fio_size=${KRDMA_BLK_FIO_SIZE:-16M}
+fi
 bgpid=
 
 blk() { echo "$*" >"$BLK_CTL"; }
@@ -87,7 +93,8 @@ done
 expect_eq "$(wc -l <<<"$g")" 4 "grammar lines"
 
 blk export name=e0 path=$NB addr=$ADDR || fail "export e0"
-blk map name=krdmablk0 addr=$ADDR export=e0 queues=2 || fail "map krdmablk0"
+blk map name=krdmablk0 addr=$ADDR export=e0 queues=2 reconnect_delay_ms=200 ||
+	fail "map krdmablk0"
 wait_for 10 test -b "$D" || fail "$D never appeared"
 expect_eq "$(blockdev --getsize64 "$D")" "$(blockdev --getsize64 "$NB")" "size"
 expect_eq "$(blockdev --getss "$D")" "$(blockdev --getss "$NB")" "logical block size"
@@ -189,6 +196,9 @@ blk_err EINVAL "frobnicate name=x"
 blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 queues=lots"
 blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 queues=0"
 blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 colour=red"
+blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 loss_tmo_ms=0"
+blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 reconnect_delay_ms=5"
+blk_err EINVAL "unmap name=krdmablk0 loss_tmo_ms=1000"
 blk_err EINVAL "map name=bad/name addr=$ADDR export=e0"
 blk_err EINVAL "map name=krdmablk1 addr=10.1.2.3 export=e0"
 blk_err EINVAL "unmap name=krdmablk0 ro"
@@ -199,19 +209,36 @@ blk_err EBUSY "export name=e9 path=$NB addr=$MY_IP:$((PORT + 2))"
 blk_err EINVAL ""
 
 # ---- a reply that never comes -------------------------------------------
-# The request times out; that fails its queue (the connection is closed,
-# which undoes the registration) and the I/O gets an error, not a hang.
+# The request times out; that fails its connection (krdma_conn_fail()),
+# the queue's session reconnects, and the request is sent again on the new
+# connection: the read succeeds, with the right data.
 log "a reply that never comes"
 echo 2000 >/sys/block/krdmablk0/queue/io_timeout || fail "io_timeout"
 echo 1 >$P/test_drop_replies
 dmesg_mark
 t0=$SECONDS
-dd if="$D" of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null &&
-	fail "a read whose reply never came succeeded"
-[ $((SECONDS - t0)) -le 30 ] || fail "the dropped reply took $((SECONDS - t0)) s to fail"
+dd if="$D" of="$W/back" bs=4k skip=77 count=1 iflag=direct status=none ||
+	fail "a read whose first reply never came failed"
+[ $((SECONDS - t0)) -le 30 ] || fail "the read took $((SECONDS - t0)) s"
+dd if="$NB" of="$W/nb" bs=4k skip=77 count=1 iflag=direct status=none
+cmp "$W/back" "$W/nb" || fail "the read sent again returned other data"
 expect_eq "$(cat $P/test_drop_replies)" 0 "replies left to drop"
-dmesg_new | grep -q 'krdmablk0: queue [0-9]*: request timed out; failing the queue' ||
+dmesg_new | grep -q 'krdmablk0: queue [0-9]*: request timed out; failing the connection' ||
 	{ dmesg_new; fail "no dmesg line for the timeout"; }
+dmesg_new | grep -q 'krdmablk0: queue [0-9]*: reconnected, 1 requests sent again' ||
+	{ dmesg_new; fail "no dmesg line for the reconnect"; }
+
+# ---- fio verify across reconnects -----------------------------------------
+# Replies dropped while fio writes and verifies: each costs a reconnect of
+# its queue, and not one I/O error reaches fio.
+log "fio verify across reconnects"
+echo 3 >$P/test_drop_replies
+dmesg_mark
+fio_verify 4M 64k
+expect_eq "$(cat $P/test_drop_replies)" 0 "replies left to drop"
+n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected')
+[ "$n" -ge 1 ] || { dmesg_new; fail "fio ran across no reconnect"; }
+log "$n reconnects during fio verify"
 
 # ---- a read-only export -------------------------------------------------
 log "read-only export"
@@ -283,7 +310,9 @@ during_io unmap "unmap name=krdmablk0"
 test -b "$D" && fail "$D still there after unmap"
 
 # ---- unexport during I/O ------------------------------------------------
-blk map name=krdmablk0 addr=$ADDR export=e0 || fail "map for unexport"
+# The export is gone for good: the session is lost after 3 s.
+blk map name=krdmablk0 addr=$ADDR export=e0 reconnect_delay_ms=500 loss_tmo_ms=3000 ||
+	fail "map for unexport"
 wait_for 10 test -b "$D" || fail "$D never appeared (unexport)"
 during_io unexport "unexport name=e0"
 dd if="$D" of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null &&
