@@ -3161,6 +3161,113 @@ out:
 }
 
 /*
+ * krdma_conn_fail(): a consumer gives up on a working connection (its own
+ * timeout, say).  The event callback is told ERROR with the consumer's
+ * errno within a second, later calls fail with it at once, a second call
+ * changes nothing, and the server is not wedged: a new connection to it
+ * works.  On one guest, the passive side of a local listener is told the
+ * end within 3 s: the QP went to ERROR and the peer was told, not left to
+ * notice by its heartbeats (10 s).
+ */
+static void sc_conn_fail(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_ev_ops,
+		.timeout_ms = 10000,
+	};
+	struct krdma_listener *l;
+	struct krdma_conn *c;
+	struct at_msg rep;
+	struct at_ev *e;
+	unsigned long start;
+	u32 ms;
+
+	e = kcalloc(2, sizeof(*e), GFP_KERNEL);
+	if (!e) {
+		at_fail(t, "out of memory");
+		return;
+	}
+	at_ev_init(&e[0]);
+	at_ev_init(&e[1]);
+	c = at_open_ops(t, AT_MODE_GENERIC, 0, 0, 0, &at_ev_ops, &e[0]);
+	if (!c)
+		goto out;
+	if (!at_ev_expect(t, &e[0], 0, KRDMA_EVENT_ESTABLISHED, 0, "conn_fail"))
+		goto close;
+	start = jiffies;
+	krdma_conn_fail(c, -ETIMEDOUT);
+	if (!at_ev_expect(t, &e[0], 1, KRDMA_EVENT_ERROR, -ETIMEDOUT,
+			  "after krdma_conn_fail"))
+		goto close;
+	ms = jiffies_to_msecs(jiffies - start);
+	if (ms > 1000) {
+		at_fail(t, "the ERROR event came %u ms after krdma_conn_fail", ms);
+		goto close;
+	}
+	memset(&rep, 0, sizeof(rep));
+	if (!at_expect(t, krdma_conn_error(c), -ETIMEDOUT, "krdma_conn_error") ||
+	    !at_expect(t, krdma_send(c, &rep, sizeof(rep), AT_TIMEOUT),
+		       -ETIMEDOUT, "krdma_send after krdma_conn_fail") ||
+	    !at_expect(t, krdma_recv(c, &rep, sizeof(rep), AT_TIMEOUT),
+		       -ETIMEDOUT, "krdma_recv after krdma_conn_fail"))
+		goto close;
+	krdma_conn_fail(c, -EIO);
+	msleep(100);
+	if (!at_expect(t, READ_ONCE(e[0].n), 2,
+		       "events after a second krdma_conn_fail") ||
+	    !at_expect(t, krdma_conn_error(c), -ETIMEDOUT,
+		       "krdma_conn_error after a second krdma_conn_fail"))
+		goto close;
+	krdma_close(c);
+	c = at_open(t, AT_MODE_GENERIC, 0, 0, 0);
+	if (!c)
+		goto out;
+	/* The server answers on a new connection. */
+	if (!at_req(t, c, AT_CLOSE, 0, 0, 0, 0, 100, NULL))
+		goto close;
+	krdma_close(c);
+	pr_info("%s: ERROR event %u ms after krdma_conn_fail\n", t->name, ms);
+
+	/* The passive side, on one guest: told at once. */
+	if (strcmp(role, "both"))
+		goto out;
+	l = at_listen_local(t, &laddr, port + 8, &lopts, &e[1], "for conn_fail");
+	if (!l)
+		goto out;
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, NULL);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect to the local listener: %ld", PTR_ERR(c));
+		goto out_l;
+	}
+	if (!at_ev_expect(t, &e[1], 0, KRDMA_EVENT_ESTABLISHED, 0, "passive"))
+		goto close_l;
+	start = jiffies;
+	krdma_conn_fail(c, -ETIMEDOUT);
+	wait_event_timeout(e[1].wq, READ_ONCE(e[1].n) > 1, 3 * HZ);
+	ms = jiffies_to_msecs(jiffies - start);
+	if (READ_ONCE(e[1].n) < 2 || e[1].err[1] >= 0 ||
+	    (e[1].ev[1] != KRDMA_EVENT_DISCONNECTED &&
+	     e[1].ev[1] != KRDMA_EVENT_ERROR))
+		at_fail(t, "passive: %d events %u ms after krdma_conn_fail, want its end in 3 s",
+			READ_ONCE(e[1].n), ms);
+	else
+		pr_info("%s: passive side told (event %d, %d) in %u ms\n",
+			t->name, e[1].ev[1], e[1].err[1], ms);
+close_l:
+	krdma_close(c);
+	if (READ_ONCE(e[1].n))
+		krdma_close(e[1].conn[0]);
+out_l:
+	krdma_listener_close(l);
+	goto out;
+close:
+	krdma_close(c);
+out:
+	kfree(e);
+}
+
+/*
  * #17: the recv callback.  On one guest (role=both): a listener whose
  * connections have a recv callback.  The active side sends AT_RCB_N
  * messages of varied sizes (sequence number + pattern), at once after it
@@ -4738,6 +4845,7 @@ static const struct at_scenario {
 	{ "close_midflight", sc_close_midflight },
 	{ "peer_close", sc_peer_close },
 	{ "events", sc_events },
+	{ "conn_fail", sc_conn_fail },
 	{ "recv_cb", sc_recv_cb },
 	{ "hb_starved", sc_hb_starved },
 	{ "accept_hook", sc_accept_hook },
