@@ -13,7 +13,8 @@
 # export refuses writes, and unmap or unexport during I/O fails the I/O
 # without a hang.
 # KRDMA_BLK_FIO_SIZE (default 32M, 64M in make stress; on the debug
-# kernel 8M, 16M in make stress) sizes fio.
+# kernel 8M, 16M in make stress) sizes fio.  make stress adds fio verify
+# with 4 jobs at iodepth 1 and 128, and mixed random reads and writes.
 # A kernel without the block layer (CONFIG_BLOCK=n; tools/build.sh does not
 # build the module for it): SKIP.  The debug kernel has it (with null_blk
 # and ext4), so KASAN and lockdep watch the block path there, and
@@ -124,13 +125,16 @@ dd if="$D" of="$W/back" bs=512 skip=12345 count=3 iflag=direct status=none
 cmp "$W/small" "$W/back" || fail "1536 B at sector 12345 read back differs"
 
 # ---- fio verify ---------------------------------------------------------
-# fio_verify SIZE [MAXBS]: random writes of 512 B to MAXBS (1M), two
-# jobs, then every block read back and checked (crc32c); no error, no
-# complaint.
+# fio_verify SIZE [MAXBS] [JOBS] [DEPTH] [RW]: JOBS (2) jobs of random
+# writes of 512 B to MAXBS (1M) at DEPTH (16), then every block read back
+# and checked (crc32c); no error, no complaint.  RW randrw: reads and
+# writes mixed, each write read back and checked while the job runs
+# (verify_backlog), 4 KiB blocks.
 fio_verify() {
-	local rc errs
+	local rc errs rw=${5:-randwrite} bs=(--bsrange=512-"${2:-1M}" --bs_unaligned=0)
+	[ "$rw" = randrw ] && bs=(--bs=4k --verify_backlog=64)
 	(cd "$W" && fio --name=blkverify --filename="$D" --direct=1 --ioengine=libaio \
-		--rw=randwrite --bsrange=512-"${2:-1M}" --bs_unaligned=0 --iodepth=16 --numjobs=2 \
+		--rw="$rw" "${bs[@]}" --iodepth="${4:-16}" --numjobs="${3:-2}" \
 		--size="$1" --offset_increment="$1" --verify=crc32c \
 		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --group_reporting \
 		--output-format=terse --terse-version=3 >"$W/fio.out" 2>"$W/fio.err")
@@ -145,6 +149,15 @@ fio_verify() {
 log "fio verify, $fio_size"
 P=/sys/module/krdma_blk/parameters
 fio_verify "$fio_size"
+# make stress: 4 jobs at depth 1 and 128, and reads and writes mixed.
+if [ "${KRDMA_STRESS:-0}" = 1 ]; then
+	for depth in 1 128; do
+		log "fio verify, 4 jobs at depth $depth"
+		fio_verify 8M 1M 4 "$depth"
+	done
+	log "fio verify, random reads and writes mixed, 4 jobs at depth 32"
+	fio_verify 16M 4k 4 32 randrw
+fi
 # Every reply was a SEND_WITH_INV of its command's token.
 expect_eq "$(cat $P/test_local_inv)" 0 "replies that did not invalidate their token"
 
