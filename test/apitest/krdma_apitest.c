@@ -4817,6 +4817,170 @@ out_a:
 	at_sess_stop(a);
 }
 
+/*
+ * Issue #18, two guests: a session to the server while guest B's link
+ * goes down for 5 s, flaps= times (test/guest/session-flap.sh).  The
+ * client keeps doing rounds (the server registers a region, the client
+ * WRITEs it, the server verifies every byte, frees it) and resubmits every
+ * round that failed with KRDMA_ERR_RETRY: any other error fails.  Each new
+ * connection starts with the server's HELLO.  Passes after flaps=
+ * RECONNECTED events and 3 verified rounds after the last.
+ */
+#define AT_FLAP_LEN	16384
+
+static unsigned int flaps;
+module_param(flaps, uint, 0444);
+MODULE_PARM_DESC(flaps, "session_flap: link flaps to ride out (0: skip)");
+
+/* One round on @c: 0, a transport error, or -EILSEQ for bad bytes. */
+static int at_flap_round(struct at_test *t, struct krdma_conn *c, u64 seed)
+{
+	struct at_msg m, rep;
+	struct at_local loc;
+	struct at_reg reg;
+	u32 len = AT_FLAP_LEN, mis = 0;
+	int ret;
+
+	at_msg_init(&m, AT_REG, 0, 0, len, seed, AT_RW);
+	ret = at_call(c, &m, &rep);
+	if (ret)
+		return ret;
+	if (rep.status)
+		return -EPROTO;
+	at_reg_parse(&rep, &reg);
+	if (!at_local_init(t, &loc, 1, &len, &mis))
+		return -ENOMEM;
+	at_local_fill(&loc, seed + 1);
+	ret = krdma_write(c, loc.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
+	at_local_free(&loc);
+	if (ret)
+		return ret;
+	at_msg_init(&m, AT_VERIFY, reg.id, 0, len, seed + 1, 0);
+	ret = at_call(c, &m, &rep);
+	if (ret)
+		return ret;
+	if (rep.status)
+		return -EILSEQ;
+	at_msg_init(&m, AT_FREE, reg.id, 0, 0, 0, 0);
+	ret = at_call(c, &m, &rep);
+	return ret ?: (rep.status ? -EPROTO : 0);
+}
+
+static int at_flap_hello(struct krdma_conn *c)
+{
+	struct at_msg m, rep;
+	int ret;
+
+	at_msg_init(&m, AT_HELLO, 0, 0, 0, 0, 0);
+	m.mode = cpu_to_be16(AT_MODE_GENERIC);
+	ret = at_call(c, &m, &rep);
+	return ret ?: (rep.status ? -EPROTO : 0);
+}
+
+static void sc_session_flap(struct at_test *t)
+{
+	struct at_se *e;
+	struct krdma_session_opts so = {
+		.conn = {
+			.timeout_ms = 3000,
+			.heartbeat_ms = 500,
+			.heartbeat_misses = 4,
+		},
+		.reconnect_delay_ms = 500,
+		.loss_tmo_ms = KRDMA_SESSION_LOSS_TMO_NEVER,
+		.ops = &at_se_ops,
+	};
+	unsigned long end = jiffies + 240 * HZ;
+	u32 rounds = 0, retries = 0, after = 0, conns = 0, ups, i;
+	char hello[48] = "", verified[48] = "";
+	struct krdma_session *s;
+	struct krdma_conn *c;
+	int ret;
+
+	if (!flaps) {
+		t->skipped = true;
+		snprintf(t->why, sizeof(t->why), "needs flaps=N and a flapping peer");
+		return;
+	}
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e) {
+		at_fail(t, "out of memory");
+		return;
+	}
+	spin_lock_init(&e->lock);
+	init_waitqueue_head(&e->wq);
+	so.priv = e;
+	s = krdma_session_create((struct sockaddr *)&at_addr, NULL, &so);
+	if (IS_ERR(s)) {
+		at_fail(t, "krdma_session_create: %ld", PTR_ERR(s));
+		kfree(e);
+		return;
+	}
+	for (;;) {
+		if (kthread_should_stop() || time_after(jiffies, end)) {
+			at_fail(t, "%u rounds, %u retried, %d events in 240 s",
+				rounds, retries, READ_ONCE(e->n));
+			break;
+		}
+		spin_lock(&e->lock);
+		for (i = 0, ups = 0; i < min(e->n, AT_SE_MAX); i++)
+			if (e->ev[i] == KRDMA_SESSION_RECONNECTED)
+				ups++;
+		ret = e->n > AT_SE_MAX || (e->n && e->ev[e->n - 1] ==
+					   KRDMA_SESSION_LOST);
+		spin_unlock(&e->lock);
+		if (ret) {
+			at_fail(t, "session lost, or more than %d events",
+				AT_SE_MAX);
+			break;
+		}
+		if (ups >= flaps && after >= 3)
+			break;
+		c = krdma_session_conn_get(s);
+		if (IS_ERR(c)) {
+			if (!at_expect(t, PTR_ERR(c), KRDMA_ERR_RETRY,
+				       "krdma_session_conn_get"))
+				break;
+			msleep(100);
+			continue;
+		}
+		ret = 0;
+		if (strcmp(hello, krdma_conn_name(c))) {
+			ret = at_flap_hello(c);
+			if (!ret)
+				strscpy(hello, krdma_conn_name(c), sizeof(hello));
+		}
+		if (!ret)
+			ret = at_flap_round(t, c, 0xf1a90000ULL + rounds);
+		ret = krdma_session_errno(s, c, ret);
+		krdma_session_conn_put(s, c);
+		if (ret == KRDMA_ERR_RETRY) {
+			retries++;
+			continue;
+		}
+		if (!at_expect(t, ret, 0, "round %u (%u retried)", rounds,
+			       retries))
+			break;
+		rounds++;
+		if (ups >= flaps)
+			after++;
+		/* session-flap.sh waits for this line before the next flap. */
+		if (strcmp(verified, hello)) {
+			strscpy(verified, hello, sizeof(verified));
+			conns++;
+			pr_info("%s: round verified on %s, connection %u\n",
+				t->name, verified, conns);
+		}
+	}
+	pr_info("%s: %u rounds verified, %u retried, %d session events, %u reconnects\n",
+		t->name, rounds, retries, READ_ONCE(e->n), ups);
+	if (!t->failed && conns != flaps + 1)
+		at_fail(t, "rounds verified on %u connections, expected %u",
+			conns, flaps + 1);
+	krdma_session_destroy(s);
+	kfree(e);
+}
+
 static const struct at_scenario {
 	const char	*name;
 	void		(*run)(struct at_test *t);
@@ -4854,6 +5018,7 @@ static const struct at_scenario {
 	{ "session_reconnect", sc_session_reconnect },
 	{ "session_lost", sc_session_lost },
 	{ "session_refused", sc_session_refused },
+	{ "session_flap", sc_session_flap },
 };
 
 static struct task_struct *at_client_task;

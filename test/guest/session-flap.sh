@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Issue #18: a session rides out link flaps.  B serves krdma_apitest's
+# generic server; A runs its session_flap scenario: a session (heartbeats
+# every 500 ms, 4 misses; reconnect every 500 ms; never lost) doing
+# verified rounds (the server registers, A WRITEs, the server checks every
+# byte) and resubmitting each round that failed with "retry after
+# reconnect".  B takes its link down (ip link set eth0 down) for 5 s,
+# three times, each once a round was verified on the connection A's
+# session made after the flap before.  After each link up, A must have a
+# new connection with a verified round on it within $limit_ms; at the end
+# the scenario must have seen no other error, one verified connection per
+# flap plus the first, and 3 verified rounds after the last reconnect.
+# On rxe this needs krdma to keep the CM quiet on a port that is down
+# (krdma_conn_park()): a DREQ sent then kills rxe's QP1 for good.
+# topo: pair
+# dev: rxe siw
+# check-kernel: 6.12
+. "$(dirname "$0")/../lib.sh"
+
+ko=$BUILD/apitest/krdma_apitest.ko
+[ -f "$ko" ] || fail "$ko not built"
+flaps=3
+# From link up to a round verified on the new connection.  The attempt
+# under way at link up may have sent its request into the void: it ends
+# at the connect timeout (3 s), the next one comes 500 ms later, and a
+# connect and a round take about a second under TCG.
+limit_ms=10000
+args=(port=7481 "dev=$DEV" scenarios=session_flap "flaps=$flaps")
+
+rdma_dev_up
+krdma_load
+# Waits by the clock: under TCG each poll of dmesg costs forks, and
+# wait_for's count of polls would stretch far past its seconds.
+wait_secs() {	# wait_secs SECONDS CMD...
+	local end=$((SECONDS + $1))
+	shift
+	until "$@" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || return 1
+		nap 0.3
+	done
+}
+has_val() { [ -e "$LAB/sync/$TEST_ID.val.$1" ]; }
+other=$([ "$ROLE" = A ] && echo B || echo A)
+val_or_gone() { has_val "$1" || has_val "$2" || peer_gone "$other"; }
+start=$(dmesg | wc -l)
+at_log() { dmesg | tail -n +"$((start + 1))" | grep -o 'krdma_apitest: .*'; }
+at_done() { dmesg | tail -n +"$((start + 1))" | grep -q 'krdma_apitest: DONE '; }
+verified_ge() {
+	[ "$(dmesg | tail -n +"$((start + 1))" |
+	     grep -c 'session_flap: round verified on ')" -ge "$1" ]
+}
+now_ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); }
+
+# B says when each link up was done and A when B may flap next, through
+# the lab directory; A's end (a-done, whatever the outcome) releases B.
+if [ "$ROLE" = B ]; then
+	insmod "$ko" role=server "addr=$MY_IP" "${args[@]}" || fail "insmod (server)"
+	# A failed run must not leave the link down or the module loaded
+	# for the next device's tests.
+	trap 'ip link set eth0 up; rmmod krdma_apitest 2>/dev/null' EXIT
+	put_val server-up 1
+	for i in $(seq 1 $flaps); do
+		wait_secs 180 val_or_gone "go-$i" a-done || fail "A never said go $i"
+		has_val "go-$i" || exit 0	# A is done: it tells why
+		ip link set eth0 down || fail "link down"
+		nap 5
+		ip link set eth0 up || fail "link up"
+		put_val "linkup-$i" "$i"
+		log "flap $i: link up again"
+	done
+	wait_secs 200 val_or_gone a-done a-done || fail "A never finished"
+	dmesg | tail -n +"$((start + 1))" | grep -E 'krdma: .*(deferred|port up)' | head -n 20
+	exit 0
+fi
+
+wait_secs 120 val_or_gone server-up server-up && has_val server-up ||
+	fail "B's server never came up"
+insmod "$ko" role=client "addr=$PEER_IP" "${args[@]}" || fail "insmod (client)"
+trap 'rmmod krdma_apitest 2>/dev/null; put_val a-done 1' EXIT
+wait_secs 60 verified_ge 1 || fail "no round verified on the first connection; $(at_log | tail -n 1)"
+for i in $(seq 1 $flaps); do
+	put_val "go-$i" 1
+	wait_secs 120 val_or_gone "linkup-$i" "linkup-$i" && has_val "linkup-$i" ||
+		fail "flap $i: B never brought its link up"
+	t0=$(now_ms)
+	wait_secs 60 verified_ge $((i + 1)) ||
+		fail "flap $i: no round verified on a new connection 60 s after link up; $(at_log | tail -n 1)"
+	ms=$(( $(now_ms) - t0 ))
+	log "flap $i: verified on a new connection $ms ms after link up"
+	[ "$ms" -le "$limit_ms" ] ||
+		fail "flap $i: $ms ms from link up to a verified round, over $limit_ms"
+done
+wait_secs 120 at_done || fail "no DONE line in 120 s; last: $(at_log | tail -n 1)"
+rmmod krdma_apitest || fail "rmmod krdma_apitest"
+at_log
+at_log | grep -q '^krdma_apitest: DONE passed=1 failed=0 ' ||
+	fail "$(at_log | grep -E '^krdma_apitest: (FAIL|DONE)' | paste -sd ';')"
