@@ -9,6 +9,7 @@
 #include <linux/slab.h>
 #include <linux/inet.h>
 #include <linux/delay.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_cm.h>
 
 #include "krdma_core.h"
@@ -159,6 +160,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_LIST_HEAD(&conn->pool_mrs);
 	INIT_LIST_HEAD(&conn->pool_free);
 	INIT_LIST_HEAD(&conn->rw_ops);
+	INIT_LIST_HEAD(&conn->park_entry);
 	init_completion(&conn->cm_done);
 	mutex_init(&conn->teardown_mutex);
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
@@ -614,6 +616,119 @@ static bool krdma_conn_idle(struct krdma_conn *conn)
 }
 
 /*
+ * On RoCE the CM's messages (MADs) go out of the device's GSI QP (QP1)
+ * through the IP stack.  rxe fails a MAD it finds no route for, as it is
+ * when its netdev is down, and moves QP1 to the error state; that flushes
+ * the receives of the MAD layer, which never posts them again (it expects
+ * a send error to leave QP1 in SQE, from where it takes it back to RTS):
+ * from then on the device takes no CM message, no connection request
+ * included, until it is removed.  rdma_disconnect() and rdma_destroy_id()
+ * of a connected or connecting id send one (a DREQ, a REJ), and a
+ * connection fails when its link goes down.  So on a port that is down
+ * the CM says nothing: teardown drains and destroys the QP as always, and
+ * leaves the id, with its goodbye, to krdma_unpark() once the port is up.
+ */
+static bool krdma_id_port_down(struct rdma_cm_id *id)
+{
+	const struct rdma_dev_addr *da = &id->route.addr.dev_addr;
+	struct net_device *ndev;
+	enum ib_port_state st;
+	bool down = false;
+
+	if (!ib_get_cached_port_state(id->device, id->port_num, &st) &&
+	    st != IB_PORT_ACTIVE)
+		return true;
+	/* The port's state follows its netdev's from a work item. */
+	if (!da->bound_dev_if)
+		return false;
+	ndev = dev_get_by_index(da->net ?: &init_net, da->bound_dev_if);
+	if (ndev) {
+		down = !netif_running(ndev);
+		dev_put(ndev);
+	}
+	return down;
+}
+
+/* Whether @conn's CM goodbye must wait for its port. */
+static bool krdma_conn_must_park(struct krdma_conn *conn)
+{
+	struct rdma_cm_id *id = conn->cm_id;
+
+	return id && conn->kdev && id->device &&
+	       rdma_cap_ib_cm(id->device, id->port_num) &&
+	       krdma_id_port_down(id);
+}
+
+/*
+ * Park @conn's cm_id on its device instead of destroying it, once its QP
+ * is gone: true if so.
+ */
+static bool krdma_conn_park(struct krdma_conn *conn)
+{
+	struct krdma_device *kdev = conn->kdev;
+	struct rdma_cm_id *id = conn->cm_id;
+	bool parked = false;
+
+	mutex_lock(&kdev->park_mutex);
+	if (!kdev->park_closed) {
+		kref_get(&kdev->ref);
+		conn->park_kdev = kdev;
+		krdma_conn_get(conn);	/* the id's context */
+		list_add_tail(&conn->park_entry, &kdev->parked);
+		parked = true;
+	}
+	mutex_unlock(&kdev->park_mutex);
+	if (!parked)
+		return false;
+	pr_info_ratelimited("%s: port %u of %s is down: disconnect deferred until it is up\n",
+			    conn->name, id->port_num, kdev->name);
+	/* It may be up again already; the work polls while any is parked. */
+	mod_delayed_work(krdma_wq, &kdev->park_work, 0);
+	return true;
+}
+
+/**
+ * krdma_unpark - destroy the cm_ids parked on a device
+ * @kdev: the device
+ * @all: every one, and none parked any more (device removal); else those
+ *	whose port is up again
+ *
+ * Context: process context; sleeps.
+ */
+void krdma_unpark(struct krdma_device *kdev, bool all)
+{
+	struct krdma_conn *conn, *tmp;
+	LIST_HEAD(todo);
+	bool more;
+
+	mutex_lock(&kdev->park_mutex);
+	if (all)
+		kdev->park_closed = true;
+	list_for_each_entry_safe(conn, tmp, &kdev->parked, park_entry)
+		if (all || !krdma_id_port_down(conn->cm_id))
+			list_move_tail(&conn->park_entry, &todo);
+	more = !list_empty(&kdev->parked);
+	mutex_unlock(&kdev->park_mutex);
+
+	list_for_each_entry_safe(conn, tmp, &todo, park_entry) {
+		list_del_init(&conn->park_entry);
+		mutex_lock(&conn->teardown_mutex);
+		/* Its handler ignores every event: conn->dying. */
+		rdma_destroy_id(conn->cm_id);
+		conn->cm_id = NULL;
+		conn->park_kdev = NULL;
+		mutex_unlock(&conn->teardown_mutex);
+		pr_info_ratelimited("%s: %s, disconnected\n", conn->name,
+				    all ? "device removed" : "port up");
+		krdma_device_put(kdev);
+		krdma_conn_put(conn);
+	}
+	/* Not mod_: that would put off a port event's immediate run. */
+	if (more)
+		queue_delayed_work(krdma_wq, &kdev->park_work, HZ);
+}
+
+/*
  * Release every RDMA resource of @conn, in the order the verbs want:
  * stop the CM handler, stop new posts, disconnect, drain, deregister,
  * destroy the QP and CQ, then the cm_id.  Runs once; later calls return at
@@ -622,6 +737,8 @@ static bool krdma_conn_idle(struct krdma_conn *conn)
  */
 void krdma_conn_teardown(struct krdma_conn *conn, int err)
 {
+	bool park;
+
 	mutex_lock(&conn->teardown_mutex);
 	if (conn->torn_down)
 		goto out;
@@ -669,7 +786,8 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 
 		ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
 	}
-	if (conn->qp && conn->established)
+	park = krdma_conn_must_park(conn);
+	if (conn->qp && conn->established && !park)
 		rdma_disconnect(conn->cm_id);
 	/*
 	 * Drain before the handshake is done too: receives are posted from
@@ -681,7 +799,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	krdma_rw_reap(conn);
 	krdma_conn_release_mrs(conn);
 	krdma_conn_destroy_qp(conn);
-	if (conn->cm_id) {
+	if (conn->cm_id && !(park && krdma_conn_park(conn))) {
 		rdma_destroy_id(conn->cm_id);
 		conn->cm_id = NULL;
 	}

@@ -53,6 +53,17 @@ struct krdma_device {
 	struct kobject		kobj;		/* devices/<name> */
 	bool			removing;
 	char			name[IB_DEVICE_NAME_MAX];
+	/*
+	 * The rdma_cm ids of connections torn down while their port was
+	 * down: destroying one sends a DREQ or a REJ, which waits for the
+	 * port to be up again (krdma_conn_park()).  The port's events and
+	 * a poll while any is parked look for that moment.
+	 */
+	struct ib_event_handler	event_handler;
+	struct mutex		park_mutex;	/* parked, park_closed */
+	struct list_head	parked;		/* krdma_conn.park_entry */
+	bool			park_closed;	/* removal: none any more */
+	struct delayed_work	park_work;
 };
 
 /* One receive buffer: header + max_msg_size bytes. */
@@ -155,6 +166,9 @@ struct krdma_conn {
 	struct mutex		teardown_mutex;	/* teardown runs once */
 	bool			torn_down;
 	struct work_struct	teardown_work;
+	/* cm_id left to destroy once the port is up (krdma_conn_park()) */
+	struct krdma_device	*park_kdev;
+	struct list_head	park_entry;	/* park_kdev->parked */
 
 	spinlock_t		lock;		/* everything below */
 	enum krdma_conn_state	state;
@@ -297,6 +311,7 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 				      const struct krdma_conn_opts *opts,
 				      const char *name);
 void krdma_remove_device_users(struct krdma_device *kdev);
+void krdma_unpark(struct krdma_device *kdev, bool all);
 void krdma_close_all(void);
 int __krdma_conn_qp_get(struct krdma_conn *conn, bool failed);
 

@@ -54,6 +54,22 @@ void krdma_device_put(struct krdma_device *kdev)
 	kref_put(&kdev->ref, krdma_device_release);
 }
 
+static void krdma_park_work(struct work_struct *work)
+{
+	krdma_unpark(container_of(to_delayed_work(work), struct krdma_device,
+				  park_work), false);
+}
+
+/* A port came up: the ids parked while it was down can go now. */
+static void krdma_dev_event(struct ib_event_handler *h, struct ib_event *ev)
+{
+	struct krdma_device *kdev = container_of(h, struct krdma_device,
+						 event_handler);
+
+	if (ev->event == IB_EVENT_PORT_ACTIVE)
+		mod_delayed_work(krdma_wq, &kdev->park_work, 0);
+}
+
 static int krdma_add_one(struct ib_device *ibdev)
 {
 	struct krdma_device *kdev;
@@ -67,6 +83,9 @@ static int krdma_add_one(struct ib_device *ibdev)
 	kref_init(&kdev->ref);
 	init_completion(&kdev->released);
 	strscpy(kdev->name, dev_name(&ibdev->dev), sizeof(kdev->name));
+	mutex_init(&kdev->park_mutex);
+	INIT_LIST_HEAD(&kdev->parked);
+	INIT_DELAYED_WORK(&kdev->park_work, krdma_park_work);
 
 	/* From here on the kobject's release frees kdev. */
 	ret = krdma_sysfs_add_device(kdev);
@@ -78,6 +97,8 @@ static int krdma_add_one(struct ib_device *ibdev)
 	mutex_unlock(&krdma_lock);
 
 	ib_set_client_data(ibdev, &krdma_ib_client, kdev);
+	INIT_IB_EVENT_HANDLER(&kdev->event_handler, ibdev, krdma_dev_event);
+	ib_register_event_handler(&kdev->event_handler);
 	pr_info("%s: added\n", kdev->name);
 	return 0;
 }
@@ -92,6 +113,10 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	mutex_unlock(&krdma_lock);
 
 	krdma_remove_device_users(kdev);
+	/* Said nothing while the port was down: now or never. */
+	ib_unregister_event_handler(&kdev->event_handler);
+	krdma_unpark(kdev, true);
+	cancel_delayed_work_sync(&kdev->park_work);
 
 	/* Drop the client's reference and wait for every user to let go. */
 	krdma_device_put(kdev);
