@@ -16,6 +16,7 @@
 # topo: pair
 # dev: rxe siw
 # check-kernel: 6.12
+# check-dev: rxe
 . "$(dirname "$0")/../lib.sh"
 
 ko=$BUILD/apitest/krdma_apitest.ko
