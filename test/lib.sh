@@ -67,7 +67,7 @@ ratelimit_pace() {
 
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
-log() { echo "# $*"; }
+log() { echo "# [${SECONDS} s] $*"; }
 
 expect_eq() {	# expect_eq ACTUAL EXPECTED WHAT
 	[ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"
