@@ -13,7 +13,8 @@
 # export refuses writes, and unmap or unexport during I/O fails the I/O
 # without a hang.
 # KRDMA_BLK_FIO_SIZE (default 32M, 64M in make stress; on the debug
-# kernel 8M, 16M in make stress) sizes fio.  make stress adds fio verify
+# kernel 8M, 16M in make stress) sizes fio; dd writes 8 MiB at a time
+# (2 MiB on the debug kernel in make check).  make stress adds fio verify
 # with 4 jobs at iodepth 1 and 128, and mixed random reads and writes.
 # A kernel without the block layer (CONFIG_BLOCK=n; tools/build.sh does not
 # build the module for it): SKIP.  The debug kernel has it (with null_blk
@@ -39,11 +40,11 @@ NB=/dev/nullb0
 D=/dev/krdmablk0
 MNT=/tmp/blk-mnt
 W=/tmp/blk-work
-fio_size=${KRDMA_BLK_FIO_SIZE:-32M}
+fio_size=${KRDMA_BLK_FIO_SIZE:-32M} dd_mb=8
 [ "${KRDMA_STRESS:-0}" = 1 ] && fio_size=${KRDMA_BLK_FIO_SIZE:-64M}
 if [ "$KLINE" = debug ]; then
-	fio_size=${KRDMA_BLK_FIO_SIZE:-8M}
-	[ "${KRDMA_STRESS:-0}" = 1 ] && fio_size=${KRDMA_BLK_FIO_SIZE:-16M}
+	fio_size=${KRDMA_BLK_FIO_SIZE:-8M} dd_mb=2
+	[ "${KRDMA_STRESS:-0}" = 1 ] && fio_size=${KRDMA_BLK_FIO_SIZE:-16M} dd_mb=8
 fi
 bgpid=
 
@@ -102,15 +103,15 @@ expect_eq "$(blockdev --getss "$D")" "$(blockdev --getss "$NB")" "logical block 
 
 # ---- data, byte for byte -----------------------------------------------
 log "dd and cmp"
-head -c 8M /dev/urandom >"$W/rand" || fail "random data"
+head -c ${dd_mb}M /dev/urandom >"$W/rand" || fail "random data"
 for off in 0 3 517; do	# in MiB
 	for fl in oflag=direct conv=fsync; do
 		dd if="$W/rand" of="$D" bs=1M seek=$off $fl status=none ||
 			fail "dd to $D at ${off}M ($fl)"
-		dd if="$D" of="$W/back" bs=1M skip=$off count=8 iflag=direct status=none ||
+		dd if="$D" of="$W/back" bs=1M skip=$off count=$dd_mb iflag=direct status=none ||
 			fail "dd from $D at ${off}M"
 		cmp "$W/rand" "$W/back" || fail "data read back at ${off}M ($fl) differs"
-		dd if="$NB" of="$W/nb" bs=1M skip=$off count=8 iflag=direct status=none ||
+		dd if="$NB" of="$W/nb" bs=1M skip=$off count=$dd_mb iflag=direct status=none ||
 			fail "dd from $NB"
 		cmp "$W/rand" "$W/nb" || fail "null_blk at ${off}M ($fl) differs"
 	done
