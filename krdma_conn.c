@@ -496,26 +496,32 @@ static bool krdma_conn_event_locked(struct krdma_conn *conn,
  * a cause given later replaces it, and makes a "disconnected" connection
  * "error" if the disconnect was only the peer's reaction.
  */
-static void krdma_conn_cause_locked(struct krdma_conn *conn, int err,
+static bool krdma_conn_cause_locked(struct krdma_conn *conn, int err,
 				    bool weak)
 {
 	if (conn->error && !(conn->error_weak && !weak))
-		return;
+		return false;
 	if (conn->error && conn->state == KRDMA_CONN_DISCONNECTED)
 		krdma_conn_set_state_locked(conn, KRDMA_CONN_ERROR);
 	conn->error = err;
 	conn->error_weak = weak;
+	conn->error_wc = IB_WC_SUCCESS;
+	return true;
 }
 
-/* Returns whether the connection had no error before. */
+/*
+ * Returns whether the connection had no error before.  @wc: the status of
+ * the failed work completion that is the cause, or IB_WC_SUCCESS.
+ */
 static bool __krdma_conn_set_error(struct krdma_conn *conn, int err,
-				   bool weak)
+				   bool weak, enum ib_wc_status wc)
 {
 	bool first;
 
 	spin_lock_bh(&conn->lock);
 	first = !conn->error;
-	krdma_conn_cause_locked(conn, err, weak);
+	if (krdma_conn_cause_locked(conn, err, weak))
+		conn->error_wc = wc;
 	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
@@ -525,7 +531,28 @@ static bool __krdma_conn_set_error(struct krdma_conn *conn, int err,
 /* Record the first error and move to the error state; wakes every waiter. */
 void krdma_conn_set_error(struct krdma_conn *conn, int err)
 {
-	__krdma_conn_set_error(conn, err, false);
+	__krdma_conn_set_error(conn, err, false, IB_WC_SUCCESS);
+}
+
+/* The same, for a failed work completion of status @wc (not a flush). */
+void krdma_conn_set_error_wc(struct krdma_conn *conn, int err,
+			     enum ib_wc_status wc)
+{
+	__krdma_conn_set_error(conn, err, false, wc);
+}
+
+/*
+ * The status of the failed work completion that ended @conn, or
+ * IB_WC_SUCCESS when its end had another cause (or it has not ended).
+ */
+enum ib_wc_status krdma_conn_wc_status(struct krdma_conn *conn)
+{
+	enum ib_wc_status wc;
+
+	spin_lock_bh(&conn->lock);
+	wc = conn->error_wc;
+	spin_unlock_bh(&conn->lock);
+	return wc;
 }
 
 /*
@@ -541,7 +568,7 @@ void krdma_conn_set_error_flush(struct krdma_conn *conn)
 	 * device that moves its QP to ERROR without an error completion
 	 * (rxe after a failed local operation it re-ran) fails it silently.
 	 */
-	if (__krdma_conn_set_error(conn, -ECONNRESET, true))
+	if (__krdma_conn_set_error(conn, -ECONNRESET, true, IB_WC_WR_FLUSH_ERR))
 		pr_warn_ratelimited("%s: work requests flushed: the QP left RTS, no cause reported (yet)\n",
 				    conn->name);
 }

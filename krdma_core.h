@@ -202,6 +202,8 @@ struct krdma_conn {
 	int			qp_event_err;	/* a fatal QP event's errno */
 	/* error is a placeholder: a flush's, or the peer's disconnect */
 	bool			error_weak;
+	/* The failed work completion that gave error, or IB_WC_SUCCESS */
+	enum ib_wc_status	error_wc;
 	int			cm_event;	/* being handled, or -1 */
 	size_t			buf_size;	/* rx/tx buffers' mapped size */
 
@@ -295,6 +297,8 @@ const char *krdma_conn_state_str(enum krdma_conn_state state);
 void krdma_conn_teardown(struct krdma_conn *conn, int err);
 void krdma_conn_set_error_flush(struct krdma_conn *conn);
 void krdma_conn_set_error(struct krdma_conn *conn, int err);
+void krdma_conn_set_error_wc(struct krdma_conn *conn, int err,
+			     enum ib_wc_status wc);
 void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err);
 void krdma_conn_fail_locked(struct krdma_conn *conn, int err,
 			    const char *what);
@@ -336,6 +340,8 @@ bool krdma_msg_ready(struct krdma_conn *conn);
 void krdma_rx_cb_start(struct krdma_conn *conn);
 void krdma_conn_free_rx_gone(struct krdma_conn *conn);
 int krdma_wc_errno(enum ib_wc_status status);
+enum ib_wc_status krdma_conn_wc_status(struct krdma_conn *conn);
+const char *krdma_wc_status_name(enum ib_wc_status status);
 int krdma_op_errno(struct krdma_conn *conn, struct ib_wc *wc);
 void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc,
 		    const char *op);

@@ -80,7 +80,13 @@ void krdma_wc_error(struct krdma_conn *conn, struct ib_wc *wc, const char *op)
 	atomic64_inc(&conn->stats.errors);
 	pr_warn_ratelimited("%s: %s failed: %s (%d)\n", conn->name, op,
 			    ib_wc_status_msg(wc->status), wc->status);
-	krdma_conn_set_error(conn, err);
+	krdma_conn_set_error_wc(conn, err, wc->status);
+}
+
+/* What the sysfs files say of a failed work completion's status. */
+const char *krdma_wc_status_name(enum ib_wc_status status)
+{
+	return status == IB_WC_SUCCESS ? "none" : ib_wc_status_msg(status);
 }
 
 /*

@@ -70,6 +70,7 @@ struct krdma_session {
 	u32			gen;		/* of the last connect request */
 	u32			reconnects;	/* connections made again */
 	int			last_error;
+	enum ib_wc_status	last_wc;	/* its failed completion's */
 	int			attempt_error;	/* the last attempt's, or 0 */
 	unsigned long		failed_at;	/* jiffies: the failure */
 	unsigned long		next_attempt;	/* jiffies */
@@ -237,6 +238,7 @@ static void krdma_sess_attempt(struct krdma_session *s)
 	spin_lock_bh(&s->lock);
 	s->attempt_error = err;
 	s->last_error = err;
+	s->last_wc = IB_WC_SUCCESS;
 	s->next_attempt = jiffies + msecs_to_jiffies(s->delay_ms);
 	spin_unlock_bh(&s->lock);
 	if (!krdma_sess_retryable(err))
@@ -265,6 +267,7 @@ static void krdma_sess_work(struct work_struct *work)
 	struct krdma_session *s = container_of(to_delayed_work(work),
 					       struct krdma_session, work);
 	struct krdma_sess_conn *sc;
+	enum ib_wc_status wc = IB_WC_SUCCESS;
 	bool announce, due;
 	int failed = 0;
 
@@ -277,12 +280,18 @@ static void krdma_sess_work(struct work_struct *work)
 	announce = s->announce;
 	s->announce = false;
 	sc = s->cur;
+	/* s->cur changes only under s->mutex, which we hold. */
+	spin_unlock_bh(&s->lock);
+	if (sc)
+		wc = krdma_conn_wc_status(sc->conn);
+	spin_lock_bh(&s->lock);
 	if (sc && sc->failed) {
 		/* Detach it: closed once its users put it back. */
 		s->cur = NULL;
 		list_add_tail(&sc->list, &s->old);
 		s->state = KRDMA_SESS_RECONNECTING;
 		s->last_error = sc->error;
+		s->last_wc = wc;
 		s->attempt_error = 0;
 		s->failed_at = jiffies;
 		s->next_attempt = jiffies + msecs_to_jiffies(s->delay_ms);
@@ -294,8 +303,12 @@ static void krdma_sess_work(struct work_struct *work)
 	if (announce)
 		krdma_sess_tell(s, KRDMA_SESSION_CONNECTED, 0);
 	if (failed) {
-		pr_info_ratelimited("%s: connection failed (%d), reconnecting\n",
-				    s->name, failed);
+		if (wc != IB_WC_SUCCESS)
+			pr_info_ratelimited("%s: connection failed (%d, work completion: %s), reconnecting\n",
+					    s->name, failed, ib_wc_status_msg(wc));
+		else
+			pr_info_ratelimited("%s: connection failed (%d), reconnecting\n",
+					    s->name, failed);
 		krdma_sess_tell(s, KRDMA_SESSION_DISCONNECTED, failed);
 	}
 	krdma_sess_reap(s);
@@ -334,6 +347,7 @@ struct krdma_sess_view {
 	enum krdma_sess_state	state;
 	u32			reconnects, gen, delay_ms, loss_tmo_ms;
 	int			last_error;
+	enum ib_wc_status	last_wc;
 	char			conn[48];
 };
 
@@ -346,6 +360,7 @@ static void krdma_sess_view(struct krdma_session *s, struct krdma_sess_view *v)
 	v->delay_ms = s->delay_ms;
 	v->loss_tmo_ms = s->loss_tmo_ms;
 	v->last_error = s->last_error;
+	v->last_wc = s->last_wc;
 	strscpy(v->conn, s->conn_name[0] ? s->conn_name : "none",
 		sizeof(v->conn));
 	spin_unlock_bh(&s->lock);
@@ -367,6 +382,7 @@ KRDMA_SESS_SHOW(conn, "%s", v.conn)
 KRDMA_SESS_SHOW(reconnects, "%u", v.reconnects)
 KRDMA_SESS_SHOW(generation, "%u", v.gen)
 KRDMA_SESS_SHOW(last_error, "%d", v.last_error)
+KRDMA_SESS_SHOW(last_wc_status, "%s", krdma_wc_status_name(v.last_wc))
 KRDMA_SESS_SHOW(reconnect_delay_ms, "%u", v.delay_ms)
 KRDMA_SESS_SHOW(loss_tmo_ms, "%u", v.loss_tmo_ms)
 KRDMA_SESS_SHOW(id, "%pUb", &s->uuid)
@@ -428,6 +444,7 @@ KRDMA_SESS_ATTR_RO(conn);
 KRDMA_SESS_ATTR_RO(reconnects);
 KRDMA_SESS_ATTR_RO(generation);
 KRDMA_SESS_ATTR_RO(last_error);
+KRDMA_SESS_ATTR_RO(last_wc_status);
 KRDMA_SESS_ATTR_RO(id);
 KRDMA_SESS_ATTR_RO(peer_addr);
 KRDMA_SESS_ATTR_RW(reconnect_delay_ms);
@@ -439,6 +456,7 @@ static struct attribute *krdma_sess_attrs[] = {
 	&sess_attr_reconnects.attr,
 	&sess_attr_generation.attr,
 	&sess_attr_last_error.attr,
+	&sess_attr_last_wc_status.attr,
 	&sess_attr_id.attr,
 	&sess_attr_peer_addr.attr,
 	&sess_attr_reconnect_delay_ms.attr,

@@ -189,6 +189,14 @@ static ssize_t conn_error_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%d\n", err);
 }
 
+static ssize_t conn_wc_status_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	enum ib_wc_status wc = krdma_conn_wc_status(to_conn(kobj));
+
+	return sysfs_emit(buf, "%s\n", krdma_wc_status_name(wc));
+}
+
 static ssize_t conn_heartbeat_ms_show(struct kobject *kobj,
 				      struct kobj_attribute *attr, char *buf)
 {
@@ -295,6 +303,7 @@ static struct kobj_attribute conn_attr_##_name = \
 
 KRDMA_CONN_ATTR(state);
 KRDMA_CONN_ATTR(error);
+KRDMA_CONN_ATTR(wc_status);
 KRDMA_CONN_ATTR(role);
 KRDMA_CONN_ATTR(local_addr);
 KRDMA_CONN_ATTR(peer_addr);
@@ -308,6 +317,7 @@ KRDMA_CONN_ATTR(heartbeat_ms);
 static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_state.attr,
 	&conn_attr_error.attr,
+	&conn_attr_wc_status.attr,
 	&conn_attr_role.attr,
 	&conn_attr_local_addr.attr,
 	&conn_attr_peer_addr.attr,

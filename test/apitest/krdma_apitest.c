@@ -1727,6 +1727,76 @@ out:
  * is flushed (-ECONNRESET).  Either way @c fails with that error.
  * Returns the connection's error, or 0 after at_fail().
  */
+/*
+ * Read /sys/kernel/krdma/@dir/@name/@file (one line, without its newline)
+ * into @got; false (and the test failed) if it cannot be read.
+ */
+static bool at_sysfs_read(struct at_test *t, const char *dir,
+			  const char *name, const char *file, char *got,
+			  size_t len)
+{
+	char path[128];
+	struct file *f;
+	loff_t pos = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/kernel/krdma/%s/%s/%s", dir, name,
+		 file);
+	f = filp_open(path, O_RDONLY, 0);
+	if (IS_ERR(f)) {
+		at_fail(t, "open %s: %ld", path, PTR_ERR(f));
+		return false;
+	}
+	n = kernel_read(f, got, len - 1, &pos);
+	filp_close(f, NULL);
+	if (n < 0) {
+		at_fail(t, "read %s: %zd", path, n);
+		return false;
+	}
+	got[n] = 0;
+	if (n > 0 && got[n - 1] == '\n')
+		got[n - 1] = 0;
+	return true;
+}
+
+/* /sys/kernel/krdma/@dir/@name/@file says @want. */
+static bool at_sysfs_is(struct at_test *t, const char *dir, const char *name,
+			const char *file, const char *want)
+{
+	char got[64];
+
+	if (!at_sysfs_read(t, dir, name, file, got, sizeof(got)))
+		return false;
+	if (strcmp(got, want)) {
+		at_fail(t, "%s/%s/%s: '%s', expected '%s'", dir, name, file,
+			got, want);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The failed work completion that ended @c, as conns/NAME/wc_status says:
+ * on InfiniBand (rxe) a refused one-sided access is a "remote access
+ * error" when the refused work request had the completion (@one_wr); on
+ * iWARP the responder ends the connection instead, and the status it
+ * reports varies (logged only).
+ */
+static bool at_expect_wc_status(struct at_test *t, struct krdma_conn *c,
+				bool one_wr)
+{
+	char got[64];
+
+	if (!at_iwarp && one_wr)
+		return at_sysfs_is(t, "conns", krdma_conn_name(c), "wc_status",
+				   "remote access error");
+	if (!at_sysfs_read(t, "conns", krdma_conn_name(c), "wc_status", got,
+			   sizeof(got)))
+		return false;
+	pr_info("%s: wc_status '%s'\n", t->name, got);
+	return true;
+}
+
 static int at_expect_denied(struct at_test *t, struct krdma_conn *c,
 			    bool write, int op_ret)
 {
@@ -1829,7 +1899,7 @@ static void at_denied(struct at_test *t, enum at_denied how, int nseg)
 	else
 		op_ret = krdma_read(c, osg, onents, &tok, 0, AT_TIMEOUT);
 	err = at_expect_denied(t, c, write, op_ret);
-	if (!err)
+	if (!err || !at_expect_wc_status(t, c, nseg == 1))
 		goto out_local;
 	/* Nothing more goes through, with the connection's error. */
 	ret = krdma_read(c, l.sg, 1, &reg.tok[0], 0, AT_TIMEOUT);
@@ -4509,27 +4579,7 @@ static int at_sess_write(struct at_test *t, struct krdma_conn *c,
 static bool at_sess_sysfs(struct at_test *t, struct krdma_session *s,
 			  const char *file, const char *want)
 {
-	char path[96], got[64] = "";
-	struct file *f;
-	loff_t pos = 0;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/sys/kernel/krdma/sessions/%s/%s",
-		 krdma_session_name(s), file);
-	f = filp_open(path, O_RDONLY, 0);
-	if (IS_ERR(f)) {
-		at_fail(t, "open %s: %ld", path, PTR_ERR(f));
-		return false;
-	}
-	n = kernel_read(f, got, sizeof(got) - 1, &pos);
-	filp_close(f, NULL);
-	if (n > 0 && got[n - 1] == '\n')
-		got[n - 1] = 0;
-	if (n < 0 || strcmp(got, want)) {
-		at_fail(t, "%s: '%s' (%zd), expected '%s'", path, got, n, want);
-		return false;
-	}
-	return true;
+	return at_sysfs_is(t, "sessions", krdma_session_name(s), file, want);
 }
 
 #define AT_SESS_BUF	4096
@@ -4640,7 +4690,8 @@ static void sc_session_reconnect(struct at_test *t)
 		goto out_c;
 	/* A token of the old connection is dead: it fails the new one. */
 	ret = at_sess_write(t, c, &tok0, AT_SESS_BUF, 0x5e554);
-	if (!at_expect_denied(t, c, true, ret))
+	if (!at_expect_denied(t, c, true, ret) ||
+	    !at_expect_wc_status(t, c, true))
 		goto out_c;
 	err = krdma_session_errno(s, c, ret);
 	krdma_session_conn_put(s, c);
@@ -4654,6 +4705,11 @@ static void sc_session_reconnect(struct at_test *t)
 			  KRDMA_ERR_RETRY, 5000) ||
 	    !at_se_expect(t, &a->se, 6, KRDMA_SESSION_RECONNECTED, 0, 0, 5000) ||
 	    !at_expect(t, a->sl.gen[2], 2, "generation of the second reconnect"))
+		goto out_s;
+	/* The session remembers why: the connection's failed completion. */
+	if (!at_iwarp &&
+	    (!at_sess_sysfs(t, s, "last_error", "-13") ||
+	     !at_sess_sysfs(t, s, "last_wc_status", "remote access error")))
 		goto out_s;
 	pr_info("%s: old token: %d, session told %d\n", t->name, ret,
 		a->se.err[4]);
