@@ -23,6 +23,9 @@ const char krdma_cmd_usage[] =
 "connect name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
 "        [hb_ms=MS|off] [hb_misses=N]\n"
 "disconnect name=NAME\n"
+"session name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
+"        [hb_ms=MS|off] [hb_misses=N] [reconnect_delay_ms=MS] [loss_tmo_ms=MS|never]\n"
+"unsession name=NAME\n"
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
 "     [sge=N] [timeout_ms=MS]\n"
 "bench name=CONN op=write|read|send size=BYTES [depth=N] [batch=N] [count=N | secs=N]\n"
@@ -31,7 +34,7 @@ const char krdma_cmd_usage[] =
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
 	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_BACKLOG, K_HB_MS,
-	K_HB_MISSES, K_NR,
+	K_HB_MISSES, K_DELAY, K_LOSS, K_NR,
 };
 
 static const char * const krdma_keys[K_NR] = {
@@ -41,6 +44,7 @@ static const char * const krdma_keys[K_NR] = {
 	[K_SIZE] = "size", [K_COUNT] = "count", [K_SGE] = "sge",
 	[K_SECS] = "secs", [K_BATCH] = "batch", [K_BACKLOG] = "backlog",
 	[K_HB_MS] = "hb_ms", [K_HB_MISSES] = "hb_misses",
+	[K_DELAY] = "reconnect_delay_ms", [K_LOSS] = "loss_tmo_ms",
 };
 
 struct krdma_verb {
@@ -62,6 +66,12 @@ static const struct krdma_verb krdma_verbs[] = {
 	  B(K_TIMEOUT) | B(K_TOS) | B(K_HELLO) | B(K_HB_MS) | B(K_HB_MISSES),
 	  B(K_NAME) | B(K_ADDR) },
 	{ "disconnect", KRDMA_CMD_DISCONNECT, B(K_NAME), B(K_NAME) },
+	{ "session", KRDMA_CMD_SESSION,
+	  B(K_NAME) | B(K_ADDR) | B(K_SRC) | B(K_DEPTH) | B(K_MSG) |
+	  B(K_TIMEOUT) | B(K_TOS) | B(K_HB_MS) | B(K_HB_MISSES) | B(K_DELAY) |
+	  B(K_LOSS),
+	  B(K_NAME) | B(K_ADDR) },
+	{ "unsession", KRDMA_CMD_UNSESSION, B(K_NAME), B(K_NAME) },
 	{ "test", KRDMA_CMD_TEST,
 	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_COUNT) | B(K_SGE) | B(K_TIMEOUT),
 	  B(K_NAME) },
@@ -251,11 +261,17 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	case K_BATCH:
 	case K_BACKLOG:
 	case K_HB_MS:
-	case K_HB_MISSES: {
+	case K_HB_MISSES:
+	case K_DELAY:
+	case K_LOSS: {
 		u32 val;
 
 		if (k == K_HB_MS && !strcmp(v, "off")) {
 			cmd->hb_ms = KRDMA_HEARTBEAT_OFF;
+			return 0;
+		}
+		if (k == K_LOSS && !strcmp(v, "never")) {
+			cmd->loss_tmo_ms = KRDMA_SESSION_LOSS_TMO_NEVER;
 			return 0;
 		}
 		ret = krdma_parse_size(v, &val);
@@ -313,6 +329,17 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 		case K_HB_MISSES:
 			lim = KRDMA_MAX_HEARTBEAT_MISSES;
 			cmd->hb_misses = val;
+			break;
+		case K_DELAY:
+			lim = KRDMA_SESSION_MAX_DELAY_MS;
+			cmd->delay_ms = val;
+			if (val && val < KRDMA_SESSION_MIN_DELAY_MS)
+				return ERR("reconnect_delay_ms=%u out of range (at least %u)",
+				    val, KRDMA_SESSION_MIN_DELAY_MS);
+			break;
+		case K_LOSS:
+			lim = KRDMA_SESSION_LOSS_TMO_NEVER - 1;
+			cmd->loss_tmo_ms = val;
 			break;
 		default:
 			lim = KRDMA_TEST_MAX_SGE;
@@ -402,20 +429,20 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 		if ((verb->required & B(k)) && !(seen & B(k)))
 			return ERR("%s needs %s=", verb->verb, krdma_keys[k]);
 
-	if (cmd->op == KRDMA_CMD_CONNECT) {
+	if (cmd->op == KRDMA_CMD_CONNECT || cmd->op == KRDMA_CMD_SESSION) {
 		if (!((struct sockaddr_in *)&cmd->addr)->sin_port)
-			return ERR("connect needs a port in addr=");
+			return ERR("%s needs a port in addr=", verb->verb);
 		if (cmd->has_src && cmd->src.ss_family != cmd->addr.ss_family)
 			return ERR("src= and addr= are of different families");
 	}
 	if (cmd->op == KRDMA_CMD_LISTEN &&
 	    !((struct sockaddr_in *)&cmd->addr)->sin_port)
 		return ERR("listen needs a port in addr=");
-	if ((cmd->op == KRDMA_CMD_LISTEN || cmd->op == KRDMA_CMD_CONNECT) &&
+	if ((cmd->op == KRDMA_CMD_LISTEN || cmd->op == KRDMA_CMD_CONNECT ||
+	     cmd->op == KRDMA_CMD_SESSION || cmd->op == KRDMA_CMD_UNSESSION) &&
 	    strlen(cmd->name) >= KRDMA_NEW_NAME_MAX)
 		return ERR("name '%s' is too long for %s (1-%d characters)",
-		    cmd->name, cmd->op == KRDMA_CMD_LISTEN ? "listen" :
-		    "connect", KRDMA_NEW_NAME_MAX - 1);
+		    cmd->name, verb->verb, KRDMA_NEW_NAME_MAX - 1);
 	if (cmd->op == KRDMA_CMD_TEST) {
 		if (!cmd->test_ops)
 			cmd->test_ops = KRDMA_TEST_ALL;

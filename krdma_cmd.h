@@ -16,6 +16,8 @@ enum krdma_cmd_op {
 	KRDMA_CMD_DISCONNECT,
 	KRDMA_CMD_TEST,
 	KRDMA_CMD_BENCH,
+	KRDMA_CMD_SESSION,
+	KRDMA_CMD_UNSESSION,
 };
 
 /* Self-test operations (test op=...), a bit mask. */
@@ -62,6 +64,8 @@ struct krdma_cmd {
 	u32			backlog;	/* listen */
 	u32			hb_ms;		/* heartbeat, listen/connect */
 	u32			hb_misses;
+	u32			delay_ms;	/* session */
+	u32			loss_tmo_ms;	/* session */
 };
 
 int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,

@@ -307,6 +307,12 @@ void krdma_conn_get(struct krdma_conn *conn);
 struct krdma_conn *krdma_conn_find(const char *name);
 struct krdma_listener *krdma_listener_find(const char *name);
 void krdma_listener_put(struct krdma_listener *l);
+/* A session's name: sessN, or one the control file gave (1-31 bytes). */
+#define KRDMA_SESSION_NAME_MAX	32
+struct krdma_session *__krdma_session_create(const struct sockaddr *dst,
+					     const struct sockaddr *src,
+					     const struct krdma_session_opts *opts,
+					     const char *name);
 struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 				   const struct sockaddr *src,
 				   const struct krdma_conn_opts *opts,

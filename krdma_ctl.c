@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The control file, /sys/kernel/krdma/control: listen, connect, unlisten,
- * disconnect, test and bench written as text (grammar in krdma_cmd.c,
+ * disconnect, session, unsession, test and bench written as text (grammar in krdma_cmd.c,
  * descriptions in Documentation/ABI/testing/sysfs-kernel-krdma).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -27,6 +27,7 @@ static bool krdma_ctl_stopped;
 static DEFINE_MUTEX(krdma_ctl_lock);
 static LIST_HEAD(krdma_ctl_conns);
 static LIST_HEAD(krdma_ctl_listeners);
+static LIST_HEAD(krdma_ctl_sessions);
 static bool krdma_ctl_off;		/* unload: the registry takes no more */
 static struct workqueue_struct *krdma_ctl_wq;	/* reaps */
 
@@ -475,8 +476,90 @@ static void krdma_ctl_listener_close(struct krdma_ctl_listener *cl)
 	kfree(cl);
 }
 
+/* ---- the control file's sessions ------------------------------------- */
+
+/* A session the control file made: "unsession" or unload destroys it. */
+struct krdma_ctl_session {
+	struct list_head	list;		/* krdma_ctl_sessions */
+	struct krdma_session	*s;
+	char			name[KRDMA_SESSION_NAME_MAX];
+};
+
+/*
+ * A session: a connection that comes back on its own (krdma_session.c),
+ * under sessions/NAME.  The write returns once the first connection is up
+ * (or with its error, as connect's).
+ */
+static int krdma_ctl_session(struct krdma_cmd *cmd)
+{
+	struct krdma_session_opts opts = {
+		.conn = {
+			.queue_depth = cmd->depth,
+			.max_msg_size = cmd->msg,
+			.timeout_ms = cmd->timeout_ms,
+			.tos = cmd->tos,
+			.heartbeat_ms = cmd->hb_ms,
+			.heartbeat_misses = cmd->hb_misses,
+		},
+		.reconnect_delay_ms = cmd->delay_ms,
+		.loss_tmo_ms = cmd->loss_tmo_ms,
+	};
+	struct krdma_ctl_session *cs;
+	struct krdma_session *s;
+
+	cs = kzalloc(sizeof(*cs), GFP_KERNEL | __GFP_NOWARN);
+	if (!cs) {
+		pr_warn_ratelimited("session: %s: no memory\n", cmd->name);
+		return -ENOMEM;
+	}
+	s = __krdma_session_create((struct sockaddr *)&cmd->addr,
+				   cmd->has_src ? (struct sockaddr *)&cmd->src :
+						  NULL, &opts, cmd->name);
+	if (IS_ERR(s)) {
+		kfree(cs);
+		if (PTR_ERR(s) == -EEXIST)
+			pr_warn_ratelimited("session: name '%s' already in use\n",
+					    cmd->name);
+		else
+			pr_warn_ratelimited("session: %s: first connection failed: %ld\n",
+					    cmd->name, PTR_ERR(s));
+		return PTR_ERR(s);
+	}
+	cs->s = s;
+	strscpy(cs->name, cmd->name, sizeof(cs->name));
+	/* Unload waits for this command (krdma_ctl_rwsem) before it sweeps. */
+	mutex_lock(&krdma_ctl_lock);
+	list_add_tail(&cs->list, &krdma_ctl_sessions);
+	mutex_unlock(&krdma_ctl_lock);
+	return 0;
+}
+
+/* The session named @name (NULL: any), taken off the registry. */
+static struct krdma_ctl_session *krdma_ctl_session_take(const char *name)
+{
+	struct krdma_ctl_session *cs, *found = NULL;
+
+	mutex_lock(&krdma_ctl_lock);
+	list_for_each_entry(cs, &krdma_ctl_sessions, list) {
+		if (!name || !strcmp(cs->name, name)) {
+			list_del_init(&cs->list);
+			found = cs;
+			break;
+		}
+	}
+	mutex_unlock(&krdma_ctl_lock);
+	return found;
+}
+
+static void krdma_ctl_session_destroy(struct krdma_ctl_session *cs)
+{
+	krdma_session_destroy(cs->s);
+	kfree(cs);
+}
+
 static int krdma_ctl_exec(struct krdma_cmd *cmd)
 {
+	struct krdma_ctl_session *cs;
 	struct krdma_ctl_listener *cl;
 	struct krdma_ctl_conn *ctl;
 	int ret;
@@ -486,6 +569,17 @@ static int krdma_ctl_exec(struct krdma_cmd *cmd)
 		return krdma_ctl_listen(cmd);
 	case KRDMA_CMD_CONNECT:
 		return krdma_ctl_connect(cmd);
+	case KRDMA_CMD_SESSION:
+		return krdma_ctl_session(cmd);
+	case KRDMA_CMD_UNSESSION:
+		cs = krdma_ctl_session_take(cmd->name);
+		if (!cs) {
+			pr_warn_ratelimited("unsession: no session '%s' made through sysfs\n",
+					    cmd->name);
+			return -ENOENT;
+		}
+		krdma_ctl_session_destroy(cs);
+		return 0;
 	case KRDMA_CMD_UNLISTEN:
 		cl = krdma_ctl_listener_take(cmd->name);
 		if (!cl) {
@@ -610,6 +704,7 @@ out_wq:
  */
 void krdma_ctl_stop(void)
 {
+	struct krdma_ctl_session *cs;
 	struct krdma_ctl_listener *cl;
 	struct krdma_ctl_conn *ctl, *c;
 
@@ -631,6 +726,11 @@ void krdma_ctl_stop(void)
 	/* No new connection comes in, then. */
 	while ((cl = krdma_ctl_listener_take(NULL)))
 		krdma_ctl_listener_close(cl);
+	/* Nor goes out. */
+	while ((cs = krdma_ctl_session_take(NULL))) {
+		pr_info("%s: session destroyed by module unload\n", cs->name);
+		krdma_ctl_session_destroy(cs);
+	}
 
 	for (;;) {
 		ctl = NULL;

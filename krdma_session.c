@@ -50,7 +50,8 @@ struct krdma_sess_conn {
 struct krdma_session {
 	struct kobject		kobj;		/* sessions/<name> */
 	bool			in_sysfs;
-	char			name[24];
+	struct list_head	names;		/* in krdma_sess_names */
+	char			name[KRDMA_SESSION_NAME_MAX];
 	struct sockaddr_storage	dst, src;
 	bool			has_src;
 	struct krdma_session_opts opts;		/* conn.private_data: user[] */
@@ -80,6 +81,54 @@ struct krdma_session {
 };
 
 static atomic_t krdma_sess_ids = ATOMIC_INIT(0);
+
+/*
+ * Every session, by name: a name given to __krdma_session_create() (the
+ * control file's) must not be one in use, and neither may a made one.
+ */
+static DEFINE_MUTEX(krdma_sess_names_lock);
+static LIST_HEAD(krdma_sess_names);
+
+static bool krdma_sess_name_used(const char *name)
+{
+	struct krdma_session *s;
+
+	lockdep_assert_held(&krdma_sess_names_lock);
+	list_for_each_entry(s, &krdma_sess_names, names)
+		if (!strcmp(s->name, name))
+			return true;
+	return false;
+}
+
+/* Name @s (@name, or the next free sessN); -EEXIST if @name is taken. */
+static int krdma_sess_name_take(struct krdma_session *s, const char *name)
+{
+	int ret = 0;
+
+	mutex_lock(&krdma_sess_names_lock);
+	if (name) {
+		if (krdma_sess_name_used(name))
+			ret = -EEXIST;
+		else
+			strscpy(s->name, name, sizeof(s->name));
+	} else {
+		do {
+			snprintf(s->name, sizeof(s->name), "sess%u",
+				 atomic_inc_return(&krdma_sess_ids));
+		} while (krdma_sess_name_used(s->name));
+	}
+	if (!ret)
+		list_add_tail(&s->names, &krdma_sess_names);
+	mutex_unlock(&krdma_sess_names_lock);
+	return ret;
+}
+
+static void krdma_sess_name_put(struct krdma_session *s)
+{
+	mutex_lock(&krdma_sess_names_lock);
+	list_del_init(&s->names);
+	mutex_unlock(&krdma_sess_names_lock);
+}
 
 static int krdma_sess_conn_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 {
@@ -545,11 +594,26 @@ struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 					   const struct sockaddr *src,
 					   const struct krdma_session_opts *opts)
 {
+	return __krdma_session_create(dst, src, opts, NULL);
+}
+EXPORT_SYMBOL_GPL(krdma_session_create);
+
+/*
+ * krdma_session_create(), named @name (the control file's sessions;
+ * -EEXIST if a session has that name), or sessN for NULL.
+ */
+struct krdma_session *__krdma_session_create(const struct sockaddr *dst,
+					     const struct sockaddr *src,
+					     const struct krdma_session_opts *opts,
+					     const char *name)
+{
 	struct krdma_sess_conn *sc;
 	struct krdma_session *s;
 	int ret;
 
 	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
+		return ERR_PTR(-EINVAL);
+	if (name && (!*name || strlen(name) >= KRDMA_SESSION_NAME_MAX))
 		return ERR_PTR(-EINVAL);
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
@@ -560,8 +624,10 @@ struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 	spin_lock_init(&s->lock);
 	INIT_DELAYED_WORK(&s->work, krdma_sess_work);
 	INIT_LIST_HEAD(&s->old);
-	snprintf(s->name, sizeof(s->name), "sess%u",
-		 atomic_inc_return(&krdma_sess_ids));
+	INIT_LIST_HEAD(&s->names);
+	ret = krdma_sess_name_take(s, name);
+	if (ret)
+		goto fail;
 	uuid_gen(&s->uuid);
 	memcpy(&s->dst, dst, krdma_sess_addr_len(dst));
 	if (src) {
@@ -589,10 +655,10 @@ struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 	return s;
 
 fail:
+	krdma_sess_name_put(s);
 	kobject_put(&s->kobj);
 	return ERR_PTR(ret);
 }
-EXPORT_SYMBOL_GPL(krdma_session_create);
 
 static void krdma_sess_close(struct krdma_session *s,
 			     struct krdma_sess_conn *sc)
@@ -636,6 +702,7 @@ void krdma_session_destroy(struct krdma_session *s)
 	mutex_unlock(&s->mutex);
 	if (s->in_sysfs)
 		kobject_del(&s->kobj);
+	krdma_sess_name_put(s);
 	kobject_put(&s->kobj);
 }
 EXPORT_SYMBOL_GPL(krdma_session_destroy);

@@ -204,6 +204,46 @@ static void cmd_connect_all_keys(struct kunit *test)
 	expect_bad(test, "listen name=l1 addr=1.2.3.4:5 backlog=0", "backlog must not be 0");
 }
 
+/* A session: connect's words and the two of reconnecting. */
+static void cmd_session(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "session name=s1 addr=192.0.2.1:7 src=192.0.2.9 depth=64 hb_ms=500");
+	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_SESSION);
+	KUNIT_EXPECT_STREQ(test, cmd->name, "s1");
+	KUNIT_EXPECT_EQ(test, ntohs(in4(&cmd->addr)->sin_port), 7);
+	KUNIT_EXPECT_TRUE(test, cmd->has_src);
+	KUNIT_EXPECT_EQ(test, cmd->depth, 64u);
+	KUNIT_EXPECT_EQ(test, cmd->hb_ms, 500u);
+	expect_ok(test, "session name=s1 addr=192.0.2.1:7 reconnect_delay_ms=250 loss_tmo_ms=3000");
+	KUNIT_EXPECT_EQ(test, cmd->delay_ms, 250u);
+	KUNIT_EXPECT_EQ(test, cmd->loss_tmo_ms, 3000u);
+	expect_ok(test, "session name=s1 addr=192.0.2.1:7 loss_tmo_ms=never");
+	KUNIT_EXPECT_EQ(test, cmd->loss_tmo_ms, KRDMA_SESSION_LOSS_TMO_NEVER);
+	KUNIT_EXPECT_EQ(test, cmd->delay_ms, 0u);	/* the default */
+	expect_ok(test, "unsession name=s1");
+	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_UNSESSION);
+	expect_bad(test, "session name=s1 addr=192.0.2.1:7 reconnect_delay_ms=99",
+		   "reconnect_delay_ms=99 out of range (at least 100)");
+	expect_bad(test, "session name=s1 addr=192.0.2.1:7 reconnect_delay_ms=3600001",
+		   "reconnect_delay_ms=3600001 out of range (at most 3600000)");
+	expect_bad(test, "session name=s1 addr=192.0.2.1:7 loss_tmo_ms=0",
+		   "loss_tmo_ms must not be 0");
+	expect_bad(test, "session name=s1 addr=192.0.2.1:7 loss_tmo_ms=4294967295",
+		   "loss_tmo_ms=4294967295 out of range (at most 4294967294)");
+	expect_bad(test, "session name=s1 addr=192.0.2.1:7 loss_tmo_ms=forever",
+		   "bad number 'loss_tmo_ms=forever'");
+	expect_bad(test, "session name=s1 addr=192.0.2.1", "session needs a port in addr=");
+	expect_bad(test, "session addr=192.0.2.1:7", "session needs name=");
+	expect_bad(test, "session name=s1 addr=192.0.2.1:7 hello=1", "unknown word 'hello'");
+	expect_bad(test, "connect name=c1 addr=192.0.2.1:7 loss_tmo_ms=1",
+		   "unknown word 'loss_tmo_ms'");
+	expect_bad(test, "unsession name=s1 addr=192.0.2.1:7", "unknown word 'addr'");
+	expect_bad(test, "session name=abcdefghijabcdefghijabcdefghij123 addr=192.0.2.1:7",
+		   "is too long for session");
+}
+
 /* Every parse starts from a zeroed command: nothing leaks from the last one. */
 static void cmd_no_leftovers(struct kunit *test)
 {
@@ -688,7 +728,7 @@ static void cmd_usage_complete(struct kunit *test)
 					  "usage lacks '%s'", verb);
 	}
 	for (i = 0; i < K_NR; i++) {
-		char key[16];
+		char key[32];
 
 		if (i == K_HELLO)	/* a test hook, deliberately undocumented */
 			continue;
@@ -702,6 +742,7 @@ static struct kunit_case krdma_cmd_cases[] = {
 	KUNIT_CASE(cmd_listen_ok),
 	KUNIT_CASE(cmd_unlisten_disconnect_ok),
 	KUNIT_CASE(cmd_connect_all_keys),
+	KUNIT_CASE(cmd_session),
 	KUNIT_CASE(cmd_no_leftovers),
 	KUNIT_CASE(cmd_test_defaults),
 	KUNIT_CASE(cmd_test_ops),

@@ -1,0 +1,87 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Sessions through the control file (#18): "session" makes one under
+# sessions/NAME (a connection that comes back on its own), "unsession"
+# destroys it.  Over loopback, against a listener of the control file:
+# closing the session's passive end makes it reconnect (reconnects 1,
+# last_error -104, a new connection); with the listener gone it tries
+# every reconnect_delay_ms and is lost after loss_tmo_ms (last_error
+# -111, ECONNREFUSED); refused commands fail with their errno and a
+# dmesg line; a session left at rmmod is destroyed by the unload.
+# topo: single
+# dev: rxe siw
+# check-kernel: 6.12
+. "$(dirname "$0")/../lib.sh"
+
+rdma_dev_up
+krdma_load
+SS=$KRDMA_SYS/sessions C=$KRDMA_SYS/conns
+P=7090
+
+# Refused: each with its errno, nothing left behind.
+expect_ctl_err EINVAL session name=bad addr=$PEER_IP:$P reconnect_delay_ms=99
+expect_ctl_err EINVAL session name=bad addr=$PEER_IP:$P loss_tmo_ms=0
+expect_ctl_err EINVAL session name=bad addr=$PEER_IP
+expect_ctl_err ENOENT unsession name=nosuch
+# Nobody listens: the first connection's error, as connect's.
+expect_ctl_err ECONNREFUSED session name=bad addr=$PEER_IP:$P timeout_ms=5000
+[ ! -e $SS/bad ] || fail "a refused session left sessions/bad"
+
+ctl listen name=l addr=$MY_IP:$P || fail "listen"
+ctl session name=s1 addr=$PEER_IP:$P reconnect_delay_ms=200 loss_tmo_ms=2000 ||
+	fail "session s1"
+expect_ctl_err EEXIST session name=s1 addr=$PEER_IP:$P
+wait_for 5 test "$(cat $SS/s1/state 2>/dev/null)" = connected ||
+	fail "s1 state: $(cat $SS/s1/state 2>&1)"
+expect_eq "$(cat $SS/s1/reconnects) $(cat $SS/s1/generation)" "0 0" \
+	"s1 reconnects and generation"
+expect_eq "$(cat $SS/s1/last_error) $(cat $SS/s1/last_wc_status)" "0 none" \
+	"s1 last_error and last_wc_status"
+expect_eq "$(cat $SS/s1/reconnect_delay_ms) $(cat $SS/s1/loss_tmo_ms)" \
+	"200 2000" "s1 delays"
+c0=$(cat $SS/s1/conn)
+[ -d "$C/$c0" ] || fail "s1's connection '$c0' has no conns/ directory"
+expect_eq "$(cat "$C/$c0/state")" connected "$c0 state"
+wait_for 5 test -e $C/l.0 || fail "no passive end l.0"
+
+# The passive end closes: the session reconnects on its own.
+dmesg_mark
+ctl disconnect name=l.0 || fail "disconnect l.0"
+wait_for 10 test "$(cat $SS/s1/reconnects)" = 1 ||
+	fail "s1 did not reconnect: state $(cat $SS/s1/state), last_error $(cat $SS/s1/last_error)"
+wait_for 5 test "$(cat $SS/s1/state)" = connected || fail "s1 not connected again"
+c1=$(cat $SS/s1/conn)
+[ "$c1" != "$c0" ] && [ -d "$C/$c1" ] || fail "s1's new connection: '$c1' (was '$c0')"
+expect_eq "$(cat $SS/s1/last_error)" -104 "s1 last_error after the peer closed"
+expect_eq "$(cat $SS/s1/generation)" 1 "s1 generation"
+dmesg_new | grep -q "s1: reconnected ($c1, generation 1)" ||
+	fail "no 'reconnected' line: $(dmesg_new | tail -n 5)"
+wait_for 5 test ! -e "$C/$c0" || fail "the failed connection $c0 stayed"
+
+# Nobody listens any more: attempts fail, and after 2 s the session is lost.
+ctl unlisten name=l || fail "unlisten"
+dmesg_mark
+t0=$SECONDS
+ctl disconnect name=l.1 || fail "disconnect l.1"
+wait_for 15 test "$(cat $SS/s1/state)" = lost ||
+	fail "s1 not lost: state $(cat $SS/s1/state), last_error $(cat $SS/s1/last_error)"
+t=$((SECONDS - t0))
+[ $t -ge 2 ] && [ $t -le 10 ] || fail "s1 lost after $t s, loss_tmo_ms=2000"
+expect_eq "$(cat $SS/s1/last_error) $(cat $SS/s1/conn)" "-111 none" \
+	"s1 last_error and conn once lost"
+n=$(dmesg_new | grep -c "s1: reconnect failed (-111)")
+[ "$n" -ge 2 ] || fail "$n failed attempts in 2 s at 200 ms: $(dmesg_new | tail -n 5)"
+dmesg_new | grep -q "s1: lost (-111), no more reconnects" || fail "no 'lost' line"
+ctl unsession name=s1 || fail "unsession s1"
+[ ! -e $SS/s1 ] || fail "sessions/s1 stayed after unsession"
+expect_ctl_err ENOENT unsession name=s1
+
+# The name is free again; a session left to rmmod goes with the module.
+ctl listen name=l addr=$MY_IP:$P || fail "listen again"
+ctl session name=s1 addr=$PEER_IP:$P || fail "session s1 again"
+wait_for 5 test "$(cat $SS/s1/state 2>/dev/null)" = connected || fail "s1 again"
+dmesg_mark
+krdma_unload || fail "rmmod with a session"
+dmesg_new | grep -q "s1: session destroyed by module unload" ||
+	fail "no unload line for s1: $(dmesg_new | tail -n 5)"
+krdma_load
