@@ -406,9 +406,49 @@ static const struct krdma_conn_ops krdma_ctl_passive_ops = {
 
 /* ---- the control file's listeners ------------------------------------ */
 
-/* A listener the control file made: "unlisten" or unload closes it. */
+/*
+ * A listener or a session the control file made, in its registry list by
+ * name: "unlisten"/"unsession" or unload takes it off and ends it.
+ */
+struct krdma_ctl_entry {
+	struct list_head	list;
+	char			name[KRDMA_NEW_NAME_MAX];
+};
+
+static void krdma_ctl_entry_add(struct krdma_ctl_entry *e, const char *name,
+				struct list_head *head)
+{
+	strscpy(e->name, name, sizeof(e->name));
+	/* Unload waits for this command (krdma_ctl_rwsem) before it sweeps. */
+	mutex_lock(&krdma_ctl_lock);
+	list_add_tail(&e->list, head);
+	mutex_unlock(&krdma_ctl_lock);
+}
+
+/*
+ * The entry named @name (NULL: any) of @head, taken off the registry: of
+ * concurrent takers, one gets it.
+ */
+static struct krdma_ctl_entry *krdma_ctl_entry_take(struct list_head *head,
+						    const char *name)
+{
+	struct krdma_ctl_entry *e, *found = NULL;
+
+	mutex_lock(&krdma_ctl_lock);
+	list_for_each_entry(e, head, list) {
+		if (!name || !strcmp(e->name, name)) {
+			list_del_init(&e->list);
+			found = e;
+			break;
+		}
+	}
+	mutex_unlock(&krdma_ctl_lock);
+	return found;
+}
+
+/* A listener the control file made. */
 struct krdma_ctl_listener {
-	struct list_head	list;		/* krdma_ctl_listeners */
+	struct krdma_ctl_entry	e;		/* krdma_ctl_listeners */
 	struct krdma_listener	*l;		/* the owner's reference */
 };
 
@@ -443,31 +483,16 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 		return PTR_ERR(l);
 	}
 	cl->l = l;
-	/* Unload waits for this command (krdma_ctl_rwsem) before it sweeps. */
-	mutex_lock(&krdma_ctl_lock);
-	list_add_tail(&cl->list, &krdma_ctl_listeners);
-	mutex_unlock(&krdma_ctl_lock);
+	krdma_ctl_entry_add(&cl->e, cmd->name, &krdma_ctl_listeners);
 	return 0;
 }
 
-/*
- * The listener named @name (NULL: any), taken off the registry: of
- * concurrent "unlisten"s, one gets it.
- */
 static struct krdma_ctl_listener *krdma_ctl_listener_take(const char *name)
 {
-	struct krdma_ctl_listener *cl, *found = NULL;
+	struct krdma_ctl_entry *e;
 
-	mutex_lock(&krdma_ctl_lock);
-	list_for_each_entry(cl, &krdma_ctl_listeners, list) {
-		if (!name || !strcmp(cl->l->name, name)) {
-			list_del_init(&cl->list);
-			found = cl;
-			break;
-		}
-	}
-	mutex_unlock(&krdma_ctl_lock);
-	return found;
+	e = krdma_ctl_entry_take(&krdma_ctl_listeners, name);
+	return e ? container_of(e, struct krdma_ctl_listener, e) : NULL;
 }
 
 static void krdma_ctl_listener_close(struct krdma_ctl_listener *cl)
@@ -478,11 +503,10 @@ static void krdma_ctl_listener_close(struct krdma_ctl_listener *cl)
 
 /* ---- the control file's sessions ------------------------------------- */
 
-/* A session the control file made: "unsession" or unload destroys it. */
+/* A session the control file made. */
 struct krdma_ctl_session {
-	struct list_head	list;		/* krdma_ctl_sessions */
+	struct krdma_ctl_entry	e;		/* krdma_ctl_sessions */
 	struct krdma_session	*s;
-	char			name[KRDMA_SESSION_NAME_MAX];
 };
 
 /*
@@ -526,29 +550,16 @@ static int krdma_ctl_session(struct krdma_cmd *cmd)
 		return PTR_ERR(s);
 	}
 	cs->s = s;
-	strscpy(cs->name, cmd->name, sizeof(cs->name));
-	/* Unload waits for this command (krdma_ctl_rwsem) before it sweeps. */
-	mutex_lock(&krdma_ctl_lock);
-	list_add_tail(&cs->list, &krdma_ctl_sessions);
-	mutex_unlock(&krdma_ctl_lock);
+	krdma_ctl_entry_add(&cs->e, cmd->name, &krdma_ctl_sessions);
 	return 0;
 }
 
-/* The session named @name (NULL: any), taken off the registry. */
 static struct krdma_ctl_session *krdma_ctl_session_take(const char *name)
 {
-	struct krdma_ctl_session *cs, *found = NULL;
+	struct krdma_ctl_entry *e;
 
-	mutex_lock(&krdma_ctl_lock);
-	list_for_each_entry(cs, &krdma_ctl_sessions, list) {
-		if (!name || !strcmp(cs->name, name)) {
-			list_del_init(&cs->list);
-			found = cs;
-			break;
-		}
-	}
-	mutex_unlock(&krdma_ctl_lock);
-	return found;
+	e = krdma_ctl_entry_take(&krdma_ctl_sessions, name);
+	return e ? container_of(e, struct krdma_ctl_session, e) : NULL;
 }
 
 static void krdma_ctl_session_destroy(struct krdma_ctl_session *cs)
@@ -728,7 +739,7 @@ void krdma_ctl_stop(void)
 		krdma_ctl_listener_close(cl);
 	/* Nor goes out. */
 	while ((cs = krdma_ctl_session_take(NULL))) {
-		pr_info("%s: session destroyed by module unload\n", cs->name);
+		pr_info("%s: session destroyed by module unload\n", cs->e.name);
 		krdma_ctl_session_destroy(cs);
 	}
 
