@@ -163,6 +163,17 @@ wait_for() {
 	done
 }
 
+# within SECONDS CMD...: poll until CMD succeeds, bounded by the clock
+# (wait_for counts polls, and under TCG each poll that forks runs late).
+within() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@" 2>/dev/null; do
+		[ $SECONDS -lt $end ] || return 1
+		nap 0.2
+	done
+}
+
 # peer_gone NAME: guest NAME has ended (tools/guest-run marks it when its
 # qemu exits, a crash included): whatever it had not written by then will
 # never come, so waiting for it is pointless.

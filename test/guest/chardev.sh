@@ -29,17 +29,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# within SECONDS CMD...: poll until CMD succeeds, bounded in seconds (the
-# lab's wait_for counts polls, which are slow under TCG).
-within() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || return 1
-		nap 0.2
-	done
-}
-
 # Start a krdmactl server in the background; wait until it listens.
 serve() {	# serve OUT ARGS...
 	local out=$1

@@ -22,14 +22,6 @@ krdma_load
 # Whatever happens, the next test needs the link and a working rxe0.
 trap 'ip link set eth0 up' EXIT
 
-wait_secs() {	# wait_secs SECONDS CMD...
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || return 1
-		nap 0.2
-	done
-}
 state_is() { [ "$(cat "$KRDMA_SYS/conns/$1/state" 2>/dev/null)" = "$2" ]; }
 not_connected() { ! state_is "$1" connected; }
 new_lines() { dmesg_new | grep -c "$1"; }
@@ -49,11 +41,11 @@ up_and_connect() {
 link_down_close() {
 	dmesg_mark
 	ip link set eth0 down || fail "link down"
-	wait_secs 20 not_connected "$1" || fail "$1 still connected 20 s after link down"
+	within 20 not_connected "$1" || fail "$1 still connected 20 s after link down"
 	ctl disconnect name="$1" || fail "disconnect $1"
 	lines_ge "$1: port 1 of $IBDEV is down: disconnect deferred" 1 ||
 		fail "$1 closed but no disconnect deferred: $(dmesg_new | grep krdma | tail -n 3)"
-	wait_secs 20 lines_ge "srv\.[0-9]*: port 1 of $IBDEV is down: disconnect deferred" 1 ||
+	within 20 lines_ge "srv\.[0-9]*: port 1 of $IBDEV is down: disconnect deferred" 1 ||
 		fail "$1's passive end: no disconnect deferred"
 }
 
@@ -64,16 +56,16 @@ up_and_connect c1
 link_down_close c1
 [ "$(qp1_state)" = "state RTS" ] || fail "QP1 while down: $(qp1_state)"
 ip link set eth0 up || fail "link up"
-wait_secs 20 lines_ge "c1: port up, disconnected" 1 ||
+within 20 lines_ge "c1: port up, disconnected" 1 ||
 	fail "c1's id not destroyed 20 s after link up"
-wait_secs 20 lines_ge "port up, disconnected" 2 ||
+within 20 lines_ge "port up, disconnected" 2 ||
 	fail "its passive end's id not destroyed 20 s after link up"
 [ "$(qp1_state)" = "state RTS" ] || fail "QP1 after the flap: $(qp1_state)"
 # The new connection's handshake needs QP1 to receive.
-wait_secs 20 ctl connect name=c2 addr="$MY_IP:$port" ||
+within 20 ctl connect name=c2 addr="$MY_IP:$port" ||
 	fail "no connection 20 s after link up"
 ctl test name=c2 op=send,write,read size=64K count=4 || fail "test c2"
-wait_secs 60 not_running "$KRDMA_SYS/conns/c2/test_status" || fail "c2's test still running"
+within 60 not_running "$KRDMA_SYS/conns/c2/test_status" || fail "c2's test still running"
 expect_eq "$(cat "$KRDMA_SYS/conns/c2/test_status")" passed "c2's test"
 
 # 2. Device removal while ids are parked: destroyed at once.
@@ -88,7 +80,7 @@ rdma_dev_up
 # down, which breaks this rxe0's QP1: re-create it for the next tests.
 ctl unlisten name=srv 2>/dev/null
 ctl listen name=srv addr="$MY_IP:$port" || fail "listen again"
-wait_secs 20 ctl connect name=c3 addr="$MY_IP:$port" hb_ms=500 hb_misses=2 ||
+within 20 ctl connect name=c3 addr="$MY_IP:$port" hb_ms=500 hb_misses=2 ||
 	fail "connect c3 on the new $IBDEV"
 link_down_close c3
 timeout 60 rmmod krdma || fail "rmmod krdma with ids parked: $?"

@@ -31,16 +31,6 @@ args=(port=7481 "dev=$DEV" scenarios=session_flap "flaps=$flaps")
 
 rdma_dev_up
 krdma_load
-# Waits by the clock: under TCG each poll of dmesg costs forks, and
-# wait_for's count of polls would stretch far past its seconds.
-wait_secs() {	# wait_secs SECONDS CMD...
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || return 1
-		nap 0.3
-	done
-}
 has_val() { [ -e "$LAB/sync/$TEST_ID.val.$1" ]; }
 other=$([ "$ROLE" = A ] && echo B || echo A)
 val_or_gone() { has_val "$1" || has_val "$2" || peer_gone "$other"; }
@@ -62,7 +52,7 @@ if [ "$ROLE" = B ]; then
 	trap 'ip link set eth0 up; rmmod krdma_apitest 2>/dev/null' EXIT
 	put_val server-up 1
 	for i in $(seq 1 $flaps); do
-		wait_secs 180 val_or_gone "go-$i" a-done || fail "A never said go $i"
+		within 180 val_or_gone "go-$i" a-done || fail "A never said go $i"
 		has_val "go-$i" || exit 0	# A is done: it tells why
 		ip link set eth0 down || fail "link down"
 		nap 5
@@ -70,29 +60,29 @@ if [ "$ROLE" = B ]; then
 		put_val "linkup-$i" "$i"
 		log "flap $i: link up again"
 	done
-	wait_secs 200 val_or_gone a-done a-done || fail "A never finished"
+	within 200 val_or_gone a-done a-done || fail "A never finished"
 	dmesg | tail -n +"$((start + 1))" | grep -E 'krdma: .*(deferred|port up)' | head -n 20
 	exit 0
 fi
 
-wait_secs 120 val_or_gone server-up server-up && has_val server-up ||
+within 120 val_or_gone server-up server-up && has_val server-up ||
 	fail "B's server never came up"
 insmod "$ko" role=client "addr=$PEER_IP" "${args[@]}" || fail "insmod (client)"
 trap 'rmmod krdma_apitest 2>/dev/null; put_val a-done 1' EXIT
-wait_secs 60 verified_ge 1 || fail "no round verified on the first connection; $(at_log | tail -n 1)"
+within 60 verified_ge 1 || fail "no round verified on the first connection; $(at_log | tail -n 1)"
 for i in $(seq 1 $flaps); do
 	put_val "go-$i" 1
-	wait_secs 120 val_or_gone "linkup-$i" "linkup-$i" && has_val "linkup-$i" ||
+	within 120 val_or_gone "linkup-$i" "linkup-$i" && has_val "linkup-$i" ||
 		fail "flap $i: B never brought its link up"
 	t0=$(now_ms)
-	wait_secs 60 verified_ge $((i + 1)) ||
+	within 60 verified_ge $((i + 1)) ||
 		fail "flap $i: no round verified on a new connection 60 s after link up; $(at_log | tail -n 1)"
 	ms=$(( $(now_ms) - t0 ))
 	log "flap $i: verified on a new connection $ms ms after link up"
 	[ "$ms" -le "$limit_ms" ] ||
 		fail "flap $i: $ms ms from link up to a verified round, over $limit_ms"
 done
-wait_secs 120 at_done || fail "no DONE line in 120 s; last: $(at_log | tail -n 1)"
+within 120 at_done || fail "no DONE line in 120 s; last: $(at_log | tail -n 1)"
 rmmod krdma_apitest || fail "rmmod krdma_apitest"
 at_log
 at_log | grep -q '^krdma_apitest: DONE passed=1 failed=0 ' ||

@@ -38,16 +38,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# within SECONDS CMD...: poll until CMD succeeds, bounded in seconds.
-within() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" 2>/dev/null; do
-		[ $SECONDS -lt $end ] || return 1
-		nap 0.2
-	done
-}
-
 rdma_dev_up
 krdma_load
 
