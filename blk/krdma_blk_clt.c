@@ -73,11 +73,14 @@ struct krdma_blk_map;
 /* One hardware queue: one session. */
 struct krdma_blk_queue {
 	struct krdma_blk_map	*map;
-	struct krdma_session	*sess;		/* NULL once destroyed (@lock) */
+	/* NULL once destroyed (under @lock and @sess_lock) */
+	struct krdma_session	*sess;
 	u32			idx;
 	bool			dead;		/* lost: new I/O fails */
 	atomic_t		gen;		/* tells replies to reused tags apart */
+	atomic_t		cgen;		/* one more at each DISCONNECTED */
 	struct mutex		lock;		/* @sess, @quiesced, the greeting */
+	spinlock_t		sess_lock;	/* @sess, for the timeout handler */
 	bool			quiesced;	/* by this queue's DISCONNECTED */
 	struct completion	hs_done;
 	bool			hs_got;
@@ -102,6 +105,7 @@ struct krdma_blk_rq {
 	atomic_t		state;
 	atomic_t		ref;		/* the outcome and the send */
 	u32			gen;
+	u32			cgen;		/* q->cgen when it was sent */
 	int			status;
 	u32			rkey;
 	u32			retries;
@@ -367,8 +371,13 @@ static void krdma_blk_sess_event(struct krdma_session *s,
 	case KRDMA_SESSION_DISCONNECTED:
 		pr_warn_ratelimited("%s: queue %u: connection lost (%d); reconnecting\n",
 				    map->name, q->idx, error);
+		/* What was sent so far went on the failed connection. */
+		atomic_inc(&q->cgen);
 		complete(&q->hs_done);
 		krdma_blk_queue_stop(q);
+		/* A timeout handler holding the old connection has put it. */
+		spin_lock_bh(&q->sess_lock);
+		spin_unlock_bh(&q->sess_lock);
 		break;
 	case KRDMA_SESSION_RECONNECTED:
 		krdma_blk_reconnected(q, s);
@@ -563,6 +572,11 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	sts = krdma_blk_cmd_op(rq, &op);
 	if (sts)
 		goto out;
+	/*
+	 * Before the connection: a DISCONNECTED after this read waits for
+	 * us in its quiesce, so we hold the connection the number names.
+	 */
+	pdu->cgen = atomic_read(&q->cgen);
 	conn = krdma_session_conn_get(q->sess);
 	if (IS_ERR(conn)) {
 		/* Reconnecting: the queue stops soon, and runs again after. */
@@ -587,24 +601,32 @@ out:
  * The server may still write into the pages: only closing the connection
  * makes them ours again.  Fail it; the session reconnects, and the
  * request is sent again on the new connection (or fails with the queue).
+ * A request sent on a connection that has failed since is already on its
+ * way there: its timer restarts, and the new connection (perhaps greeting
+ * the export right now) is left alone.  Never sleeps: blk-mq's timeout
+ * work serves every request of the disk.
  */
 static enum blk_eh_timer_return krdma_blk_timeout(struct request *rq)
 {
 	struct krdma_blk_queue *q = rq->mq_hctx->driver_data;
+	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 	struct krdma_conn *conn;
 
-	/* q->lock: once DISCONNECTED returned, nothing holds the old one. */
-	mutex_lock(&q->lock);
-	if (q->sess && !READ_ONCE(q->dead)) {
+	/* Once DISCONNECTED returned, nothing here holds the old one. */
+	spin_lock_bh(&q->sess_lock);
+	if (q->sess && !READ_ONCE(q->dead) &&
+	    READ_ONCE(pdu->cgen) == (u32)atomic_read(&q->cgen)) {
 		conn = krdma_session_conn_get(q->sess);
-		if (!IS_ERR(conn)) {
+		/* Failed already: DISCONNECTED is on its way. */
+		if (!IS_ERR(conn) && !krdma_conn_error(conn)) {
 			pr_warn_ratelimited("%s: queue %u: request timed out; failing the connection\n",
 					    q->map->name, q->idx);
 			krdma_conn_fail(conn, -ETIMEDOUT);
-			krdma_session_conn_put(q->sess, conn);
 		}
+		if (!IS_ERR(conn))
+			krdma_session_conn_put(q->sess, conn);
 	}
-	mutex_unlock(&q->lock);
+	spin_unlock_bh(&q->sess_lock);
 	return BLK_EH_RESET_TIMER;
 }
 
@@ -666,7 +688,9 @@ static int krdma_blk_queue_connect(struct krdma_blk_queue *q,
 	if (IS_ERR(s))
 		return PTR_ERR(s);
 	mutex_lock(&q->lock);
+	spin_lock_bh(&q->sess_lock);
 	q->sess = s;
+	spin_unlock_bh(&q->sess_lock);
 	conn = krdma_session_conn_get(s);
 	if (IS_ERR(conn)) {
 		ret = PTR_ERR(conn);
@@ -720,9 +744,11 @@ static void krdma_blk_map_stop_sessions(struct krdma_blk_map *map)
 		struct krdma_blk_queue *q = &map->qs[i];
 
 		mutex_lock(&q->lock);
+		spin_lock_bh(&q->sess_lock);
 		WRITE_ONCE(q->dead, true);
 		s = q->sess;
 		q->sess = NULL;
+		spin_unlock_bh(&q->sess_lock);
 		mutex_unlock(&q->lock);
 		/* Not under q->lock: it waits for the event callback. */
 		if (s)
@@ -777,6 +803,7 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 		map->qs[i].map = map;
 		map->qs[i].idx = i;
 		mutex_init(&map->qs[i].lock);
+		spin_lock_init(&map->qs[i].sess_lock);
 		init_completion(&map->qs[i].hs_done);
 	}
 	for (i = 0; i < map->nq; i++) {

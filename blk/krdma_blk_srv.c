@@ -28,6 +28,7 @@
 #include <linux/string.h>
 #include <linux/moduleparam.h>
 #include <linux/spinlock.h>
+#include <linux/delay.h>
 
 #include <krdma.h>
 #include "krdma_blk.h"
@@ -42,6 +43,13 @@ module_param_named(test_drop_replies, krdma_blk_test_drop_replies, int, 0644);
 MODULE_PARM_DESC(test_drop_replies,
 		 "Tests only: do not send the next N replies to I/O commands, as a server that never answers");
 static DEFINE_SPINLOCK(krdma_blk_test_lock);
+
+/* Tests only: a HELLO is answered this much later. */
+static unsigned int krdma_blk_test_hello_delay_ms;
+module_param_named(test_hello_delay_ms, krdma_blk_test_hello_delay_ms, uint,
+		   0644);
+MODULE_PARM_DESC(test_hello_delay_ms,
+		 "Tests only: answer each HELLO this many milliseconds late (at most 10000)");
 
 /* Tests only: is this reply one to drop? */
 static bool krdma_blk_test_drop(void)
@@ -400,6 +408,7 @@ static void krdma_blk_sio_work(struct work_struct *work)
 
 	krdma_blk_hdr_init(&r.hdr, op, 0);
 	if (op == KRDMA_BLK_OP_HELLO) {
+		msleep(min(READ_ONCE(krdma_blk_test_hello_delay_ms), 10000U));
 		status = krdma_blk_srv_hello(io, &r);
 	} else {
 		r.tag = io->msg.cmd.tag;

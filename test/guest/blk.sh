@@ -7,7 +7,9 @@
 # (again with every 5th command finding no credit, test_busy_every), an
 # ext4 made on it survives umount and mount (sha256 of every file,
 # e2fsck -fn), a reply that never comes (test_drop_replies) costs a
-# reconnect of its queue and the read is sent again, fio verify runs
+# reconnect of its queue and the read is sent again (also when its timer
+# fires again while the queue greets the export on the new connection,
+# test_hello_delay_ms: the new connection is left alone), fio verify runs
 # across such reconnects with no error, bad control commands fail with
 # their errno, a read-only
 # export refuses writes, and unmap or unexport during I/O fails the I/O
@@ -241,6 +243,30 @@ dmesg_new | grep -q 'krdmablk0: queue [0-9]*: request timed out; failing the con
 	{ dmesg_new; fail "no dmesg line for the timeout"; }
 dmesg_new | grep -q 'krdmablk0: queue [0-9]*: reconnected, 1 requests sent again' ||
 	{ dmesg_new; fail "no dmesg line for the reconnect"; }
+
+# ---- a timeout while the queue greets the export ---------------------------
+# The same, with every HELLO answered 3 s late and io_timeout 1 s: the
+# request's timer fires again and again while its queue greets the export
+# on the new connection.  It was sent on the failed one: the new one is
+# left alone (one timeout line, one reconnect), and the read succeeds.
+log "a timeout while the queue greets the export"
+echo 1000 >/sys/block/krdmablk0/queue/io_timeout || fail "io_timeout 1000"
+echo 3000 >$P/test_hello_delay_ms
+echo 1 >$P/test_drop_replies
+dmesg_mark
+t0=$SECONDS
+dd if="$D" of="$W/back" bs=4k skip=78 count=1 iflag=direct status=none ||
+	fail "a read that timed out during the greeting failed"
+t=$((SECONDS - t0))
+echo 0 >$P/test_hello_delay_ms
+echo 2000 >/sys/block/krdmablk0/queue/io_timeout
+dd if="$NB" of="$W/nb" bs=4k skip=78 count=1 iflag=direct status=none
+cmp "$W/back" "$W/nb" || fail "the read sent again after a slow greeting returned other data"
+n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: request timed out; failing the connection')
+expect_eq "$n" 1 "timeouts that failed a connection (the new one must be left alone)"
+n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected')
+expect_eq "$n" 1 "reconnects"
+log "read back after $t s, one reconnect"
 
 # ---- fio verify across reconnects -----------------------------------------
 # Replies dropped while fio writes and verifies: each costs a reconnect of
