@@ -1239,7 +1239,14 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 				    ev->status, &conn->raddr);
 		ret = ev->event == RDMA_CM_EVENT_ADDR_ERROR ? -EHOSTUNREACH :
 		      ev->status == -ETIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED;
-		if (conn->state == KRDMA_CONN_CONNECTING)
+		/*
+		 * A connect still waiting ends now, also when a flush moved
+		 * the connection out of CONNECTING first (siw, whose QP left
+		 * RTR before the MPA reply came: CONNECT_ERROR -EINVAL);
+		 * it would otherwise sit out its whole timeout.
+		 */
+		if (conn->state == KRDMA_CONN_CONNECTING ||
+		    (conn->active && !completion_done(&conn->cm_done)))
 			krdma_connect_done(conn, ret);
 		else
 			krdma_conn_set_error(conn, -ECONNRESET);
