@@ -13,6 +13,7 @@
 # topo: single
 # dev: rxe
 # kernel: 6.1 6.12
+# check-kernel: 6.12
 . "$(dirname "$0")/../lib.sh"
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
