@@ -17,6 +17,8 @@ rdma_dev_up
 krdma_load
 SS=$KRDMA_SYS/sessions C=$KRDMA_SYS/conns
 P=7090
+# says FILE VALUE: FILE reads VALUE (for wait_for, which runs it again).
+says() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
 
 # Refused: each with its errno, nothing left behind.
 expect_ctl_err EINVAL session name=bad addr=$PEER_IP:$P reconnect_delay_ms=99
@@ -31,7 +33,7 @@ ctl listen name=l addr=$MY_IP:$P || fail "listen"
 ctl session name=s1 addr=$PEER_IP:$P reconnect_delay_ms=200 loss_tmo_ms=2000 ||
 	fail "session s1"
 expect_ctl_err EEXIST session name=s1 addr=$PEER_IP:$P
-wait_for 5 test "$(cat $SS/s1/state 2>/dev/null)" = connected ||
+wait_for 5 says $SS/s1/state connected ||
 	fail "s1 state: $(cat $SS/s1/state 2>&1)"
 expect_eq "$(cat $SS/s1/reconnects) $(cat $SS/s1/generation)" "0 0" \
 	"s1 reconnects and generation"
@@ -47,9 +49,9 @@ wait_for 5 test -e $C/l.0 || fail "no passive end l.0"
 # The passive end closes: the session reconnects on its own.
 dmesg_mark
 ctl disconnect name=l.0 || fail "disconnect l.0"
-wait_for 10 test "$(cat $SS/s1/reconnects)" = 1 ||
+wait_for 10 says $SS/s1/reconnects 1 ||
 	fail "s1 did not reconnect: state $(cat $SS/s1/state), last_error $(cat $SS/s1/last_error)"
-wait_for 5 test "$(cat $SS/s1/state)" = connected || fail "s1 not connected again"
+wait_for 5 says $SS/s1/state connected || fail "s1 not connected again"
 c1=$(cat $SS/s1/conn)
 [ "$c1" != "$c0" ] && [ -d "$C/$c1" ] || fail "s1's new connection: '$c1' (was '$c0')"
 expect_eq "$(cat $SS/s1/last_error)" -104 "s1 last_error after the peer closed"
@@ -63,7 +65,7 @@ ctl unlisten name=l || fail "unlisten"
 dmesg_mark
 t0=$SECONDS
 ctl disconnect name=l.1 || fail "disconnect l.1"
-wait_for 15 test "$(cat $SS/s1/state)" = lost ||
+wait_for 15 says $SS/s1/state lost ||
 	fail "s1 not lost: state $(cat $SS/s1/state), last_error $(cat $SS/s1/last_error)"
 t=$((SECONDS - t0))
 [ $t -ge 2 ] && [ $t -le 10 ] || fail "s1 lost after $t s, loss_tmo_ms=2000"
@@ -79,7 +81,7 @@ expect_ctl_err ENOENT unsession name=s1
 # The name is free again; a session left to rmmod goes with the module.
 ctl listen name=l addr=$MY_IP:$P || fail "listen again"
 ctl session name=s1 addr=$PEER_IP:$P || fail "session s1 again"
-wait_for 5 test "$(cat $SS/s1/state 2>/dev/null)" = connected || fail "s1 again"
+wait_for 5 says $SS/s1/state connected || fail "s1 again"
 dmesg_mark
 krdma_unload || fail "rmmod with a session"
 dmesg_new | grep -q "s1: session destroyed by module unload" ||
