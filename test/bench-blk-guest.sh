@@ -171,7 +171,7 @@ nvme_up() {
 	NVME_CTRL=nvme$(sed -n 's/.*instance=\([0-9]*\).*/\1/p' <<<"$r")
 	[ "$NVME_CTRL" != nvme ] || { echo "connect said '$r'"; NVME_CTRL=; return 1; }
 	echo "nvme-rdma: $r"
-	wait_for 20 nvme_dev || { echo "no namespace of $NVME_CTRL"; return 1; }
+	wait_for 20 nvme_dev >/dev/null || { echo "no namespace of $NVME_CTRL"; return 1; }
 }
 # nvme_dev: the namespace's block device (with native multipath the head
 # disk nvmeXnY, not the path nvmeXcZnY).
