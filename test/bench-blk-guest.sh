@@ -57,9 +57,9 @@ mkdir -p "$dir"
 cell() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$out"; }
 # fail_all TARGET WHY: every cell of TARGET failed, for this reason.
 fail_all() {
-	local job rest
-	echo "$1: $2"
-	while read -r job rest; do cell "$1" "$job" failed "$2"; done <<<"$JOBS"
+	local job rest why=${2//$'\n'/; }
+	echo "$1: $why"
+	while read -r job rest; do cell "$1" "$job" failed "$why"; done <<<"$JOBS"
 }
 # t SECONDS CMD...: CMD, killed if it takes longer (a hung step must not
 # hang the guest; a task stuck in the kernel stays, but the script goes on).
@@ -184,10 +184,16 @@ nvme_dev() {
 	return 1
 }
 nvme_down() {
-	local s=$NVMET/subsystems/$NQN p=$NVMET/ports/1
-	if [ -n "$NVME_CTRL" ] && [ -e "/sys/class/nvme/$NVME_CTRL/delete_controller" ]; then
-		t 60 bash -c "echo 1 >/sys/class/nvme/$NVME_CTRL/delete_controller"
-	fi
+	local s=$NVMET/subsystems/$NQN p=$NVMET/ports/1 c n
+	# Every controller of the subsystem: also one whose connect came
+	# through after its write was given up on (NVME_CTRL not known).
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/delete_controller" ] || continue
+		n=
+		read -r n 2>/dev/null <"$c/subsysnqn"
+		[ "$n" = "$NQN" ] || [ "${c##*/}" = "$NVME_CTRL" ] || continue
+		t 60 bash -c "echo 1 >$c/delete_controller"
+	done
 	NVME_CTRL=
 	[ -d $NVMET ] || return 0
 	[ -L $p/subsystems/$NQN ] && rm -f $p/subsystems/$NQN
