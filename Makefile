@@ -7,7 +7,7 @@
 #   make install            modules_install + depmod for the running kernel
 #   make check              every test, both kernel lines (see HACKING)
 #   make demo               two guests, rxe, krdma moving data A <-> B
-#   make bench              benchmarks against perftest
+#   make bench              benchmarks against perftest and nvme-rdma
 #   make shell KVER=6.12    interactive lab guest with krdma built
 #   make clean
 

@@ -3,8 +3,13 @@
 """The table of `make bench` (tools/bench): reads the bench.tsv each boot's
 guest A wrote (test/bench-guest.sh), prints krdma, perftest and the
 krdma/perftest ratio per cell, and writes results.json and results.md.
+The block section (test/bench-blk-guest.sh, one-guest boots): from
+bench-blk.tsv and fio's JSON in bench-blk/, null_blk, nvme-rdma and
+krdma-blk per cell with the krdma-blk/nvme-rdma ratio; a cell whose run
+failed reads "failed".
 
-  bench-report.py --out DIR [--secs N] LINE:TOPO:RELEASE:LABDIR ...
+  bench-report.py --out DIR [--secs N] [--sections "rdma blk"]
+                  LINE:TOPO:RELEASE:LABDIR ...
 """
 import argparse
 import datetime
@@ -21,6 +26,16 @@ ROWS = [
     ("lat", "p50_us", "latency p50 us", True),
     ("lat", "p99_us", "latency p99 us", True),
 ]
+# The block section: (fio job, direction, metric, row title, lower is better)
+BLK_ROWS = [
+    ("randread-4k-qd32", "read", "iops", "4 KiB random read, QD32, IOPS", False),
+    ("randwrite-4k-qd32", "write", "iops", "4 KiB random write, QD32, IOPS", False),
+    ("read-128k-qd8", "read", "bw_mibs", "128 KiB seq. read, QD8, MiB/s", False),
+    ("write-128k-qd8", "write", "bw_mibs", "128 KiB seq. write, QD8, MiB/s", False),
+    ("randread-4k-qd1", "read", "lat_mean_us", "4 KiB random read, QD1, mean us", True),
+    ("randread-4k-qd1", "read", "lat_p99_us", "4 KiB random read, QD1, p99 us", True),
+]
+BLK_TARGETS = ["null_blk", "nvme-rdma", "krdma-blk"]
 TOPOS = {"single": "one guest, rxe loopback",
          "pair": "two guests, A -> B over a qemu UDP link"}
 
@@ -110,10 +125,214 @@ def table(boot, sizes, ops, cells, md):
     return lines
 
 
+def fio_metric(path, direction, metric):
+    """One number from fio's JSON output, or None."""
+    try:
+        with open(path) as f:
+            text = f.read()
+        job = json.loads(text[text.index("{"):])["jobs"][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    d = job.get(direction, {})
+    if job.get("error") or not d.get("total_ios"):
+        return None
+    if metric == "iops":
+        return d.get("iops")
+    if metric == "bw_mibs":
+        return d.get("bw_bytes", 0) / 1048576.0
+    lat = d.get("lat_ns", {})
+    if metric == "lat_mean_us":
+        return lat.get("mean", 0) / 1000.0 or None
+    if metric == "lat_p99_us":
+        for key in ("lat_ns", "clat_ns"):
+            p = d.get(key, {}).get("percentile", {}).get("99.000000")
+            if p:
+                return p / 1000.0
+    return None
+
+
+def blk_cells(lab):
+    """The block section of one boot: (info, cells), or (None, None) when
+    its guest script never wrote its table."""
+    status, info = {}, {}
+    try:
+        with open(os.path.join(lab, "bench-blk.tsv")) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != 4:
+                    continue
+                if parts[0] == "info":
+                    info[f"{parts[1]}_{parts[2]}"] = parts[3]
+                else:
+                    status[(parts[0], parts[1])] = (parts[2], parts[3])
+    except OSError:
+        return None, None
+    cells = []
+    for job, direction, metric, title, lower in BLK_ROWS:
+        c = {"job": job, "metric": metric, "title": title,
+             "lower_is_better": lower}
+        for t in BLK_TARGETS:
+            st, why = status.get((t, job), ("failed", "not run"))
+            v = None
+            if why.startswith("idle="):
+                c.setdefault("guest_idle_pct", {})[t] = int(why[5:])
+            if st == "ok":
+                v = fio_metric(os.path.join(lab, "bench-blk",
+                                            f"{t}-{job}.json"),
+                               direction, metric)
+                if v is None:
+                    why = "no result in fio's output"
+            c[t] = v
+            if v is None:
+                c.setdefault("failed", {})[t] = why
+        k, n = c["krdma-blk"], c["nvme-rdma"]
+        c["ratio"] = k / n if k is not None and n else None
+        if c["ratio"] is not None:
+            c["goal_met"] = c["ratio"] <= 1 if lower else c["ratio"] >= 1
+        cells.append(c)
+    return info, cells
+
+
+def blk_table(cells, md):
+    """Rows: the fio cells; columns: the three targets and the ratio."""
+    head = ["fio job"] + BLK_TARGETS + ["krdma-blk/nvme-rdma"]
+    lines = []
+    if md:
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+    else:
+        lines.append(f"{head[0]:<34}" + "".join(f"{h:>12}" for h in head[1:4]) +
+                     f"{head[4]:>22}")
+    for c in cells:
+        vals = [fmt(c[t]) if c[t] is not None else "failed"
+                for t in BLK_TARGETS]
+        r = f"{c['ratio']:.2f}x" if c["ratio"] is not None else "-"
+        t = c["title"] + (" (lower is better)" if c["lower_is_better"] and md
+                          else "")
+        if md:
+            lines.append(f"| {t} | " + " | ".join(vals) + f" | {r} |")
+        else:
+            lines.append(f"{t:<34}" + "".join(f"{v:>12}" for v in vals) +
+                         f"{r:>22}")
+    return lines
+
+
+def rdma_boot(result, text, md, line, topo, rel, lab):
+    """krdma against perftest in one boot: its table into text and md, its
+    cells into result; 1 when it has none."""
+    vals = load(os.path.join(lab, "bench.tsv"))
+    sizes, ops, cells = boot_cells(vals)
+    memcpy = vals.get(("memcpy", 67108864, "memcpy", "bw_mibs"))
+    depth = vals.get(("info", 0, "krdma", "queue_depth"))
+    batch = vals.get(("info", 0, "krdma", "batch"))
+    boot = {"line": line, "kernel": rel, "topo": topo,
+            "description": TOPOS.get(topo, topo),
+            "memcpy_mibs": memcpy, "depth": depth, "batch": batch,
+            "cells": cells}
+    result["boots"].append(boot)
+    title = f"{rel}, {TOPOS.get(topo, topo)}"
+    extra = []
+    if memcpy:
+        extra.append(f"memcpy in the guest: {memcpy:.0f} MiB/s")
+    if depth:
+        extra.append(f"{depth:.0f} operations in flight in bandwidth runs")
+    if batch:
+        extra.append(f"krdma write/read posted {batch:.0f} at a time")
+    text.append("")
+    text.append(f"== {title}" + (f" ({'; '.join(extra)})" if extra else ""))
+    md.append("")
+    md.append(f"{title}" + (f" ({'; '.join(extra)})" if extra else "") + ":")
+    md.append("")
+    if not cells:
+        text.append("   no results (see the guest logs)")
+        md.append("no results")
+        return 1
+    text += table(boot, sizes, ops, cells, False)
+    md += table(boot, sizes, ops, cells, True)
+    # The issue's targets, per boot.
+    def ratios(metric, pred):
+        return [c["ratio"] for c in cells if c["metric"] == metric and
+                c["ratio"] is not None and pred(c["size"])]
+    r64 = ratios("msg_rate", lambda s: s == 64)
+    rbig = ratios("bw_mibs", lambda s: s >= 65536)
+    summary = []
+    if r64:
+        summary.append("message rate at 64 B: krdma/perftest %s" %
+                       ", ".join(f"{r:.2f}" for r in r64))
+    if rbig:
+        summary.append("bandwidth at >= 64 KiB: median krdma/perftest "
+                       f"{statistics.median(rbig):.2f} (min {min(rbig):.2f})")
+    boot["summary"] = summary
+    for s in summary:
+        text.append("   " + s)
+    if summary:
+        md.append("")
+        md += ["- " + s for s in summary]
+    return 0
+
+
+def blk_boot(result, text, md, line, rel, lab):
+    """The block section of one boot: its table into text and md, its cells
+    into result["blk"]; 1 when a cell failed or the section never ran."""
+    info, cells = blk_cells(lab)
+    title = (f"block: {rel}, one guest, rxe loopback; fio on null_blk, on "
+             "nvme-rdma and on krdma-blk over the same null_blk")
+    text.append("")
+    md.append("")
+    if cells is None:
+        text.append(f"== {title}")
+        text.append("   no results (see the guest logs)")
+        md.append(f"{title}:")
+        md.append("")
+        md.append("no results")
+        result.setdefault("blk", []).append(
+            {"line": line, "kernel": rel, "cells": None})
+        return 1
+    extra = []
+    if info.get("fio_secs"):
+        extra.append(f"{info['fio_secs']} s per job")
+    if info.get("null_blk_size"):
+        extra.append(f"on the first {info['null_blk_size']}")
+    if info.get("blk_queues"):
+        extra.append(f"{info['blk_queues']} queues")
+    if info.get("fio_version"):
+        extra.append(info["fio_version"])
+    head = title + (f" ({'; '.join(extra)})" if extra else "")
+    text.append(f"== {head}")
+    md.append(f"{head}:")
+    md.append("")
+    text += blk_table(cells, False)
+    md += blk_table(cells, True)
+    rated = [c for c in cells if c["ratio"] is not None]
+    failed = [f"{c['title']} on {t}: {why}" for c in cells
+              for t, why in c.get("failed", {}).items()]
+    summary = [f"krdma-blk at least as good as nvme-rdma in "
+               f"{sum(c['goal_met'] for c in rated)} of {len(cells)} cells"]
+    idle = []
+    for t in BLK_TARGETS:
+        v = [c["guest_idle_pct"][t] for c in cells
+             if t in c.get("guest_idle_pct", {})]
+        if v:
+            idle.append(f"{t} {min(v)} to {max(v)}%")
+    if idle:
+        summary.append("guest CPU idle while fio ran: " + ", ".join(idle))
+    summary += ["failed: " + f for f in failed]
+    for x in summary:
+        text.append("   " + x)
+    md.append("")
+    md += ["- " + x for x in summary]
+    result.setdefault("blk", []).append(
+        {"line": line, "kernel": rel, "topo": "single",
+         "description": TOPOS["single"], "info": info, "cells": cells,
+         "summary": summary})
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--secs", type=int, default=0)
+    ap.add_argument("--sections", default="rdma blk")
     ap.add_argument("boots", nargs="+")
     a = ap.parse_args()
 
@@ -122,65 +341,30 @@ def main():
               "host_cpus": os.cpu_count(), "accel": "tcg",
               "wall_seconds": a.secs, "boots": []}
     text, md = [], []
-    text.append(f"krdma bench vs perftest, rxe, {now:%Y-%m-%d}; qemu TCG, "
+    sections = a.sections.split()
+    what = "krdma bench vs perftest" if "rdma" in sections else "krdma bench"
+    text.append(f"{what}, rxe, {now:%Y-%m-%d}; qemu TCG, "
                 f"host with {os.cpu_count()} cores")
-    text.append("cells: krdma / perftest (krdma/perftest); latency: lower "
-                "is better")
     md.append(f"Measured {now:%Y-%m-%d} by `make bench`, under qemu TCG on a "
-              f"{os.cpu_count()}-core host.  Each cell: krdma / perftest "
-              "(krdma/perftest ratio); for latency lower is better.")
+              f"{os.cpu_count()}-core host.")
+    if "rdma" in sections:
+        text.append("cells: krdma / perftest (krdma/perftest); latency: "
+                    "lower is better")
+        md[-1] += ("  Each cell: krdma / perftest (krdma/perftest ratio); "
+                   "for latency lower is better.")
+    if "blk" in sections:
+        text.append("block: fio (direct, libaio, one job) per target; "
+                    "krdma-blk/nvme-rdma ratio; latency: lower is better")
+        md[-1] += ("  Block: fio (direct=1, libaio, one job) on each "
+                   "target; the ratio is krdma-blk/nvme-rdma, for latency "
+                   "lower is better.")
     missing = 0
     for b in a.boots:
         line, topo, rel, lab = b.split(":", 3)
-        vals = load(os.path.join(lab, "bench.tsv"))
-        sizes, ops, cells = boot_cells(vals)
-        memcpy = vals.get(("memcpy", 67108864, "memcpy", "bw_mibs"))
-        depth = vals.get(("info", 0, "krdma", "queue_depth"))
-        batch = vals.get(("info", 0, "krdma", "batch"))
-        boot = {"line": line, "kernel": rel, "topo": topo,
-                "description": TOPOS.get(topo, topo),
-                "memcpy_mibs": memcpy, "depth": depth, "batch": batch,
-                "cells": cells}
-        result["boots"].append(boot)
-        title = f"{rel}, {TOPOS.get(topo, topo)}"
-        extra = []
-        if memcpy:
-            extra.append(f"memcpy in the guest: {memcpy:.0f} MiB/s")
-        if depth:
-            extra.append(f"{depth:.0f} operations in flight in bandwidth runs")
-        if batch:
-            extra.append(f"krdma write/read posted {batch:.0f} at a time")
-        text.append("")
-        text.append(f"== {title}" + (f" ({'; '.join(extra)})" if extra else ""))
-        md.append("")
-        md.append(f"{title}" + (f" ({'; '.join(extra)})" if extra else "") + ":")
-        md.append("")
-        if not cells:
-            text.append("   no results (see the guest logs)")
-            md.append("no results")
-            missing += 1
-            continue
-        text += table(boot, sizes, ops, cells, False)
-        md += table(boot, sizes, ops, cells, True)
-        # The issue's targets, per boot.
-        def ratios(metric, pred):
-            return [c["ratio"] for c in cells if c["metric"] == metric and
-                    c["ratio"] is not None and pred(c["size"])]
-        r64 = ratios("msg_rate", lambda s: s == 64)
-        rbig = ratios("bw_mibs", lambda s: s >= 65536)
-        summary = []
-        if r64:
-            summary.append("message rate at 64 B: krdma/perftest %s" %
-                           ", ".join(f"{r:.2f}" for r in r64))
-        if rbig:
-            summary.append("bandwidth at >= 64 KiB: median krdma/perftest "
-                           f"{statistics.median(rbig):.2f} (min {min(rbig):.2f})")
-        boot["summary"] = summary
-        for s in summary:
-            text.append("   " + s)
-        if summary:
-            md.append("")
-            md += ["- " + s for s in summary]
+        if "rdma" in sections:
+            missing += rdma_boot(result, text, md, line, topo, rel, lab)
+        if "blk" in sections and topo == "single":
+            missing += blk_boot(result, text, md, line, rel, lab)
     if a.secs:
         text.append("")
         text.append(f"(make bench took {a.secs // 60} min {a.secs % 60} s)")

@@ -1,0 +1,265 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The block section of `make bench` (tools/bench), in a one-guest boot over
+# the rxe device the rest of the bench used: the same fio jobs against
+#   null_blk    /dev/nullb0 itself, the bound;
+#   krdma-blk   krdma_blk.ko's export of /dev/nullb0 mapped over rxe;
+#   nvme-rdma   the kernel's nvmet-rdma target (configfs) on /dev/nullb0 and
+#               its nvme-rdma host (/dev/nvme-fabrics), over the same rxe;
+# one after the other, each torn down before the next.  The null_blk is
+# memory-backed (queue_mode=2 irqmode=0 memory_backed=1 gb=1, as
+# test/guest/blk.sh) and its first KRDMA_BENCH_BLK_SIZE is written once
+# before the first job, so that reads find data.
+#   KRDMA_BENCH_BLK_SECS     seconds each fio job runs (default 5), after
+#                            KRDMA_BENCH_BLK_RAMP (1) not counted
+#   KRDMA_BENCH_BLK_SIZE     the region fio works on (default 128M)
+#   KRDMA_BENCH_BLK_QUEUES   hardware queues of krdma-blk and I/O queues of
+#                            nvme-rdma (default 2, one per vCPU)
+#   KRDMA_BENCH_BLK_TARGETS  which, in order (default "null_blk krdma-blk
+#                            nvme-rdma")
+#   KRDMA_BENCH_BLK_PROFILE  a job name (randread-4k-qd32, ...): after the
+#                            measured runs, that job runs once more on each
+#                            target under `perf record -a` (cpu-clock; TCG
+#                            has no PMU), flat profile in
+#                            bench-blk/profile-TARGET.txt; not in the table
+# Writes fio's JSON to $LAB/bench-blk/TARGET-JOB.json and one line per cell
+# ("TARGET JOB ok|failed WHY", tab separated) to $LAB/bench-blk.tsv;
+# tools/bench-report.py reads both.  A step that fails marks its cells
+# failed and the script goes on with the next target; every step that can
+# block runs under timeout.
+export TOPO=single DEV=rxe ROLE=${GUEST:-A} TEST_ID=bench-blk
+export PEER_IP=$MY_IP
+. "$(dirname "$0")/lib.sh"
+
+secs=${KRDMA_BENCH_BLK_SECS:-5}
+ramp=${KRDMA_BENCH_BLK_RAMP:-1}
+size=${KRDMA_BENCH_BLK_SIZE:-128M}
+queues=${KRDMA_BENCH_BLK_QUEUES:-2}
+targets=${KRDMA_BENCH_BLK_TARGETS:-null_blk krdma-blk nvme-rdma}
+profile=${KRDMA_BENCH_BLK_PROFILE:-}
+out=$LAB/bench-blk.tsv
+dir=$LAB/bench-blk
+NB=/dev/nullb0
+BLK_CTL=/sys/kernel/krdma_blk/control
+KB=kbench0
+KB_ADDR=$MY_IP:7490
+NQN=nqn.2026-11.org.krdma:bench
+CFS=/sys/kernel/config
+NVMET=$CFS/nvmet
+# JOB RW BS IODEPTH
+JOBS="randread-4k-qd32 randread 4k 32
+randwrite-4k-qd32 randwrite 4k 32
+read-128k-qd8 read 128k 8
+write-128k-qd8 write 128k 8
+randread-4k-qd1 randread 4k 1"
+mkdir -p "$dir"
+: >"$out"
+cell() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$out"; }
+# fail_all TARGET WHY: every cell of TARGET failed, for this reason.
+fail_all() {
+	local job rest why=${2//$'\n'/; }
+	echo "$1: $why"
+	while read -r job rest; do cell "$1" "$job" failed "$why"; done <<<"$JOBS"
+}
+# t SECONDS CMD...: CMD, killed if it takes longer (a hung step must not
+# hang the guest; a task stuck in the kernel stays, but the script goes on).
+t() { timeout -k 5 "$@"; }
+
+# cpu_ticks: the guest's total and idle jiffies, all CPUs (no fork).
+cpu_ticks() {
+	local _c u n s i w q sq st
+	read -r _c u n s i w q sq st _ </proc/stat
+	echo "$((u + n + s + i + w + q + sq + st)) $i"
+}
+
+# run_fio TARGET DEV: the jobs, one after the other, on DEV.  With each
+# cell goes the share of the guest's CPU time that was idle while fio ran
+# (a target bound by latency leaves it idle, one bound by CPU does not).
+run_fio() {
+	local target=$1 dev=$2 job rw bs qd f rc t0 i0 t1 i1
+	while read -r job rw bs qd; do
+		f=$dir/$target-$job.json
+		rm -f "$f"
+		log "$target: $job"
+		read -r t0 i0 < <(cpu_ticks)
+		t $((secs + ramp + 120)) fio --name="$job" --filename="$dev" \
+			--direct=1 --ioengine=libaio --rw="$rw" --bs="$bs" \
+			--iodepth="$qd" --numjobs=1 --size="$size" --time_based \
+			--runtime="$secs" --ramp_time="$ramp" --norandommap \
+			--randrepeat=0 --lat_percentiles=1 --output-format=json \
+			--output="$f" 2>"$dir/$target-$job.err" </dev/null
+		rc=$?
+		read -r t1 i1 < <(cpu_ticks)
+		if [ $rc = 0 ] && [ -s "$f" ]; then
+			cell "$target" "$job" ok "idle=$(( (i1 - i0) * 100 / (t1 - t0 + 1) ))"
+		else
+			cell "$target" "$job" failed "fio exit $rc"
+			echo "$target $job: fio exit $rc"
+			cat "$dir/$target-$job.err"
+		fi
+	done <<<"$JOBS"
+	[ -n "$profile" ] && grep -q "^$profile " <<<"$JOBS" && prof_fio "$@"
+	true
+}
+
+# prof_fio TARGET DEV: job $profile once more, under perf.
+prof_fio() {
+	local target=$1 dev=$2 job rw bs qd d=$dir/perf-$1.data
+	command -v perf >/dev/null || { echo "no perf on the host root"; return 1; }
+	read -r job rw bs qd < <(grep "^$profile " <<<"$JOBS")
+	log "$target: $job under perf"
+	echo 0 >/proc/sys/kernel/kptr_restrict
+	HOME=/tmp t $((secs + ramp + 120)) perf record -e cpu-clock -F 1000 -a -g \
+		-o "$d" -- fio --name="$job" --filename="$dev" --direct=1 \
+		--ioengine=libaio --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--numjobs=1 --size="$size" --time_based --runtime="$secs" \
+		--norandommap --randrepeat=0 --output="$dir/perf-$target-fio.txt" \
+		>"$dir/perf-$target.log" 2>&1 </dev/null
+	HOME=/tmp perf report -i "$d" --kallsyms=/proc/kallsyms --stdio \
+		--no-children -g none --sort comm,dso,sym --percent-limit 0.7 \
+		2>/dev/null | grep -v '^$' >"$dir/profile-$target.txt"
+	HOME=/tmp perf report -i "$d" --kallsyms=/proc/kallsyms --stdio \
+		--no-children -g none --sort comm --percent-limit 0.5 \
+		2>/dev/null | grep -v '^$' >"$dir/profile-$target-comm.txt"
+}
+
+# ---- krdma-blk --------------------------------------------------------------
+kb_up() {
+	local ko=$BUILD/blk/krdma_blk.ko
+	[ -f "$ko" ] || { echo "$ko not built"; return 1; }
+	lsmod | grep -q '^krdma_blk ' || insmod "$ko" || { echo "insmod krdma_blk"; return 1; }
+	t 60 bash -c "echo 'export name=bench path=$NB addr=$KB_ADDR' >$BLK_CTL" ||
+		{ echo "krdma-blk export"; return 1; }
+	t 60 bash -c "echo 'map name=$KB addr=$KB_ADDR export=bench queues=$queues' >$BLK_CTL" ||
+		{ echo "krdma-blk map"; return 1; }
+	wait_for 10 test -b /dev/$KB || { echo "/dev/$KB never appeared"; return 1; }
+}
+kb_down() {
+	[ -w "$BLK_CTL" ] || return 0
+	t 60 bash -c "echo 'unmap name=$KB' >$BLK_CTL" 2>/dev/null
+	t 60 bash -c "echo 'unexport name=bench' >$BLK_CTL" 2>/dev/null
+	t 30 rmmod krdma_blk
+	true
+}
+
+# ---- nvmet-rdma and nvme-rdma ----------------------------------------------
+NVME_CTRL=
+nvme_up() {
+	local m s=$NVMET/subsystems/$NQN p=$NVMET/ports/1 uuid r dev
+	for m in nvmet nvmet-rdma nvme-rdma; do
+		modprobe "$m" || { echo "modprobe $m"; return 1; }
+	done
+	# configfs is a module: mount it once nvmet (which needs it) is in.
+	mountpoint -q $CFS || mount -t configfs none $CFS ||
+		{ echo "mount configfs"; return 1; }
+	[ -d $NVMET ] || { echo "no $NVMET"; return 1; }
+	mkdir $s && echo 1 >$s/attr_allow_any_host &&
+		mkdir $s/namespaces/1 &&
+		echo -n $NB >$s/namespaces/1/device_path &&
+		echo 1 >$s/namespaces/1/enable ||
+		{ echo "nvmet subsystem $NQN"; return 1; }
+	mkdir $p && echo rdma >$p/addr_trtype && echo ipv4 >$p/addr_adrfam &&
+		echo "$MY_IP" >$p/addr_traddr && echo 4420 >$p/addr_trsvcid &&
+		ln -s $s $p/subsystems/$NQN ||
+		{ echo "nvmet port"; return 1; }
+	# The host: nvme-fabrics refuses a hostnqn whose hostid is not its uuid.
+	uuid=$(cat /proc/sys/kernel/random/uuid)
+	r=$(t 90 bash -c 'exec 3<>/dev/nvme-fabrics &&
+		echo "$1" >&3 && read -r l <&3 && echo "$l"' _ \
+		"transport=rdma,traddr=$MY_IP,trsvcid=4420,nqn=$NQN,hostnqn=nqn.2014-08.org.nvmexpress:uuid:$uuid,hostid=$uuid,nr_io_queues=$queues,ctrl_loss_tmo=10") ||
+		{ echo "nvme-rdma connect"; return 1; }
+	NVME_CTRL=nvme$(sed -n 's/.*instance=\([0-9]*\).*/\1/p' <<<"$r")
+	[ "$NVME_CTRL" != nvme ] || { echo "connect said '$r'"; NVME_CTRL=; return 1; }
+	echo "nvme-rdma: $r"
+	wait_for 20 nvme_dev >/dev/null || { echo "no namespace of $NVME_CTRL"; return 1; }
+}
+# nvme_dev: the namespace's block device (with native multipath the head
+# disk nvmeXnY, not the path nvmeXcZnY).
+nvme_dev() {
+	local d
+	for d in /sys/block/nvme*n1; do
+		[ -e "$d" ] && [[ ${d##*/} != *c* ]] && [ -b "/dev/${d##*/}" ] &&
+			{ echo "/dev/${d##*/}"; return 0; }
+	done
+	return 1
+}
+nvme_down() {
+	local s=$NVMET/subsystems/$NQN p=$NVMET/ports/1 c n
+	# Every controller of the subsystem: also one whose connect came
+	# through after its write was given up on (NVME_CTRL not known).
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/delete_controller" ] || continue
+		n=
+		read -r n 2>/dev/null <"$c/subsysnqn"
+		[ "$n" = "$NQN" ] || [ "${c##*/}" = "$NVME_CTRL" ] || continue
+		t 60 bash -c "echo 1 >$c/delete_controller"
+	done
+	NVME_CTRL=
+	[ -d $NVMET ] || return 0
+	[ -L $p/subsystems/$NQN ] && rm -f $p/subsystems/$NQN
+	[ -d $p ] && rmdir $p
+	[ -e $s/namespaces/1/enable ] && echo 0 >$s/namespaces/1/enable
+	[ -d $s/namespaces/1 ] && rmdir $s/namespaces/1
+	[ -d $s ] && rmdir $s
+	true
+}
+
+cleanup() {
+	set +e
+	nvme_down 2>/dev/null
+	kb_down 2>/dev/null
+}
+trap cleanup EXIT
+
+rdma_dev_up
+krdma_load
+log "null_blk, $size written once"
+lsmod | grep -q '^null_blk ' && rmmod null_blk
+if ! modprobe null_blk queue_mode=2 irqmode=0 memory_backed=1 gb=1 nr_devices=1 ||
+	! wait_for 10 test -b $NB; then
+	for target in $targets; do fail_all "$target" "no null_blk"; done
+	exit 1
+fi
+t 300 fio --name=fill --filename=$NB --direct=1 --ioengine=libaio --rw=write \
+	--bs=1M --iodepth=8 --size="$size" --output=/dev/null </dev/null ||
+	echo "filling $NB failed"
+{
+	printf 'info\tnull_blk\tsize\t%s\n' "$size"
+	printf 'info\tfio\tsecs\t%s\n' "$secs"
+	printf 'info\tfio\tversion\t%s\n' "$(fio --version)"
+	printf 'info\tblk\tqueues\t%s\n' "$queues"
+} >>"$out"
+
+rc=0
+for target in $targets; do
+	case $target in
+	null_blk)
+		run_fio null_blk $NB ;;
+	krdma-blk)
+		log "krdma-blk: export and map over $IBDEV"
+		if why=$(kb_up); then
+			run_fio krdma-blk /dev/$KB
+		else
+			fail_all krdma-blk "set-up: $why"
+			rc=1
+		fi
+		kb_down ;;
+	nvme-rdma)
+		log "nvme-rdma: nvmet-rdma target and host over $IBDEV"
+		# In this shell, not in $( ): nvme_up sets NVME_CTRL.
+		nvme_up >"$dir/nvme-up.log" 2>&1
+		st=$?
+		cat "$dir/nvme-up.log"
+		if [ $st = 0 ] && dev=$(nvme_dev); then
+			run_fio nvme-rdma "$dev"
+		else
+			fail_all nvme-rdma "set-up: $(tail -n 1 "$dir/nvme-up.log")"
+			rc=1
+		fi
+		nvme_down ;;
+	*)	echo "unknown target $target"; rc=1 ;;
+	esac
+done
+grep -q 'failed' "$out" && rc=1
+log "done"
+exit $rc
