@@ -28,9 +28,15 @@
 #    each, A has no session and no connection left; at the end B has no
 #    connection and no listener left.
 # Sizes: KRDMA_BLK_FIO_SIZE (8M a job; 16M in make stress).
+# Not in make check (the empty "# check-kernel:"), make stress only: ten
+# flaps take 105 s on 6.12 over rxe (2026-11-25), and over rxe a READ
+# response that goes missing between the guests can trip rxe's
+# WARN_ON_ONCE in rxe_completer (README, known rxe bugs), which fails
+# the run whatever krdma does; it did once in plain fio verify.
 # topo: pair
 # dev: rxe siw
 # kernel: 6.1 6.12
+# check-kernel:
 . "$(dirname "$0")/../lib.sh"
 
 [ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
