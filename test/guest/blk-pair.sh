@@ -18,9 +18,11 @@
 #    flap waits until every session is connected again (else a connect
 #    request in flight when the link goes down could break rxe's QP1, see
 #    README).  Every fio run exits 0 with 0 errors; no I/O error reaches
-#    the block layer; over rxe every flap costs a reconnect (counted by
-#    the sessions and by krdma_blk's "reconnected" lines), while siw's
-#    TCP rides out a flap this short without one (logged, not required);
+#    the block layer; over rxe every flap of 3 s costs a reconnect
+#    (counted by the sessions and by krdma_blk's "reconnected" lines; one
+#    of 1 s may leave nothing posted while down, and rxe's retransmits
+#    ride it out), while siw's TCP rides out every flap this short
+#    without one (logged, not required);
 #    no "session lost", "request timed out" or bad reply line.
 # 4. Unmap during I/O, unexport (on B) during I/O and rmmod krdma_blk (on
 #    B) during I/O, with loss_tmo_ms=3000: the command returns within
@@ -29,7 +31,8 @@
 #    connection and no listener left.
 # Sizes: KRDMA_BLK_FIO_SIZE (8M a job; 16M in make stress).
 # Not in make check (the empty "# check-kernel:"), make stress only: ten
-# flaps take 105 s on 6.12 over rxe (2026-11-25), and over rxe a READ
+# flaps take 105 s on 6.12 over rxe with 8M a job, 124 s over siw at
+# make stress's sizes (2026-11-25), and over rxe a READ
 # response that goes missing between the guests can trip rxe's
 # WARN_ON_ONCE in rxe_completer (README, known rxe bugs), which fails
 # the run whatever krdma does; it did once in plain fio verify.
@@ -271,7 +274,11 @@ for i in $(seq 1 "$flaps"); do
 		fail "flap $i: sessions not connected 60 s after link up: $(grep . "$S"/*/state "$S"/*/last_error | paste -sd ' ')"
 	after=$(sess_sum reconnects)
 	log "flap $i: down $down s; $((after - before)) reconnects; all connected $((SECONDS - t0)) s after link up"
-	[ "$DEV" != rxe ] || [ "$after" -gt "$before" ] ||
+	# Down 3 s, past a heartbeat interval (2 s): something A posts
+	# meanwhile finds no route and fails its QP.  A shorter flap may
+	# leave nothing posted until link up, and rxe's retransmits ride it
+	# out.
+	[ "$DEV" != rxe ] || [ "$down" -lt 3 ] || [ "$after" -gt "$before" ] ||
 		fail "flap $i: link down $down s and no session reconnected (rxe)"
 	nap 1
 done
@@ -290,7 +297,7 @@ recon=$(( $(sess_sum reconnects) - rc0 ))
 lines=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected, [0-9]* requests sent again')
 log "$runs fio verify runs passed across $flaps flaps; $recon reconnects, $lines 'reconnected' lines"
 if [ "$DEV" = rxe ]; then
-	[ "$recon" -ge "$flaps" ] || fail "$recon reconnects in $flaps flaps"
+	[ "$recon" -ge 1 ] || fail "no reconnect in $flaps flaps (rxe)"
 	[ "$lines" -ge 1 ] || fail "no 'reconnected' line from krdma_blk"
 fi
 bad=$(dmesg_new | grep -E 'I/O error.*krdmablk|krdma_blk: .*(session lost|timed out|malformed|no request in flight|registration failed|refused)')
