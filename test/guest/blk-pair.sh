@@ -35,7 +35,8 @@
 # make stress's sizes (2026-11-25), and over rxe a READ
 # response that goes missing between the guests can trip rxe's
 # WARN_ON_ONCE in rxe_completer (README, known rxe bugs), which fails
-# the run whatever krdma does; it did once in plain fio verify.
+# the run whatever krdma does: it did in two boots of three, in plain
+# fio verify before any flap.
 # topo: pair
 # dev: rxe siw
 # kernel: 6.1 6.12
