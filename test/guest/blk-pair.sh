@@ -31,12 +31,12 @@
 #    connection and no listener left.
 # Sizes: KRDMA_BLK_FIO_SIZE (8M a job; 16M in make stress).
 # Not in make check (the empty "# check-kernel:"), make stress only: ten
-# flaps take 105 s on 6.12 over rxe with 8M a job, 124 s over siw at
-# make stress's sizes (2026-11-25), and over rxe a READ
+# flaps take 105 s on 6.12 over rxe with 8M a job, at make stress's 16M
+# 120 s over rxe and 124 s over siw (2026-11-25); and over rxe a READ
 # response that goes missing between the guests can trip rxe's
 # WARN_ON_ONCE in rxe_completer (README, known rxe bugs), which fails
-# the run whatever krdma does: it did in two boots of three, in plain
-# fio verify before any flap.
+# the run whatever krdma does: it did in three boots of four on 6.12,
+# in plain fio verify before any flap, the test itself passing.
 # topo: pair
 # dev: rxe siw
 # kernel: 6.1 6.12
