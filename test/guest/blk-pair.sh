@@ -32,7 +32,8 @@
 # Sizes: KRDMA_BLK_FIO_SIZE (8M a job; 16M in make stress).
 # Not in make check (the empty "# check-kernel:"), make stress only: ten
 # flaps take 105 s on 6.12 over rxe with 8M a job, at make stress's 16M
-# 120 s over rxe and 124 s over siw (2026-11-25); and over rxe a READ
+# 120 s over rxe and 124 s over siw, on 6.1 133 and 128 s (2026-11-25);
+# and over rxe a READ
 # response that goes missing between the guests can trip rxe's
 # WARN_ON_ONCE in rxe_completer (README, known rxe bugs), which fails
 # the run whatever krdma does: it did in three boots of four on 6.12,
