@@ -11,9 +11,9 @@
 #    fio exits 0 with 0 errors (terse field 5), no complaint.
 # 3. Link flaps during fio verify: A takes its own NIC (eth0, under
 #    rxe0/siw0) down for 1 to 3 s and up again, KRDMA_BLK_FLAPS times
-#    (10 in make stress, 3 in make check), while fio verify runs in a
+#    (default 3; 10 in make stress), while fio verify runs in a
 #    loop.  A's side, since a send that finds no route fails A's queue
-#    pairs at once on rxe: each flap costs reconnects, B meanwhile seeing
+#    pairs at once on rxe: a flap costs reconnects, B meanwhile seeing
 #    nothing until A's deferred disconnects come after link up.  The next
 #    flap waits until every session is connected again (else a connect
 #    request in flight when the link goes down could break rxe's QP1, see
@@ -21,8 +21,8 @@
 #    the block layer; over rxe every flap of 3 s costs a reconnect
 #    (counted by the sessions and by krdma_blk's "reconnected" lines; one
 #    of 1 s may leave nothing posted while down, and rxe's retransmits
-#    ride it out), while siw's TCP rides out every flap this short
-#    without one (logged, not required);
+#    ride it out); over siw a flap may cost none (6.12's siw rode every
+#    one out on TCP, 6.1's reconnected at each): logged, not required;
 #    no "session lost", "request timed out" or bad reply line.
 # 4. Unmap during I/O, unexport (on B) during I/O and rmmod krdma_blk (on
 #    B) during I/O, with loss_tmo_ms=3000: the command returns within
@@ -31,13 +31,12 @@
 #    connection and no listener left.
 # Sizes: KRDMA_BLK_FIO_SIZE (8M a job; 16M in make stress).
 # Not in make check (the empty "# check-kernel:"), make stress only: ten
-# flaps take 105 s on 6.12 over rxe with 8M a job, at make stress's 16M
-# 120 s over rxe and 124 s over siw, on 6.1 133 and 128 s (2026-11-25);
-# and over rxe a READ
-# response that goes missing between the guests can trip rxe's
-# WARN_ON_ONCE in rxe_completer (README, known rxe bugs), which fails
-# the run whatever krdma does: it did in three boots of four on 6.12,
-# in plain fio verify before any flap, the test itself passing.
+# flaps take 105 s on 6.12 over rxe with 8M a job; at make stress's 16M
+# 120 s over rxe and 124 s over siw, on 6.1 133 and 128 s (2026-11-25).
+# And over rxe a READ response that goes missing between the guests can
+# trip rxe's WARN_ON_ONCE in rxe_completer (README, known rxe bugs),
+# which fails the run whatever krdma does: it did in three boots of four
+# on 6.12, in plain fio verify before any flap, the test itself passing.
 # topo: pair
 # dev: rxe siw
 # kernel: 6.1 6.12
