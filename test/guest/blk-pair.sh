@@ -42,13 +42,13 @@
 # kernel: 6.1 6.12
 # check-kernel:
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../blk-lib.sh"
 
 [ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
 ko=$BUILD/blk/krdma_blk.ko
 [ -f "$ko" ] || fail "$ko not built"
 command -v fio >/dev/null || fail "fio not installed (tools/lab-setup.sh)"
 
-BLK_CTL=/sys/kernel/krdma_blk/control
 PORT=7482
 NB=/dev/nullb0
 D=/dev/krdmablk0
@@ -60,7 +60,6 @@ fi
 other=$([ "$ROLE" = A ] && echo B || echo A)
 bgpid=
 
-blk() { echo "$*" >"$BLK_CTL"; }
 has_val() { [ -e "$LAB/sync/$TEST_ID.val.$1" ]; }
 # wait_val SECONDS NAME: VAL is NAME's value, once the other guest put
 # it; fails when it does not come or the other guest ended first (B just
@@ -197,27 +196,6 @@ expect_eq "$VAL" "$want" "what B's null_blk holds of what A wrote (sha256)"
 expect_eq "$(region_sha "$D" 700 4)" "$b_sha" "what A reads of what B wrote (sha256)"
 
 # ---- 2. fio verify ----------------------------------------------------------
-# fio_verify SIZE [MAXBS] [JOBS] [DEPTH] [RW]: as in blk.sh.  JOBS (2)
-# jobs of random writes of 512 B to MAXBS (1M) at DEPTH (16), then every
-# block read back and checked (crc32c); RW randrw: 4 KiB reads and writes
-# mixed, each write read back and checked as the job runs
-# (verify_backlog).  No error (terse v3 field 5), no complaint.
-fio_verify() {
-	local rc errs rw=${5:-randwrite} bs=(--bsrange=512-"${2:-1M}" --bs_unaligned=0)
-	[ "$rw" = randrw ] && bs=(--bs=4k --verify_backlog=64)
-	(cd "$W" && fio --name=blkverify --filename="$D" --direct=1 --ioengine=libaio \
-		--rw="$rw" "${bs[@]}" --iodepth="${4:-16}" --numjobs="${3:-2}" \
-		--size="$1" --offset_increment="$1" --verify=crc32c \
-		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --group_reporting \
-		--output-format=terse --terse-version=3 >"$W/fio.out" 2>"$W/fio.err")
-	rc=$?
-	[ $rc = 0 ] || { cat "$W/fio.out" "$W/fio.err"; fail "fio exit $rc"; }
-	errs=$(grep '^3;' "$W/fio.out" | cut -d';' -f5 | head -n 1)
-	expect_eq "$errs" 0 "fio errors"
-	grep -qiE 'verify:|bad magic|error' "$W/fio.err" &&
-		{ cat "$W/fio.err"; fail "fio complained"; }
-	return 0
-}
 log "fio verify, random writes, 2 x $fio_size"
 fio_verify "$fio_size"
 log "fio verify, random reads and writes mixed, 2 x $fio_size"

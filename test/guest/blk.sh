@@ -28,6 +28,7 @@
 # check-kernel: debug
 # check-dev: rxe
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../blk-lib.sh"
 
 [ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
 ko=$BUILD/blk/krdma_blk.ko
@@ -35,7 +36,6 @@ ko=$BUILD/blk/krdma_blk.ko
 command -v fio >/dev/null || fail "fio not installed (tools/lab-setup.sh)"
 command -v mkfs.ext4 >/dev/null || fail "mkfs.ext4 not installed"
 
-BLK_CTL=/sys/kernel/krdma_blk/control
 PORT=7480
 ADDR=$MY_IP:$PORT
 NB=/dev/nullb0
@@ -50,7 +50,6 @@ if [ "$KLINE" = debug ]; then
 fi
 bgpid=
 
-blk() { echo "$*" >"$BLK_CTL"; }
 # blk_err ERRNO CMD...: the command fails with ERRNO, and dmesg names it.
 blk_err() {
 	local want=$1
@@ -128,27 +127,6 @@ dd if="$D" of="$W/back" bs=512 skip=12345 count=3 iflag=direct status=none
 cmp "$W/small" "$W/back" || fail "1536 B at sector 12345 read back differs"
 
 # ---- fio verify ---------------------------------------------------------
-# fio_verify SIZE [MAXBS] [JOBS] [DEPTH] [RW]: JOBS (2) jobs of random
-# writes of 512 B to MAXBS (1M) at DEPTH (16), then every block read back
-# and checked (crc32c); no error, no complaint.  RW randrw: reads and
-# writes mixed, each write read back and checked while the job runs
-# (verify_backlog), 4 KiB blocks.
-fio_verify() {
-	local rc errs rw=${5:-randwrite} bs=(--bsrange=512-"${2:-1M}" --bs_unaligned=0)
-	[ "$rw" = randrw ] && bs=(--bs=4k --verify_backlog=64)
-	(cd "$W" && fio --name=blkverify --filename="$D" --direct=1 --ioengine=libaio \
-		--rw="$rw" "${bs[@]}" --iodepth="${4:-16}" --numjobs="${3:-2}" \
-		--size="$1" --offset_increment="$1" --verify=crc32c \
-		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --group_reporting \
-		--output-format=terse --terse-version=3 >"$W/fio.out" 2>"$W/fio.err")
-	rc=$?
-	[ $rc = 0 ] || { cat "$W/fio.out" "$W/fio.err"; fail "fio exit $rc"; }
-	# terse v3: field 5 is the total error count.
-	errs=$(grep '^3;' "$W/fio.out" | cut -d';' -f5 | head -n 1)
-	expect_eq "$errs" 0 "fio errors"
-	grep -qiE 'verify:|bad magic|error' "$W/fio.err" &&
-		{ cat "$W/fio.err"; fail "fio complained"; }
-}
 log "fio verify, $fio_size"
 P=/sys/module/krdma_blk/parameters
 fio_verify "$fio_size"

@@ -1,0 +1,33 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# What the krdma-blk tests share (test/guest/blk.sh, one guest;
+# test/guest/blk-pair.sh, two): sourced after test/lib.sh, with D (the
+# mapped device) and W (a work directory) set by the test.
+
+BLK_CTL=/sys/kernel/krdma_blk/control
+
+# blk CMD...: one command to krdma-blk's control file; write's status.
+blk() { echo "$*" >"$BLK_CTL"; }
+
+# fio_verify SIZE [MAXBS] [JOBS] [DEPTH] [RW]: JOBS (2) jobs of random
+# writes of 512 B to MAXBS (1M) at DEPTH (16), then every block read back
+# and checked (crc32c); no error, no complaint.  RW randrw: reads and
+# writes mixed, each write read back and checked while the job runs
+# (verify_backlog), 4 KiB blocks.
+fio_verify() {
+	local rc errs rw=${5:-randwrite} bs=(--bsrange=512-"${2:-1M}" --bs_unaligned=0)
+	[ "$rw" = randrw ] && bs=(--bs=4k --verify_backlog=64)
+	(cd "$W" && fio --name=blkverify --filename="$D" --direct=1 --ioengine=libaio \
+		--rw="$rw" "${bs[@]}" --iodepth="${4:-16}" --numjobs="${3:-2}" \
+		--size="$1" --offset_increment="$1" --verify=crc32c \
+		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --group_reporting \
+		--output-format=terse --terse-version=3 >"$W/fio.out" 2>"$W/fio.err")
+	rc=$?
+	[ $rc = 0 ] || { cat "$W/fio.out" "$W/fio.err"; fail "fio exit $rc"; }
+	# terse v3: field 5 is the total error count.
+	errs=$(grep '^3;' "$W/fio.out" | cut -d';' -f5 | head -n 1)
+	expect_eq "$errs" 0 "fio errors"
+	grep -qiE 'verify:|bad magic|error' "$W/fio.err" &&
+		{ cat "$W/fio.err"; fail "fio complained"; }
+	return 0
+}
