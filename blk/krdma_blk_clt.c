@@ -546,10 +546,11 @@ static blk_status_t krdma_blk_submit(struct krdma_blk_queue *q,
 	/*
 	 * The REG_MR went out ahead: the pages are the block layer's again
 	 * only after the invalidation, whose completion requeues the request
-	 * (no credit) or fails it; or, on a failed connection, after
+	 * (no credit, or a connection that failed: the session reconnects)
+	 * or fails it; or, if the invalidation cannot complete, after
 	 * RECONNECTED or LOST.
 	 */
-	pdu->status = ret;
+	pdu->status = ret == -EAGAIN || krdma_conn_error(conn) ? -EAGAIN : ret;
 	atomic_set(&pdu->ref, 1);
 	krdma_blk_rq_invalidate(pdu, KRDMA_BLK_RQ_REQUEUE);
 	return BLK_STS_OK;
