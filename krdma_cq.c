@@ -1037,7 +1037,8 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 	memcpy(tx->buf + KRDMA_HDR_LEN, buf, len);
 	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
 				      KRDMA_HDR_LEN + len, DMA_TO_DEVICE);
-	req->len = len;
+	if (req)
+		req->len = len;
 	tx->req = req;
 	tx->len = len;
 	sge.addr = tx->dma;
@@ -1072,7 +1073,9 @@ static int __krdma_send_async(struct krdma_conn *conn, const void *buf,
  * @conn: the connection
  * @buf: the message; copied before this returns, so it may be reused
  * @len: its length, up to krdma_max_msg_size() (0 is a valid message)
- * @req: request whose ->done runs (softirq) when the peer has the message
+ * @req: request whose ->done runs (softirq) when the peer has the message;
+ *	or NULL when the sender need not know (a send that fails still
+ *	fails the connection)
  * @nowait: fail with -EAGAIN instead of sleeping when no credit is free
  *
  * Context: process or softirq with @nowait (it never sleeps then); process
@@ -1097,7 +1100,8 @@ EXPORT_SYMBOL_GPL(krdma_send_async);
  * @len: its length, up to krdma_max_msg_size()
  * @inv_rkey: the rkey of a token the peer gave us on @conn (one from its
  *	MR pool, krdma_reg_sg_nowait(), when the peer is to be told)
- * @req: request whose ->done runs (softirq) when the peer has the message
+ * @req: request whose ->done runs (softirq) when the peer has the message,
+ *	or NULL (as krdma_send_async())
  * @nowait: fail with -EAGAIN instead of sleeping when no credit is free
  *
  * A SEND_WITH_INV: the peer's device invalidates @inv_rkey before the

@@ -46,7 +46,7 @@ struct krdma_rw_chunk {
 	bool			inited;
 };
 
-struct krdma_rw_op {
+struct krdma_rdma {
 	struct krdma_conn	*conn;
 	struct krdma_req	*req;
 	struct ib_cqe		cqe;		/* the last work request's */
@@ -54,6 +54,7 @@ struct krdma_rw_op {
 	struct list_head	link;		/* conn->rw_ops */
 	bool			write;
 	bool			finished;	/* req completed; ignore the rest */
+	bool			slotted;	/* holds nr_chunks slots */
 	int			nr_chunks;
 	int			status;
 	u32			len;
@@ -74,7 +75,7 @@ static enum dma_data_direction krdma_rw_dir(bool write)
 	return write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 }
 
-static void krdma_rw_chunk_destroy(struct krdma_rw_op *op,
+static void krdma_rw_chunk_destroy(struct krdma_rdma *op,
 				   struct krdma_rw_chunk *ch)
 {
 	struct krdma_conn *conn = op->conn;
@@ -88,7 +89,7 @@ static void krdma_rw_chunk_destroy(struct krdma_rw_op *op,
 }
 
 /* Record a failed completion of @op's; the first error is the op's. */
-static void krdma_rw_wc_status(struct krdma_rw_op *op, struct ib_wc *wc)
+static void krdma_rw_wc_status(struct krdma_rdma *op, struct ib_wc *wc)
 {
 	struct krdma_conn *conn = op->conn;
 
@@ -113,7 +114,7 @@ MODULE_PARM_DESC(fault_dup_flush,
  * and slots and complete the caller's request.  @unlink: take the op off
  * conn->rw_ops too (the caller frees it).
  */
-static void krdma_rw_op_complete(struct krdma_rw_op *op, bool unlink,
+static void krdma_rw_op_complete(struct krdma_rdma *op, bool unlink,
 				 enum ib_wc_status wc_status)
 {
 	struct krdma_conn *conn = op->conn;
@@ -148,7 +149,7 @@ static void krdma_rw_op_complete(struct krdma_rw_op *op, bool unlink,
 
 static void __krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct krdma_rw_op *op = container_of(wc->wr_cqe, struct krdma_rw_op,
+	struct krdma_rdma *op = container_of(wc->wr_cqe, struct krdma_rdma,
 					      cqe);
 
 	if (op->finished)
@@ -177,7 +178,7 @@ static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
  */
 static void krdma_rw_err_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct krdma_rw_op *op = container_of(wc->wr_cqe, struct krdma_rw_op,
+	struct krdma_rdma *op = container_of(wc->wr_cqe, struct krdma_rdma,
 					      err_cqe);
 
 	if (!op->finished)
@@ -192,7 +193,7 @@ static void krdma_rw_err_done(struct ib_cq *cq, struct ib_wc *wc)
  */
 void krdma_rw_reap(struct krdma_conn *conn)
 {
-	struct krdma_rw_op *op, *tmp;
+	struct krdma_rdma *op, *tmp;
 	LIST_HEAD(ops);
 
 	spin_lock_bh(&conn->lock);
@@ -300,14 +301,14 @@ static int krdma_token_check(struct krdma_conn *conn,
 }
 
 /* Plan and build the chunks of @nparts transfers; returns the op. */
-static struct krdma_rw_op *krdma_rw_op_alloc(struct krdma_conn *conn,
-					     bool write,
-					     const struct krdma_rw_part *parts,
-					     int nparts)
+static struct krdma_rdma *krdma_rw_op_alloc(struct krdma_conn *conn,
+					    bool write,
+					    const struct krdma_rw_part *parts,
+					    int nparts)
 {
 	struct krdma_chunk_plan *plan;
 	struct sg_table *tables;
-	struct krdma_rw_op *op;
+	struct krdma_rdma *op;
 	bool split_gaps;
 	int n = 0, p, ret;
 	u64 len = 0;
@@ -371,7 +372,7 @@ out_tables:
  * the CQ drops failed completions that have none) carries err_cqe, so
  * that a refused key is seen with its status wherever it lands.
  */
-static struct ib_send_wr *krdma_rw_op_wrs(struct krdma_rw_op *op)
+static struct ib_send_wr *krdma_rw_op_wrs(struct krdma_rdma *op)
 {
 	struct krdma_conn *conn = op->conn;
 	struct ib_send_wr *first = NULL, *wr;
@@ -396,31 +397,48 @@ static struct ib_send_wr *krdma_rw_op_wrs(struct krdma_rw_op *op)
 	return first;
 }
 
-static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
-			      const struct krdma_rw_part *parts, int nparts,
-			      struct krdma_req *req, bool nowait)
+/* Undo krdma_rw_prep() of an op never posted.  Any context up to softirq. */
+static void krdma_rw_op_discard(struct krdma_rdma *op)
 {
-	const struct ib_send_wr *bad = NULL;
-	struct ib_send_wr *first;
-	struct krdma_rw_op *op;
-	int n, i, ret;
-	bool posted;
+	struct krdma_conn *conn = op->conn;
+	int i;
 
+	if (op->slotted)
+		krdma_slots_put(conn, op->nr_chunks);
+	for (i = 0; i < op->nr_chunks; i++)
+		krdma_rw_chunk_destroy(op, &op->chunks[i]);
+	kfree(op);
+	krdma_conn_qp_put(conn);
+}
+
+/*
+ * Everything of an operation but its post: the QP reference, the op and
+ * its chunks, their slots (waiting for them unless @nowait) and their
+ * rdma_rw contexts (which map the memory and take the registrations).
+ * Context: process; sleeps (rdma_rw allocates with GFP_KERNEL).
+ */
+static struct krdma_rdma *krdma_rw_prep(struct krdma_conn *conn, bool write,
+					const struct krdma_rw_part *parts,
+					int nparts, bool nowait)
+{
+	struct krdma_rdma *op;
+	int n, i, ret;
+
+	might_sleep();
 	ret = krdma_conn_qp_get(conn);
 	if (ret)
-		return ret;
+		return ERR_PTR(ret);
 	op = krdma_rw_op_alloc(conn, write, parts, nparts);
 	if (IS_ERR(op)) {
-		ret = PTR_ERR(op);
-		goto out_put;
+		krdma_conn_qp_put(conn);
+		return op;
 	}
-	op->req = req;
-	n = op->nr_chunks;
 
 	/* Wait for slots before taking MRs from the QP's pool. */
-	ret = krdma_slots_get(conn, n, nowait);
+	ret = krdma_slots_get(conn, op->nr_chunks, nowait);
 	if (ret)
-		goto out_op;
+		goto out;
+	op->slotted = true;
 
 	for (i = 0, n = 0; i < nparts; i++) {
 		u64 raddr = parts[i].token->addr + parts[i].offset, done = 0;
@@ -436,19 +454,39 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 			if (ret < 0) {
 				pr_warn_ratelimited("%s: rdma_rw_ctx_init failed: %d\n",
 						    conn->name, ret);
-				goto out_slots;
+				goto out;
 			}
 			ch->inited = true;
 			done += ch->bytes;
 		}
 	}
+	return op;
+out:
+	krdma_rw_op_discard(op);
+	return ERR_PTR(ret);
+}
 
+/*
+ * Post a prepared op; its request's ->done runs once it is over.  On
+ * failure the op is discarded.  Any context up to softirq; never sleeps,
+ * never allocates.
+ */
+static int krdma_rw_post(struct krdma_rdma *op, struct krdma_req *req)
+{
+	struct krdma_conn *conn = op->conn;
+	const struct ib_send_wr *bad = NULL;
+	struct ib_send_wr *first;
+	bool posted;
+	int ret;
+
+	op->req = req;
 	first = krdma_rw_op_wrs(op);
 	/* Before the post: the op may be complete and freed right after. */
-	trace_krdma_rdma_start(conn->name, write ? KRDMA_TRACE_OP_WRITE :
+	trace_krdma_rdma_start(conn->name, op->write ? KRDMA_TRACE_OP_WRITE :
 			       KRDMA_TRACE_OP_READ, op->len);
 	spin_lock_bh(&conn->lock);
-	posted = conn->qp_ok;
+	/* Not once the connection failed, even if the QP still takes it. */
+	posted = krdma_conn_usable(conn);
 	if (posted) {
 		ret = ib_post_send(conn->qp, first, &bad);
 		/*
@@ -470,25 +508,29 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 	spin_unlock_bh(&conn->lock);
 	if (ret) {
 		pr_warn_ratelimited("%s: posting RDMA %s failed: %d\n",
-				    conn->name, write ? "WRITE" : "READ", ret);
+				    conn->name, op->write ? "WRITE" : "READ",
+				    ret);
 		if (!posted) {
 			krdma_conn_set_error(conn, ret);
-			goto out_slots;
+			krdma_rw_op_discard(op);
+			return ret;
 		}
 		krdma_conn_schedule_teardown(conn, ret);
 	}
 	krdma_conn_qp_put(conn);
 	return 0;
+}
 
-out_slots:
-	krdma_slots_put(conn, op->nr_chunks);
-out_op:
-	for (i = 0; i < op->nr_chunks; i++)
-		krdma_rw_chunk_destroy(op, &op->chunks[i]);
-	kfree(op);
-out_put:
-	krdma_conn_qp_put(conn);
-	return ret;
+static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
+			      const struct krdma_rw_part *parts, int nparts,
+			      struct krdma_req *req, bool nowait)
+{
+	struct krdma_rdma *op;
+
+	op = krdma_rw_prep(conn, write, parts, nparts, nowait);
+	if (IS_ERR(op))
+		return PTR_ERR(op);
+	return krdma_rw_post(op, req);
 }
 
 /**
@@ -504,6 +546,11 @@ out_put:
  *
  * The transfer may be at most queue depth chunks long (256 pages each);
  * krdma_write()/krdma_read() take any length.
+ *
+ * Context: process context: rdma_rw maps and registers with GFP_KERNEL,
+ * and without @nowait this waits for slots.  To start a transfer from a
+ * completion, prepare it with krdma_rdma_prep() and post it there with
+ * krdma_rdma_post().
  *
  * Return: 0 if started (->done will run), else a negative errno and ->done
  * will not run: -EINVAL (empty), -ERANGE (outside the token), -E2BIG,
@@ -528,6 +575,80 @@ int krdma_rdma_async(struct krdma_conn *conn, bool write,
 	return __krdma_rdma_async(conn, write, &part, 1, req, nowait);
 }
 EXPORT_SYMBOL_GPL(krdma_rdma_async);
+
+/**
+ * krdma_rdma_prep - get an RDMA WRITE or READ ready to post later
+ * @conn: the connection
+ * @write: true to write local data to the peer, false to read from it
+ * @sg: local memory (source of a write, destination of a read)
+ * @nents: entries in @sg
+ * @token: the peer's region
+ * @offset: where in the peer's region
+ * @nowait: fail with -EAGAIN instead of waiting for free slots
+ *
+ * Does all of krdma_rdma_async() that may sleep or allocate (mapping @sg,
+ * the registrations an iWARP READ needs, the send queue slots), so that
+ * krdma_rdma_post() can then start the transfer from a completion: a
+ * storage server prepares the RDMA WRITE of a READ command's data before
+ * it submits the bio, and posts it from the bio's end_io (nvmet-rdma
+ * does the same).  The memory behind @sg must not change hands until the
+ * transfer is over; for a write, its contents are read when the device
+ * sends them, after the post.
+ *
+ * A prepared transfer holds the connection's QP: post it or discard it
+ * soon (after the I/O it waits for, not after anything of the peer's).
+ * Teardown of the connection, krdma_close() included, waits for it.
+ *
+ * Context: process context; sleeps.
+ * Return: the prepared transfer, or an ERR_PTR: as krdma_rdma_async().
+ */
+struct krdma_rdma *krdma_rdma_prep(struct krdma_conn *conn, bool write,
+				   struct scatterlist *sg, int nents,
+				   const struct krdma_token *token, u64 offset,
+				   bool nowait)
+{
+	struct krdma_rw_part part = {
+		.sg = sg, .nents = nents, .token = token, .offset = offset,
+	};
+	int ret;
+
+	ret = krdma_sg_len(sg, nents, &part.len);
+	if (ret || !part.len)
+		return ERR_PTR(-EINVAL);
+	ret = krdma_token_check(conn, token, offset, part.len);
+	if (ret)
+		return ERR_PTR(ret);
+	return krdma_rw_prep(conn, write, &part, 1, nowait);
+}
+EXPORT_SYMBOL_GPL(krdma_rdma_prep);
+
+/**
+ * krdma_rdma_post - start a transfer that krdma_rdma_prep() got ready
+ * @op: from krdma_rdma_prep(); krdma's after this call, whatever it returns
+ * @req: ->done runs (softirq) when the whole transfer is complete
+ *
+ * Context: any context up to softirq (not hardirq: a bio's end_io that may
+ * run there must defer); never sleeps, never allocates.
+ * Return: 0 if started (->done will run), else the connection's error
+ * (the connection failed after the prep) and ->done will not run.
+ */
+int krdma_rdma_post(struct krdma_rdma *op, struct krdma_req *req)
+{
+	return krdma_rw_post(op, req);
+}
+EXPORT_SYMBOL_GPL(krdma_rdma_post);
+
+/**
+ * krdma_rdma_discard - drop a transfer that krdma_rdma_prep() got ready
+ * @op: from krdma_rdma_prep(), not posted
+ *
+ * Context: any context up to softirq; never sleeps.
+ */
+void krdma_rdma_discard(struct krdma_rdma *op)
+{
+	krdma_rw_op_discard(op);
+}
+EXPORT_SYMBOL_GPL(krdma_rdma_discard);
 
 /**
  * krdma_rdma_batch_async - several RDMA WRITEs or READs, one completion

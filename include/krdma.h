@@ -33,6 +33,7 @@
 struct krdma_conn;
 struct krdma_listener;
 struct krdma_mr;
+struct krdma_rdma;
 
 /* Defaults and limits of the negotiated connection parameters. */
 #define KRDMA_DEFAULT_DEPTH	32
@@ -380,6 +381,13 @@ int krdma_rdma_async(struct krdma_conn *conn, bool write,
 int krdma_rdma_batch_async(struct krdma_conn *conn, bool write,
 			   const struct krdma_rdma_vec *vec, int n,
 			   struct krdma_req *req, bool nowait);
+/* Prepare in process context, post from a completion: never sleeps */
+struct krdma_rdma *krdma_rdma_prep(struct krdma_conn *conn, bool write,
+				   struct scatterlist *sg, int nents,
+				   const struct krdma_token *token, u64 offset,
+				   bool nowait);
+int krdma_rdma_post(struct krdma_rdma *op, struct krdma_req *req);
+void krdma_rdma_discard(struct krdma_rdma *op);
 int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
 		     u64 offset, u64 compare, u64 swap, u64 *old, long timeout);
 int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,

@@ -2910,6 +2910,210 @@ out:
 	kfree(l);
 }
 
+/*
+ * rdma_prep: what krdma_rdma_prep() holds and what krdma_rdma_post() may
+ * do from a completion.  A prepared transfer holds its send queue slot:
+ * at queue depth D, D prepared transfers leave none, the next prep with
+ * nowait is -EAGAIN, and a discard gives the slot back.  D prepared
+ * WRITEs, then D prepared READs, each posted by the callback of the one
+ * before it (softirq, as a storage server posts from a bio's end_io): one
+ * callback each, status 0, every byte where it belongs.  A transfer
+ * prepared before its connection failed is refused at the post with the
+ * connection's error and never calls back.
+ */
+#define AT_PREP_DEPTH	4
+#define AT_PREP_SIZE	8192
+
+struct at_pp {
+	struct at_async		a;
+	struct at_areq		q[AT_PREP_DEPTH];
+	struct krdma_rdma	*op[AT_PREP_DEPTH];
+	struct scatterlist	sg[AT_PREP_DEPTH][AT_PREP_SIZE / PAGE_SIZE];
+	int			nents[AT_PREP_DEPTH];
+	u8			*mem;
+	int			post_err;	/* of a post from a callback */
+	bool			bh_ok;		/* every callback in softirq */
+};
+
+/* Post the transfer after @q's, then count @q's callback. */
+static void at_pp_done(struct krdma_req *req)
+{
+	struct at_areq *q = container_of(req, struct at_areq, req);
+	struct at_pp *p = container_of(q->a, struct at_pp, a);
+	int i = q - p->q, ret;
+
+	if (!in_softirq())
+		p->bh_ok = false;
+	if (i + 1 < AT_PREP_DEPTH) {
+		ret = krdma_rdma_post(p->op[i + 1], &p->q[i + 1].req);
+		p->op[i + 1] = NULL;
+		if (ret)
+			p->post_err = ret;
+	}
+	at_areq_done(req);
+}
+
+/* Prepare AT_PREP_DEPTH transfers of slices @first.. of @tok. */
+static bool at_pp_all(struct at_test *t, struct krdma_conn *c,
+		      struct at_pp *p, bool write,
+		      const struct krdma_token *tok, int first)
+{
+	struct krdma_rdma *op;
+	int i;
+
+	for (i = 0; i < AT_PREP_DEPTH; i++) {
+		op = krdma_rdma_prep(c, write, p->sg[i], p->nents[i], tok,
+				     (u64)(first + i) * AT_PREP_SIZE, true);
+		if (IS_ERR(op)) {
+			at_fail(t, "%s %d: krdma_rdma_prep: %ld",
+				write ? "write" : "read", i, PTR_ERR(op));
+			return false;
+		}
+		p->op[i] = op;
+	}
+	return true;
+}
+
+/* Post the first; the callbacks post the rest.  All must call back. */
+static bool at_pp_chain(struct at_test *t, struct at_pp *p, const char *what)
+{
+	int i, ret;
+
+	atomic_set(&p->a.done, 0);
+	for (i = 0; i < AT_PREP_DEPTH; i++) {
+		at_areq_init(&p->q[i], &p->a);
+		p->q[i].req.done = at_pp_done;
+	}
+	p->post_err = 0;
+	p->bh_ok = true;
+	ret = krdma_rdma_post(p->op[0], &p->q[0].req);
+	p->op[0] = NULL;
+	if (!at_expect(t, ret, 0, "%s: first post", what))
+		return false;
+	if (!at_async_wait(&p->a, AT_PREP_DEPTH, AT_TIMEOUT)) {
+		at_fail(t, "%s: %d of %d callbacks after %ds (a post from a callback: %d)",
+			what, atomic_read(&p->a.done), AT_PREP_DEPTH,
+			AT_TIMEOUT / HZ, p->post_err);
+		return false;
+	}
+	msleep(20);	/* a second callback would come right after */
+	if (!at_expect(t, p->post_err, 0, "%s: posts from callbacks", what))
+		return false;
+	if (!p->bh_ok) {
+		at_fail(t, "%s: a callback ran outside softirq", what);
+		return false;
+	}
+	for (i = 0; i < AT_PREP_DEPTH; i++)
+		if (!at_expect(t, atomic_read(&p->q[i].calls), 1,
+			       "%s %d: callbacks", what, i) ||
+		    !at_expect(t, p->q[i].req.status, 0, "%s %d: status",
+			       what, i) ||
+		    !at_expect(t, p->q[i].req.len, AT_PREP_SIZE, "%s %d: len",
+			       what, i))
+			return false;
+	return true;
+}
+
+static void sc_rdma_prep(struct at_test *t)
+{
+	u64 bg = 0x9400, sw = 0x9401;
+	struct krdma_conn *c = NULL;
+	struct krdma_rdma *op;
+	struct at_pp *p;
+	struct at_reg reg;
+	int i, ret;
+	s64 bad;
+
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (p)
+		p->mem = vzalloc(AT_PREP_DEPTH * AT_PREP_SIZE);
+	if (!p || !p->mem) {
+		at_fail(t, "out of memory");
+		goto out_free;
+	}
+	init_waitqueue_head(&p->a.wq);
+	for (i = 0; i < AT_PREP_DEPTH; i++)
+		p->nents[i] = at_sg_from_buf(p->sg[i], AT_PREP_SIZE / PAGE_SIZE,
+					     p->mem + i * AT_PREP_SIZE,
+					     AT_PREP_SIZE);
+	c = at_open(t, AT_MODE_GENERIC, 0, AT_PREP_DEPTH, 0);
+	if (!c)
+		goto out_free;
+	if (!at_expect(t, krdma_queue_depth(c), AT_PREP_DEPTH, "negotiated queue depth") ||
+	    !at_reg(t, c, 2 * AT_PREP_DEPTH * AT_PREP_SIZE, AT_RW, bg, 0, &reg) ||
+	    !at_expect(t, reg.ntok, 1, "tokens"))
+		goto out;
+
+	/* Slots: every one is held by a prepared transfer. */
+	for (i = 0; i < AT_PREP_DEPTH; i++)
+		at_fill(p->mem + i * AT_PREP_SIZE, AT_PREP_SIZE, sw,
+			(u64)i * AT_PREP_SIZE);
+	if (!at_pp_all(t, c, p, true, &reg.tok[0], 0))
+		goto out;
+	op = krdma_rdma_prep(c, true, p->sg[0], p->nents[0], &reg.tok[0], 0,
+			     true);
+	if (!at_expect(t, PTR_ERR_OR_ZERO(op), -EAGAIN,
+		       "prep with every slot held by a prepared transfer")) {
+		if (!IS_ERR(op))
+			krdma_rdma_discard(op);
+		goto out;
+	}
+	krdma_rdma_discard(p->op[AT_PREP_DEPTH - 1]);
+	i = AT_PREP_DEPTH - 1;
+	op = krdma_rdma_prep(c, true, p->sg[i], p->nents[i], &reg.tok[0],
+			     (u64)i * AT_PREP_SIZE, true);
+	p->op[i] = IS_ERR(op) ? NULL : op;
+	if (!at_expect(t, PTR_ERR_OR_ZERO(op), 0, "prep after a discard"))
+		goto out;
+
+	/* WRITEs, each posted by the callback of the one before. */
+	if (!at_pp_chain(t, p, "write") ||
+	    !at_verify(t, c, reg.id, 0, AT_PREP_DEPTH * AT_PREP_SIZE, sw, 0) ||
+	    !at_verify(t, c, reg.id, AT_PREP_DEPTH * AT_PREP_SIZE,
+		       AT_PREP_DEPTH * AT_PREP_SIZE, bg,
+		       AT_PREP_DEPTH * AT_PREP_SIZE))
+		goto out;
+
+	/* READs of the other half, the same way. */
+	memset(p->mem, 0, AT_PREP_DEPTH * AT_PREP_SIZE);
+	if (!at_pp_all(t, c, p, false, &reg.tok[0], AT_PREP_DEPTH) ||
+	    !at_pp_chain(t, p, "read"))
+		goto out;
+	bad = at_check(p->mem, AT_PREP_DEPTH * AT_PREP_SIZE, bg,
+		       AT_PREP_DEPTH * AT_PREP_SIZE);
+	if (bad >= 0) {
+		at_fail(t, "read: byte %lld wrong", bad);
+		goto out;
+	}
+	at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL);
+
+	/* Prepared, then the connection fails: the post refuses it. */
+	op = krdma_rdma_prep(c, true, p->sg[0], p->nents[0], &reg.tok[0], 0,
+			     false);
+	if (IS_ERR(op)) {
+		at_fail(t, "prep before the failure: %ld", PTR_ERR(op));
+		goto out;
+	}
+	at_areq_init(&p->q[0], &p->a);
+	atomic_set(&p->a.done, 0);
+	krdma_conn_fail(c, -ECANCELED);
+	ret = krdma_rdma_post(op, &p->q[0].req);
+	msleep(20);
+	if (!at_expect(t, ret, -ECANCELED, "post after the connection failed") ||
+	    !at_expect(t, atomic_read(&p->q[0].calls), 0,
+		       "post after the connection failed: callbacks"))
+		goto out;
+out:
+	for (i = 0; i < AT_PREP_DEPTH; i++)
+		if (!IS_ERR_OR_NULL(p->op[i]))
+			krdma_rdma_discard(p->op[i]);
+	krdma_close(c);
+out_free:
+	if (p)
+		vfree(p->mem);
+	kfree(p);
+}
+
 #define AT_MID_DEPTH	16
 #define AT_MID_OPS	16
 #define AT_MID_SIZE	65536
@@ -5062,6 +5266,7 @@ static const struct at_scenario {
 	{ "atomics", sc_atomics },
 	{ "async_window", sc_async_window },
 	{ "batch", sc_batch },
+	{ "rdma_prep", sc_rdma_prep },
 	{ "close_midflight", sc_close_midflight },
 	{ "peer_close", sc_peer_close },
 	{ "events", sc_events },
