@@ -10,6 +10,7 @@
 #include <linux/types.h>
 #include <linux/list.h>
 #include <linux/socket.h>
+#include <linux/moduleparam.h>
 
 struct krdma_blk_export;
 struct krdma_blk_map;
@@ -55,6 +56,7 @@ struct krdma_blk_map_args {
 };
 
 extern bool krdma_blk_test_ignore_ro;
+extern const struct kernel_param_ops krdma_blk_counter_ops;
 
 struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a);
 void krdma_blk_export_destroy(struct krdma_blk_export *exp);

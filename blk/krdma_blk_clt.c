@@ -133,7 +133,8 @@ static int krdma_blk_counter_get(char *buf, const struct kernel_param *kp)
 	return sysfs_emit(buf, "%d\n", atomic_read((atomic_t *)kp->arg));
 }
 
-static const struct kernel_param_ops krdma_blk_counter_ops = {
+/* A read-only module parameter over an atomic_t counter (tests only). */
+const struct kernel_param_ops krdma_blk_counter_ops = {
 	.get	= krdma_blk_counter_get,
 };
 module_param_cb(test_busy_seen, &krdma_blk_counter_ops,

@@ -5,18 +5,24 @@
  * A connection's first message is a HELLO naming the export; the reply
  * gives its geometry.  Then each command arrives in the recv callback
  * (softirq): it is copied into one of the connection's queue-depth I/O
- * slots and run by a work item, which RDMA-READs a WRITE's data from the
- * client's token into freshly allocated pages, submits a bio over those
- * very pages to the backing device, or for a READ submits the bio first
- * and RDMA-WRITEs the pages to the token; then it sends the reply, a
- * SEND_WITH_INV of the token's rkey: the client's pages are its own again
- * when the reply arrives.  A command with no free slot (a client past the
- * queue depth) fails the connection: a peer cannot make the server
- * allocate without bound.
+ * slots and started by a work item.  Nothing waits for the client or for
+ * the device on the way; each step starts the next from its completion:
  *
- * This slice waits for each bio (submit_bio_wait()) and for each transfer
- * (krdma_read()/krdma_write()) in the work item; a later slice moves to
- * the asynchronous API.
+ *   WRITE: work: pages, RDMA READ of the data from the client's token
+ *          -> READ done (softirq): work: the bio over those very pages
+ *          -> end_io: the reply
+ *   READ:  work: pages, the RDMA WRITE prepared (krdma_rdma_prep()), the
+ *          bio -> end_io: the RDMA WRITE posted -> WRITE done (softirq):
+ *          the reply
+ *
+ * The reply is a SEND_WITH_INV of the token's rkey: the client's pages are
+ * its own again when the reply arrives.  A reply that finds no credit
+ * waits in a work item.  An end_io in hardirq context hands over to the
+ * work item (krdma posts from softirq at most).  FLUSH, DISCARD and
+ * WRITE_ZEROES are rare and wait for the device in the work item.
+ *
+ * A command with no free slot (a client past the queue depth) fails the
+ * connection: a peer cannot make the server allocate without bound.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -51,6 +57,38 @@ module_param_named(test_hello_delay_ms, krdma_blk_test_hello_delay_ms, uint,
 MODULE_PARM_DESC(test_hello_delay_ms,
 		 "Tests only: answer each HELLO this many milliseconds late (at most 10000)");
 
+/*
+ * Tests only: every Nth reply finds no credit and goes from the reply
+ * work item; test_reply_busy_seen counts them, and test_hardirq_ends the
+ * bios that ended in hardirq context and went on from the work item.
+ */
+static unsigned int krdma_blk_test_reply_busy_every;
+module_param_named(test_reply_busy_every, krdma_blk_test_reply_busy_every,
+		   uint, 0644);
+MODULE_PARM_DESC(test_reply_busy_every,
+		 "Tests only: every Nth reply to a command finds no send credit (0: off)");
+static atomic_t krdma_blk_test_reply_busy_n = ATOMIC_INIT(0);
+static atomic_t krdma_blk_test_reply_busy_seen = ATOMIC_INIT(0);
+module_param_cb(test_reply_busy_seen, &krdma_blk_counter_ops,
+		&krdma_blk_test_reply_busy_seen, 0444);
+MODULE_PARM_DESC(test_reply_busy_seen,
+		 "Tests only: replies test_reply_busy_every held back so far");
+static atomic_t krdma_blk_test_hardirq_ends = ATOMIC_INIT(0);
+module_param_cb(test_hardirq_ends, &krdma_blk_counter_ops,
+		&krdma_blk_test_hardirq_ends, 0444);
+MODULE_PARM_DESC(test_hardirq_ends,
+		 "Tests only: bios of the server that ended in hardirq context, so far");
+
+static bool krdma_blk_test_reply_busy(void)
+{
+	unsigned int every = READ_ONCE(krdma_blk_test_reply_busy_every);
+
+	if (!every || atomic_inc_return(&krdma_blk_test_reply_busy_n) % every)
+		return false;
+	atomic_inc(&krdma_blk_test_reply_busy_seen);
+	return true;
+}
+
 /* Tests only: is this reply one to drop? */
 static bool krdma_blk_test_drop(void)
 {
@@ -84,6 +122,13 @@ struct krdma_blk_export {
 
 struct krdma_blk_sconn;
 
+/* Where a command's work item takes it up. */
+enum krdma_blk_sio_stage {
+	KRDMA_BLK_SIO_START,	/* a new command */
+	KRDMA_BLK_SIO_SUBMIT,	/* a WRITE's data is in: its bio */
+	KRDMA_BLK_SIO_BIO_DONE,	/* its bio ended in hardirq context */
+};
+
 /* One command being served. */
 struct krdma_blk_sio {
 	struct list_head	free;
@@ -94,8 +139,21 @@ struct krdma_blk_sio {
 		struct krdma_blk_hello	hello;
 		struct krdma_blk_cmd	cmd;
 	} msg;
+	enum krdma_blk_sio_stage stage;
+	int			status;		/* the bio's */
+	struct krdma_token	tok;		/* READ, WRITE: the client's */
+	struct krdma_req	req;		/* the RDMA transfer's */
+	struct krdma_rdma	*rdma;		/* a READ's, until its bio ends */
+	struct krdma_blk_resp	resp;
+	unsigned int		npages;
 	struct page		*pages[KRDMA_BLK_MAX_PAGES];
 	struct scatterlist	sg[KRDMA_BLK_MAX_PAGES];
+};
+
+/* A reply waiting for a credit. */
+struct krdma_blk_reply {
+	struct krdma_blk_resp	r;
+	u32			rkey;		/* to invalidate, or 0 */
 };
 
 /* One client connection of an export. */
@@ -103,19 +161,23 @@ struct krdma_blk_sconn {
 	struct list_head	list;		/* in exp->conns */
 	struct krdma_blk_export	*exp;
 	struct krdma_conn	*conn;
-	spinlock_t		lock;		/* @free, @inflight, flags */
+	spinlock_t		lock;		/* below, but @list */
 	struct list_head	free;
-	u32			inflight;
+	u32			inflight;	/* commands, queued reply_work */
 	bool			greeted;	/* its HELLO came */
 	bool			closing;	/* takes no more; close queued */
 	wait_queue_head_t	wait;		/* @inflight reached 0 */
 	struct work_struct	close_work;
+	struct work_struct	reply_work;
+	u32			npending;
+	struct krdma_blk_reply	*pending;	/* @nios of them */
 	u32			nios;
 	struct krdma_blk_sio	*ios;
 };
 
 static void krdma_blk_sconn_close_work(struct work_struct *work);
 static void krdma_blk_sio_work(struct work_struct *work);
+static void krdma_blk_reply_work(struct work_struct *work);
 
 /* Stop taking commands; unless already done, close @sc from a work item. */
 static void krdma_blk_sconn_fail(struct krdma_blk_sconn *sc)
@@ -148,6 +210,7 @@ static void krdma_blk_sconn_teardown(struct krdma_blk_sconn *sc)
 	spin_unlock_bh(&sc->lock);
 	wait_event(sc->wait, krdma_blk_sconn_idle(sc));
 	krdma_close(sc->conn);
+	kfree(sc->pending);
 	kvfree(sc->ios);
 	kfree(sc);
 }
@@ -179,7 +242,10 @@ static struct krdma_blk_sconn *krdma_blk_sconn_alloc(struct krdma_blk_export *ex
 		return NULL;
 	sc->nios = krdma_queue_depth(conn);
 	sc->ios = kvcalloc(sc->nios, sizeof(*sc->ios), GFP_KERNEL);
-	if (!sc->ios) {
+	sc->pending = kcalloc(sc->nios, sizeof(*sc->pending), GFP_KERNEL);
+	if (!sc->ios || !sc->pending) {
+		kfree(sc->pending);
+		kvfree(sc->ios);
 		kfree(sc);
 		return NULL;
 	}
@@ -188,6 +254,7 @@ static struct krdma_blk_sconn *krdma_blk_sconn_alloc(struct krdma_blk_export *ex
 	spin_lock_init(&sc->lock);
 	init_waitqueue_head(&sc->wait);
 	INIT_WORK(&sc->close_work, krdma_blk_sconn_close_work);
+	INIT_WORK(&sc->reply_work, krdma_blk_reply_work);
 	sc->exp = exp;
 	sc->conn = conn;
 	for (i = 0; i < sc->nios; i++) {
@@ -220,6 +287,7 @@ static void krdma_blk_srv_event(struct krdma_conn *conn, enum krdma_event ev,
 	mutex_lock(&exp->lock);
 	if (exp->dying) {
 		mutex_unlock(&exp->lock);
+		kfree(sc->pending);
 		kvfree(sc->ios);
 		kfree(sc);
 		krdma_conn_abandon(conn);
@@ -270,6 +338,7 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	sc->greeted = true;
 	spin_unlock_bh(&sc->lock);
 	memcpy(&io->msg, msg->data, msg->len);
+	io->stage = KRDMA_BLK_SIO_START;
 	queue_work(sc->exp->wq, &io->work);
 	return 0;
 bad:
@@ -301,57 +370,269 @@ static int krdma_blk_srv_hello(struct krdma_blk_sio *io,
 	return 0;
 }
 
-/* READ or WRITE: data straight between the client's token and the bio. */
-static int krdma_blk_srv_rw(struct krdma_blk_sio *io, bool write, u64 sector,
-			    u32 len, u16 flags)
+/* Give back @io's pages. */
+static void krdma_blk_sio_free_pages(struct krdma_blk_sio *io)
 {
-	struct krdma_blk_sconn *sc = io->sc;
-	struct krdma_blk_export *exp = sc->exp;
-	struct krdma_token tok;
-	unsigned int i, n = DIV_ROUND_UP(len, PAGE_SIZE);
-	blk_opf_t opf;
-	struct bio *bio;
-	int ret;
+	while (io->npages)
+		__free_page(io->pages[--io->npages]);
+}
 
-	krdma_token_unpack(&io->msg.cmd.token, &tok);
-	if (tok.length < len)
-		return -EINVAL;
+/* Pages, and a scatterlist over them, for @len bytes of data. */
+static int krdma_blk_sio_alloc_pages(struct krdma_blk_sio *io, u32 len)
+{
+	unsigned int i, n = DIV_ROUND_UP(len, PAGE_SIZE);
+
 	sg_init_table(io->sg, n);
 	for (i = 0; i < n; i++) {
-		io->pages[i] = alloc_page(GFP_KERNEL);
-		if (!io->pages[i]) {
-			ret = -ENOMEM;
-			goto out;
-		}
+		io->pages[i] = alloc_page(GFP_NOIO);
+		if (!io->pages[i])
+			return -ENOMEM;
+		io->npages++;
 		sg_set_page(&io->sg[i], io->pages[i],
 			    min_t(u32, PAGE_SIZE, len - i * PAGE_SIZE), 0);
 	}
-	if (write) {
-		ret = krdma_read(sc->conn, io->sg, n, &tok, 0,
-				 KRDMA_BLK_IO_TIMEOUT);
-		if (ret)
-			goto out;
-		opf = REQ_OP_WRITE | REQ_SYNC;
-		if (flags & KRDMA_BLK_F_FUA)
-			opf |= REQ_FUA;
-	} else {
-		opf = REQ_OP_READ;
+	return 0;
+}
+
+/* The connection's part in a command is over; @sc may go after this. */
+static void krdma_blk_sconn_put(struct krdma_blk_sconn *sc)
+{
+	spin_lock_bh(&sc->lock);
+	if (!--sc->inflight)
+		wake_up(&sc->wait);
+	spin_unlock_bh(&sc->lock);
+}
+
+/*
+ * Post a reply.  The answer to a READ or WRITE ends the client's token
+ * (success or not): a SEND_WITH_INV, so the client's pages are its own
+ * again when the reply arrives, with no invalidation of its own.
+ */
+static int krdma_blk_reply_post(struct krdma_blk_sconn *sc,
+				const struct krdma_blk_reply *rp, bool nowait)
+{
+	int ret = -EOPNOTSUPP;
+
+	if (rp->rkey) {
+		if (nowait)
+			ret = krdma_send_inv_async(sc->conn, &rp->r,
+						   sizeof(rp->r), rp->rkey,
+						   NULL, true);
+		else
+			ret = krdma_send_inv(sc->conn, &rp->r, sizeof(rp->r),
+					     rp->rkey, KRDMA_BLK_IO_TIMEOUT);
 	}
-	bio = bio_alloc(exp->bd.bdev, n, opf, GFP_KERNEL);
-	bio->bi_iter.bi_sector = sector;
-	for (i = 0; i < n; i++)
-		__bio_add_page(bio, io->pages[i], io->sg[i].length, 0);
-	ret = submit_bio_wait(bio);
-	bio_put(bio);
-	if (!ret && !write)
-		ret = krdma_write(sc->conn, io->sg, n, &tok, 0,
-				  KRDMA_BLK_IO_TIMEOUT);
-out:
-	for (i = 0; i < n && io->pages[i]; i++) {
-		__free_page(io->pages[i]);
-		io->pages[i] = NULL;
+	/* A device without it: the client invalidates it on its own. */
+	if (ret == -EOPNOTSUPP) {
+		if (nowait)
+			ret = krdma_send_async(sc->conn, &rp->r, sizeof(rp->r),
+					       NULL, true);
+		else
+			ret = krdma_send(sc->conn, &rp->r, sizeof(rp->r),
+					 KRDMA_BLK_IO_TIMEOUT);
+	}
+	if (ret && ret != -EAGAIN) {
+		pr_warn_ratelimited("export %s: reply failed (%d); closing the connection\n",
+				    sc->exp->name, ret);
+		krdma_blk_sconn_fail(sc);
 	}
 	return ret;
+}
+
+/*
+ * Replies that found no credit free, sent by a work item that may wait for
+ * one.  Each holds its command's count in @inflight; the work holds one of
+ * its own while it runs.
+ */
+static void krdma_blk_reply_work(struct work_struct *work)
+{
+	struct krdma_blk_sconn *sc = container_of(work, struct krdma_blk_sconn,
+						  reply_work);
+	struct krdma_blk_reply rp;
+	bool closing;
+
+	for (;;) {
+		spin_lock_bh(&sc->lock);
+		if (!sc->npending) {
+			spin_unlock_bh(&sc->lock);
+			break;
+		}
+		rp = sc->pending[--sc->npending];
+		closing = sc->closing;
+		spin_unlock_bh(&sc->lock);
+		if (!closing)
+			krdma_blk_reply_post(sc, &rp, false);
+		krdma_blk_sconn_put(sc);
+	}
+	krdma_blk_sconn_put(sc);
+}
+
+/*
+ * Answer @io's command with @status.  The slot is free before the reply
+ * goes: the client may send its next command as soon as it has the reply.
+ * The command's count in @inflight holds the connection open until the
+ * reply is posted.  Context: any up to softirq; never sleeps.
+ */
+static void krdma_blk_sio_reply(struct krdma_blk_sio *io, int status)
+{
+	struct krdma_blk_sconn *sc = io->sc;
+	struct krdma_blk_reply rp = { .r = io->resp, .rkey = io->tok.rkey };
+	bool overrun = false;
+
+	rp.r.status = cpu_to_be32(status);
+	krdma_blk_sio_free_pages(io);
+	spin_lock_bh(&sc->lock);
+	list_add(&io->free, &sc->free);
+	spin_unlock_bh(&sc->lock);
+	/* @io is the next command's now. */
+
+	if (rp.r.hdr.op != KRDMA_BLK_OP_HELLO && krdma_blk_test_drop()) {
+		krdma_blk_sconn_put(sc);
+		return;
+	}
+	if (!krdma_blk_test_reply_busy() &&
+	    krdma_blk_reply_post(sc, &rp, true) != -EAGAIN) {
+		krdma_blk_sconn_put(sc);
+		return;
+	}
+	/*
+	 * No credit: the client has not yet said that it reposted the
+	 * receives of earlier replies.  Each pending reply answers a command
+	 * the client still counts, so a client within its queue depth never
+	 * overruns @pending.
+	 */
+	spin_lock_bh(&sc->lock);
+	if (sc->npending < sc->nios) {
+		sc->pending[sc->npending++] = rp;
+		sc->inflight++;		/* the work's own */
+	} else {
+		overrun = true;
+	}
+	spin_unlock_bh(&sc->lock);
+	if (!overrun && !queue_work(sc->exp->wq, &sc->reply_work))
+		krdma_blk_sconn_put(sc);	/* queued already */
+	if (overrun) {
+		pr_warn_ratelimited("export %s: the client takes no replies; closing its connection\n",
+				    sc->exp->name);
+		krdma_blk_sconn_fail(sc);
+		krdma_blk_sconn_put(sc);
+	}
+}
+
+static void krdma_blk_sio_rdma_done(struct krdma_req *req);
+
+/*
+ * @io's bio is over.  A READ's data goes to the client: the RDMA WRITE was
+ * prepared before the bio, so it is posted from here without sleeping.
+ * Context: any up to softirq.
+ */
+static void krdma_blk_sio_bio_done(struct krdma_blk_sio *io)
+{
+	struct krdma_rdma *op = io->rdma;
+	int ret;
+
+	io->rdma = NULL;
+	if (!op) {
+		krdma_blk_sio_reply(io, io->status);
+		return;
+	}
+	if (io->status) {
+		krdma_rdma_discard(op);
+		krdma_blk_sio_reply(io, io->status);
+		return;
+	}
+	io->req.done = krdma_blk_sio_rdma_done;
+	ret = krdma_rdma_post(op, &io->req);
+	if (ret)
+		krdma_blk_sio_reply(io, ret);
+}
+
+static void krdma_blk_sio_end_io(struct bio *bio)
+{
+	struct krdma_blk_sio *io = bio->bi_private;
+
+	io->status = blk_status_to_errno(bio->bi_status);
+	bio_put(bio);
+	/* krdma posts from softirq at most: a hardirq completion defers. */
+	if (in_hardirq() || irqs_disabled()) {
+		atomic_inc(&krdma_blk_test_hardirq_ends);
+		io->stage = KRDMA_BLK_SIO_BIO_DONE;
+		queue_work(io->sc->exp->wq, &io->work);
+		return;
+	}
+	krdma_blk_sio_bio_done(io);
+}
+
+/* Submit @io's bio, over its pages.  Process context. */
+static void krdma_blk_sio_submit(struct krdma_blk_sio *io)
+{
+	struct krdma_blk_export *exp = io->sc->exp;
+	const struct krdma_blk_cmd *c = &io->msg.cmd;
+	blk_opf_t opf = REQ_OP_READ;
+	struct bio *bio;
+	unsigned int i;
+
+	if (c->hdr.op == KRDMA_BLK_OP_WRITE) {
+		opf = REQ_OP_WRITE | REQ_SYNC;
+		if (be16_to_cpu(c->hdr.flags) & KRDMA_BLK_F_FUA)
+			opf |= REQ_FUA;
+	}
+	/* From the bio_set's mempool: GFP_NOIO waits, it does not fail. */
+	bio = bio_alloc(exp->bd.bdev, io->npages, opf, GFP_NOIO);
+	bio->bi_iter.bi_sector = be64_to_cpu(c->sector);
+	bio->bi_private = io;
+	bio->bi_end_io = krdma_blk_sio_end_io;
+	for (i = 0; i < io->npages; i++)
+		__bio_add_page(bio, io->pages[i], io->sg[i].length, 0);
+	submit_bio(bio);
+}
+
+/*
+ * The RDMA READ of a WRITE's data, or the RDMA WRITE of a READ's, is over.
+ * Context: softirq.
+ */
+static void krdma_blk_sio_rdma_done(struct krdma_req *req)
+{
+	struct krdma_blk_sio *io = container_of(req, struct krdma_blk_sio, req);
+
+	if (req->status || io->msg.hdr.op == KRDMA_BLK_OP_READ) {
+		krdma_blk_sio_reply(io, req->status);
+		return;
+	}
+	io->stage = KRDMA_BLK_SIO_SUBMIT;
+	queue_work(io->sc->exp->wq, &io->work);
+}
+
+/*
+ * Start a READ or WRITE: data straight between the client's token and the
+ * bio's pages.  A WRITE reads the data in first, then submits its bio from
+ * a work item; a READ prepares the RDMA WRITE of its data, then submits
+ * its bio.  Return: -EINPROGRESS when started (the reply comes later).
+ */
+static int krdma_blk_srv_rw(struct krdma_blk_sio *io, bool write, u32 len)
+{
+	struct krdma_blk_sconn *sc = io->sc;
+	struct krdma_rdma *op;
+	int ret;
+
+	if (io->tok.length < len)
+		return -EINVAL;
+	ret = krdma_blk_sio_alloc_pages(io, len);
+	if (ret)
+		return ret;
+	if (write) {
+		io->req.done = krdma_blk_sio_rdma_done;
+		ret = krdma_rdma_async(sc->conn, false, io->sg, io->npages,
+				       &io->tok, 0, &io->req, false);
+		return ret ?: -EINPROGRESS;
+	}
+	op = krdma_rdma_prep(sc->conn, true, io->sg, io->npages, &io->tok, 0,
+			     false);
+	if (IS_ERR(op))
+		return PTR_ERR(op);
+	io->rdma = op;
+	krdma_blk_sio_submit(io);
+	return -EINPROGRESS;
 }
 
 static int krdma_blk_srv_cmd(struct krdma_blk_sio *io)
@@ -360,7 +641,6 @@ static int krdma_blk_srv_cmd(struct krdma_blk_sio *io)
 	const struct krdma_blk_cmd *c = &io->msg.cmd;
 	u64 sector = be64_to_cpu(c->sector);
 	u32 len = be32_to_cpu(c->len);
-	u16 flags = be16_to_cpu(c->hdr.flags);
 	u8 op = c->hdr.op;
 	u64 nr = len >> SECTOR_SHIFT;
 
@@ -391,63 +671,48 @@ static int krdma_blk_srv_cmd(struct krdma_blk_sio *io)
 	default:
 		if (nr > exp->max_sectors)
 			return -EINVAL;
-		return krdma_blk_srv_rw(io, op == KRDMA_BLK_OP_WRITE, sector,
-					len, flags);
+		return krdma_blk_srv_rw(io, op == KRDMA_BLK_OP_WRITE, len);
 	}
 }
 
+/*
+ * A command's steps that need process context: its start, a WRITE's bio
+ * once its data is in, and what follows a bio that ended in hardirq
+ * context.  None of them waits for the client or for a READ or WRITE's
+ * bio; FLUSH, DISCARD and WRITE_ZEROES wait for the device here.
+ */
 static void krdma_blk_sio_work(struct work_struct *work)
 {
 	struct krdma_blk_sio *io = container_of(work, struct krdma_blk_sio,
 						work);
-	struct krdma_blk_sconn *sc = io->sc;
-	struct krdma_blk_resp r = {};
-	struct krdma_token tok = {};
 	u8 op = io->msg.hdr.op;
-	int status, ret;
+	int status;
 
-	krdma_blk_hdr_init(&r.hdr, op, 0);
+	switch (io->stage) {
+	case KRDMA_BLK_SIO_SUBMIT:
+		krdma_blk_sio_submit(io);
+		return;
+	case KRDMA_BLK_SIO_BIO_DONE:
+		krdma_blk_sio_bio_done(io);
+		return;
+	default:
+		break;
+	}
+	memset(&io->resp, 0, sizeof(io->resp));
+	memset(&io->tok, 0, sizeof(io->tok));
+	krdma_blk_hdr_init(&io->resp.hdr, op, 0);
+	io->rdma = NULL;
 	if (op == KRDMA_BLK_OP_HELLO) {
 		msleep(min(READ_ONCE(krdma_blk_test_hello_delay_ms), 10000U));
-		status = krdma_blk_srv_hello(io, &r);
+		status = krdma_blk_srv_hello(io, &io->resp);
 	} else {
-		r.tag = io->msg.cmd.tag;
+		io->resp.tag = io->msg.cmd.tag;
 		if (op == KRDMA_BLK_OP_READ || op == KRDMA_BLK_OP_WRITE)
-			krdma_token_unpack(&io->msg.cmd.token, &tok);
+			krdma_token_unpack(&io->msg.cmd.token, &io->tok);
 		status = krdma_blk_srv_cmd(io);
 	}
-	r.status = cpu_to_be32(status);
-	/*
-	 * The slot is free before the reply goes: the client may send its
-	 * next command as soon as it has the reply.  @inflight still holds
-	 * the connection open for the send.
-	 */
-	spin_lock_bh(&sc->lock);
-	list_add(&io->free, &sc->free);
-	spin_unlock_bh(&sc->lock);
-	/*
-	 * The answer to a READ or WRITE ends the client's token (success or
-	 * not): a SEND_WITH_INV, so the client's pages are its own again when
-	 * the reply arrives, with no invalidation of its own.
-	 */
-	ret = -EOPNOTSUPP;
-	if (op != KRDMA_BLK_OP_HELLO && krdma_blk_test_drop())
-		ret = 0;
-	else if (tok.rkey)
-		ret = krdma_send_inv(sc->conn, &r, sizeof(r), tok.rkey,
-				     KRDMA_BLK_IO_TIMEOUT);
-	/* A device without it: the client invalidates it on its own. */
-	if (ret == -EOPNOTSUPP)
-		ret = krdma_send(sc->conn, &r, sizeof(r), KRDMA_BLK_IO_TIMEOUT);
-	if (ret) {
-		pr_warn_ratelimited("export %s: reply failed (%d); closing the connection\n",
-				    sc->exp->name, ret);
-		krdma_blk_sconn_fail(sc);
-	}
-	spin_lock_bh(&sc->lock);
-	if (!--sc->inflight)
-		wake_up(&sc->wait);
-	spin_unlock_bh(&sc->lock);
+	if (status != -EINPROGRESS)
+		krdma_blk_sio_reply(io, status);
 }
 
 /**

@@ -4,7 +4,10 @@
 # memory-backed null_blk exported and mapped over the lane's device as
 # /dev/krdmablk0.  Data written through it is compared byte for byte (and
 # against null_blk itself), fio verifies random writes of 512 B to 1 MiB
-# (again with every 5th command finding no credit, test_busy_every), an
+# (again with every 5th command and every 3rd reply finding no credit,
+# test_busy_every and test_reply_busy_every), the server's data and
+# replies go from bio completions in softirq and, null_blk reloaded with
+# irqmode=2, in hardirq context (test_hardirq_ends), an
 # ext4 made on it survives umount and mount (sha256 of every file,
 # e2fsck -fn), a reply that never comes (test_drop_replies) costs a
 # reconnect of its queue and the read is sent again (also when its timer
@@ -82,9 +85,14 @@ trap cleanup EXIT
 rdma_dev_up
 krdma_load
 lsmod | grep -q '^null_blk ' && rmmod null_blk
-modprobe null_blk queue_mode=2 irqmode=0 memory_backed=1 gb=1 nr_devices=1 ||
-	fail "modprobe null_blk"
-wait_for 10 test -b "$NB" || fail "$NB never appeared"
+# nullb_load IRQMODE: a fresh 1 GiB memory-backed null_blk whose requests
+# complete in softirq (1) or, from a timer, in hardirq context (2).
+nullb_load() {
+	modprobe null_blk queue_mode=2 irqmode="$1" memory_backed=1 gb=1 nr_devices=1 ||
+		fail "modprobe null_blk irqmode=$1"
+	wait_for 10 test -b "$NB" || fail "$NB never appeared"
+}
+nullb_load 1
 insmod "$ko" || fail "insmod krdma_blk.ko"
 mkdir -p "$MNT" "$W"
 
@@ -141,16 +149,23 @@ if [ "${KRDMA_STRESS:-0}" = 1 ]; then
 fi
 # Every reply was a SEND_WITH_INV of its command's token.
 expect_eq "$(cat $P/test_local_inv)" 0 "replies that did not invalidate their token"
+# null_blk ended every bio in softirq: the server posted from its end_io.
+expect_eq "$(cat $P/test_hardirq_ends)" 0 "bios ended in hardirq (irqmode=1)"
 
 # ---- a command that finds no credit --------------------------------------
 # Its registration is invalidated and the request is sent again later.
-log "fio verify, every 5th command without a credit"
+# The server's side: every 3rd reply finds none and waits in a work item.
+log "fio verify, every 5th command and every 3rd reply without a credit"
 echo 5 >$P/test_busy_every
+echo 3 >$P/test_reply_busy_every
 dmesg_mark
 fio_verify 4M 64k
 echo 0 >$P/test_busy_every
+echo 0 >$P/test_reply_busy_every
 seen=$(cat $P/test_busy_seen)
 [ "$seen" -ge 20 ] || fail "test_busy_every refused $seen commands, expected 20 or more"
+seen=$(cat $P/test_reply_busy_seen)
+[ "$seen" -ge 20 ] || fail "test_reply_busy_every held back $seen replies, expected 20 or more"
 dmesg_new | grep -q 'krdma_blk' && { dmesg_new; fail "dmesg lines from krdma_blk"; }
 
 # ---- ext4 ---------------------------------------------------------------
@@ -320,10 +335,25 @@ during_io() {
 	expect_eq "$rc" 3 "I/O after $what (3: dd failed)"
 }
 
-# ---- unmap during I/O ---------------------------------------------------
+# ---- bios that end in hardirq context -----------------------------------
+# null_blk again, completing from a timer: each bio's end_io runs in
+# hardirq context, where krdma cannot post, and the server goes on from
+# its work item.  The rest of the test runs on it.
+log "dd and cmp, bios ending in hardirq"
+rmmod null_blk || fail "rmmod null_blk (irqmode=1)"
+nullb_load 2
 blk export name=e0 path=$NB addr=$ADDR || fail "export e0 again"
 blk map name=krdmablk0 addr=$ADDR export=e0 || fail "map again"
 wait_for 10 test -b "$D" || fail "$D never appeared (again)"
+dd if="$W/rand" of="$D" bs=1M seek=7 oflag=direct status=none ||
+	fail "dd to $D (irqmode=2)"
+dd if="$D" of="$W/back" bs=1M skip=7 count=$dd_mb iflag=direct status=none ||
+	fail "dd from $D (irqmode=2)"
+cmp "$W/rand" "$W/back" || fail "data read back (irqmode=2) differs"
+n=$(cat $P/test_hardirq_ends)
+[ "$n" -ge $((dd_mb * 2)) ] || fail "$n bios ended in hardirq, expected $((dd_mb * 2)) or more"
+
+# ---- unmap during I/O ---------------------------------------------------
 during_io unmap "unmap name=krdmablk0"
 test -b "$D" && fail "$D still there after unmap"
 
