@@ -12,11 +12,13 @@
  *          -> READ done (softirq): work: the bio over those very pages
  *          -> end_io: the reply
  *   READ:  work: pages, the RDMA WRITE prepared (krdma_rdma_prep()), the
- *          bio -> end_io: the RDMA WRITE posted -> WRITE done (softirq):
- *          the reply
+ *          bio -> end_io: the RDMA WRITE posted, the reply right behind it
+ *          in the send queue -> WRITE done (softirq): pages and slot free
  *
  * The reply is a SEND_WITH_INV of the token's rkey: the client's pages are
- * its own again when the reply arrives.  A reply that finds no credit
+ * its own again when the reply arrives.  Since a READ's slot outlives its
+ * reply, a connection has twice its queue depth of slots; the client's
+ * commands not yet answered are held to the queue depth.  A reply that finds no credit
  * waits in a work item.  An end_io in hardirq context hands over to the
  * work item (krdma posts from softirq at most).  FLUSH, DISCARD and
  * WRITE_ZEROES are rare and wait for the device in the work item.
@@ -163,15 +165,17 @@ struct krdma_blk_sconn {
 	struct krdma_conn	*conn;
 	spinlock_t		lock;		/* below, but @list */
 	struct list_head	free;
-	u32			inflight;	/* commands, queued reply_work */
+	u32			depth;		/* the client's queue depth */
+	u32			unanswered;	/* commands not yet replied to */
+	u32			inflight;	/* commands, data out, reply_work */
 	bool			greeted;	/* its HELLO came */
 	bool			closing;	/* takes no more; close queued */
 	wait_queue_head_t	wait;		/* @inflight reached 0 */
 	struct work_struct	close_work;
 	struct work_struct	reply_work;
 	u32			npending;
-	struct krdma_blk_reply	*pending;	/* @nios of them */
-	u32			nios;
+	struct krdma_blk_reply	*pending;	/* @depth of them */
+	u32			nios;		/* 2 * @depth */
 	struct krdma_blk_sio	*ios;
 };
 
@@ -240,9 +244,15 @@ static struct krdma_blk_sconn *krdma_blk_sconn_alloc(struct krdma_blk_export *ex
 	sc = kzalloc(sizeof(*sc), GFP_KERNEL);
 	if (!sc)
 		return NULL;
-	sc->nios = krdma_queue_depth(conn);
+	/*
+	 * A READ's slot stays taken after its reply, until its data's RDMA
+	 * WRITE completes; those are at most depth too (each holds a send
+	 * queue slot of the connection).
+	 */
+	sc->depth = krdma_queue_depth(conn);
+	sc->nios = 2 * sc->depth;
 	sc->ios = kvcalloc(sc->nios, sizeof(*sc->ios), GFP_KERNEL);
-	sc->pending = kcalloc(sc->nios, sizeof(*sc->pending), GFP_KERNEL);
+	sc->pending = kcalloc(sc->depth, sizeof(*sc->pending), GFP_KERNEL);
 	if (!sc->ios || !sc->pending) {
 		kfree(sc->pending);
 		kvfree(sc->ios);
@@ -328,12 +338,13 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 		goto bad;
 	}
 	io = list_first_entry_or_null(&sc->free, struct krdma_blk_sio, free);
-	if (!io) {
+	if (!io || sc->unanswered >= sc->depth) {
 		spin_unlock_bh(&sc->lock);
 		why = "more commands than the queue depth";
 		goto bad;
 	}
 	list_del(&io->free);
+	sc->unanswered++;
 	sc->inflight++;
 	sc->greeted = true;
 	spin_unlock_bh(&sc->lock);
@@ -467,31 +478,37 @@ static void krdma_blk_reply_work(struct work_struct *work)
 	krdma_blk_sconn_put(sc);
 }
 
-/*
- * Answer @io's command with @status.  The slot is free before the reply
- * goes: the client may send its next command as soon as it has the reply.
- * The command's count in @inflight holds the connection open until the
- * reply is posted.  Context: any up to softirq; never sleeps.
- */
-static void krdma_blk_sio_reply(struct krdma_blk_sio *io, int status)
+/* @io's pages and slot are free again.  Any context up to softirq. */
+static void krdma_blk_sio_release(struct krdma_blk_sio *io)
 {
 	struct krdma_blk_sconn *sc = io->sc;
-	struct krdma_blk_reply rp = { .r = io->resp, .rkey = io->tok.rkey };
-	bool overrun = false;
 
-	rp.r.status = cpu_to_be32(status);
 	krdma_blk_sio_free_pages(io);
 	spin_lock_bh(&sc->lock);
 	list_add(&io->free, &sc->free);
 	spin_unlock_bh(&sc->lock);
-	/* @io is the next command's now. */
+}
 
-	if (rp.r.hdr.op != KRDMA_BLK_OP_HELLO && krdma_blk_test_drop()) {
+/*
+ * Send @rp, the answer to a command, and use up the command's count in
+ * @inflight.  The command stops counting against the client's queue
+ * depth first: the client may send its next one as soon as it has the
+ * reply.  Context: any up to softirq; never sleeps.
+ */
+static void krdma_blk_reply_send(struct krdma_blk_sconn *sc,
+				 const struct krdma_blk_reply *rp)
+{
+	bool overrun = false;
+
+	spin_lock_bh(&sc->lock);
+	sc->unanswered--;
+	spin_unlock_bh(&sc->lock);
+	if (rp->r.hdr.op != KRDMA_BLK_OP_HELLO && krdma_blk_test_drop()) {
 		krdma_blk_sconn_put(sc);
 		return;
 	}
 	if (!krdma_blk_test_reply_busy() &&
-	    krdma_blk_reply_post(sc, &rp, true) != -EAGAIN) {
+	    krdma_blk_reply_post(sc, rp, true) != -EAGAIN) {
 		krdma_blk_sconn_put(sc);
 		return;
 	}
@@ -502,8 +519,8 @@ static void krdma_blk_sio_reply(struct krdma_blk_sio *io, int status)
 	 * overruns @pending.
 	 */
 	spin_lock_bh(&sc->lock);
-	if (sc->npending < sc->nios) {
-		sc->pending[sc->npending++] = rp;
+	if (sc->npending < sc->depth) {
+		sc->pending[sc->npending++] = *rp;
 		sc->inflight++;		/* the work's own */
 	} else {
 		overrun = true;
@@ -519,7 +536,30 @@ static void krdma_blk_sio_reply(struct krdma_blk_sio *io, int status)
 	}
 }
 
-static void krdma_blk_sio_rdma_done(struct krdma_req *req);
+/* Answer @io's command with @status, its slot free first. */
+static void krdma_blk_sio_reply(struct krdma_blk_sio *io, int status)
+{
+	struct krdma_blk_sconn *sc = io->sc;
+	struct krdma_blk_reply rp = { .r = io->resp, .rkey = io->tok.rkey };
+
+	rp.r.status = cpu_to_be32(status);
+	krdma_blk_sio_release(io);
+	/* @io is the next command's now. */
+	krdma_blk_reply_send(sc, &rp);
+}
+
+/*
+ * A READ's data is at the client (or the connection failed): its pages
+ * and slot are free, and its count in @inflight goes.  Context: softirq.
+ */
+static void krdma_blk_sio_data_done(struct krdma_req *req)
+{
+	struct krdma_blk_sio *io = container_of(req, struct krdma_blk_sio, req);
+	struct krdma_blk_sconn *sc = io->sc;
+
+	krdma_blk_sio_release(io);
+	krdma_blk_sconn_put(sc);
+}
 
 /*
  * @io's bio is over.  A READ's data goes to the client: the RDMA WRITE was
@@ -528,7 +568,9 @@ static void krdma_blk_sio_rdma_done(struct krdma_req *req);
  */
 static void krdma_blk_sio_bio_done(struct krdma_blk_sio *io)
 {
+	struct krdma_blk_sconn *sc = io->sc;
 	struct krdma_rdma *op = io->rdma;
+	struct krdma_blk_reply rp;
 	int ret;
 
 	io->rdma = NULL;
@@ -541,10 +583,29 @@ static void krdma_blk_sio_bio_done(struct krdma_blk_sio *io)
 		krdma_blk_sio_reply(io, io->status);
 		return;
 	}
-	io->req.done = krdma_blk_sio_rdma_done;
+	/*
+	 * The reply follows the data in the send queue rather than waiting
+	 * for its completion (nvmet-rdma's way): the client places the data
+	 * before it sees the reply, and a failed WRITE fails the
+	 * connection, which flushes the reply behind it.  The pages and the
+	 * slot stay until the WRITE's completion, which holds a count of its
+	 * own in @inflight.
+	 */
+	rp.r = io->resp;
+	rp.r.status = 0;
+	rp.rkey = io->tok.rkey;
+	spin_lock_bh(&sc->lock);
+	sc->inflight++;
+	spin_unlock_bh(&sc->lock);
+	io->req.done = krdma_blk_sio_data_done;
 	ret = krdma_rdma_post(op, &io->req);
-	if (ret)
+	if (ret) {
+		krdma_blk_sconn_put(sc);
 		krdma_blk_sio_reply(io, ret);
+		return;
+	}
+	/* @io may be free already. */
+	krdma_blk_reply_send(sc, &rp);
 }
 
 static void krdma_blk_sio_end_io(struct bio *bio)
@@ -587,15 +648,12 @@ static void krdma_blk_sio_submit(struct krdma_blk_sio *io)
 	submit_bio(bio);
 }
 
-/*
- * The RDMA READ of a WRITE's data, or the RDMA WRITE of a READ's, is over.
- * Context: softirq.
- */
+/* The RDMA READ of a WRITE's data is over.  Context: softirq. */
 static void krdma_blk_sio_rdma_done(struct krdma_req *req)
 {
 	struct krdma_blk_sio *io = container_of(req, struct krdma_blk_sio, req);
 
-	if (req->status || io->msg.hdr.op == KRDMA_BLK_OP_READ) {
+	if (req->status) {
 		krdma_blk_sio_reply(io, req->status);
 		return;
 	}
