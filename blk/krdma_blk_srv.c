@@ -183,7 +183,12 @@ static void krdma_blk_sconn_close_work(struct work_struct *work);
 static void krdma_blk_sio_work(struct work_struct *work);
 static void krdma_blk_reply_work(struct work_struct *work);
 
-/* Stop taking commands; unless already done, close @sc from a work item. */
+/*
+ * Stop taking commands and, unless already done, fail @sc's connection
+ * (a client that broke the protocol is stopped at once, and a reply
+ * waiting for a credit it will never give wakes up) and close @sc from a
+ * work item.  Context: any up to softirq.
+ */
 static void krdma_blk_sconn_fail(struct krdma_blk_sconn *sc)
 {
 	bool queue;
@@ -192,8 +197,20 @@ static void krdma_blk_sconn_fail(struct krdma_blk_sconn *sc)
 	queue = !sc->closing;
 	sc->closing = true;
 	spin_unlock_bh(&sc->lock);
-	if (queue)
-		queue_work(sc->exp->wq, &sc->close_work);
+	if (!queue)
+		return;
+	krdma_conn_fail(sc->conn, -ECONNABORTED);
+	queue_work(sc->exp->wq, &sc->close_work);
+}
+
+static bool krdma_blk_sconn_closing(struct krdma_blk_sconn *sc)
+{
+	bool closing;
+
+	spin_lock_bh(&sc->lock);
+	closing = sc->closing;
+	spin_unlock_bh(&sc->lock);
+	return closing;
 }
 
 static bool krdma_blk_sconn_idle(struct krdma_blk_sconn *sc)
@@ -206,12 +223,16 @@ static bool krdma_blk_sconn_idle(struct krdma_blk_sconn *sc)
 	return idle;
 }
 
-/* @sc is off the export's list and closing: wait for its work, free it. */
+/*
+ * @sc is off the export's list: fail its connection, so that what is still
+ * out ends now, wait for its work, and free it.
+ */
 static void krdma_blk_sconn_teardown(struct krdma_blk_sconn *sc)
 {
 	spin_lock_bh(&sc->lock);
 	sc->closing = true;
 	spin_unlock_bh(&sc->lock);
+	krdma_conn_fail(sc->conn, -ECONNABORTED);
 	wait_event(sc->wait, krdma_blk_sconn_idle(sc));
 	krdma_close(sc->conn);
 	kfree(sc->pending);
@@ -443,8 +464,10 @@ static int krdma_blk_reply_post(struct krdma_blk_sconn *sc,
 					 KRDMA_BLK_IO_TIMEOUT);
 	}
 	if (ret && ret != -EAGAIN) {
-		pr_warn_ratelimited("export %s: reply failed (%d); closing the connection\n",
-				    sc->exp->name, ret);
+		/* Once closing, every reply still out fails: no line. */
+		if (!krdma_blk_sconn_closing(sc))
+			pr_warn_ratelimited("export %s: reply failed (%d); closing the connection\n",
+					    sc->exp->name, ret);
 		krdma_blk_sconn_fail(sc);
 	}
 	return ret;

@@ -75,6 +75,9 @@ consumer apitest "$top/test/apitest"
 config=$kdir/.config
 if grep -q '^CONFIG_BLOCK=y' "$config" 2>/dev/null; then
 	consumer blk "$top/blk"
+	# test/blkhostile: a krdma-blk client that breaks the protocol
+	# (test/guest/blk.sh); it takes the wire format from $out/blk.
+	consumer blkhostile "$top/test/blkhostile"
 fi
 
 if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then

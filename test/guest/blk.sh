@@ -16,7 +16,10 @@
 # across such reconnects with no error, bad control commands fail with
 # their errno, a read-only
 # export refuses writes, and unmap or unexport during I/O fails the I/O
-# without a hang.
+# without a hang.  A hostile client (test/blkhostile) gets each bad command
+# refused with its errno, and its connection closed, with one line, for
+# each breach of the protocol: no HELLO, two, garbage, a bad length, more
+# commands than its queue depth, replies it never takes, a forged token.
 # KRDMA_BLK_FIO_SIZE (default 32M, 64M in make stress; on the debug
 # kernel 8M, 16M in make stress) sizes fio; dd writes 8 MiB at a time
 # (2 MiB on the debug kernel in make check).  make stress adds fio verify
@@ -45,6 +48,7 @@ NB=/dev/nullb0
 D=/dev/krdmablk0
 MNT=/tmp/blk-mnt
 W=/tmp/blk-work
+SLOW=/sys/kernel/config/nullb/krdmaslow	# the hostile client's slow device
 fio_size=${KRDMA_BLK_FIO_SIZE:-32M} dd_mb=8
 [ "${KRDMA_STRESS:-0}" = 1 ] && fio_size=${KRDMA_BLK_FIO_SIZE:-64M}
 if [ "$KLINE" = debug ]; then
@@ -72,9 +76,13 @@ cleanup() {
 		for m in krdmablk0 krdmablk1 krdmablk2; do
 			echo "unmap name=$m" >"$BLK_CTL" 2>/dev/null
 		done
-		for e in e0 ero; do
+		for e in e0 ero eslow; do
 			echo "unexport name=$e" >"$BLK_CTL" 2>/dev/null
 		done
+	fi
+	if [ -d "$SLOW" ]; then
+		echo 0 >"$SLOW/power"
+		rmdir "$SLOW"
 	fi
 	lsmod | grep -q '^krdma_blk ' && rmmod krdma_blk
 	lsmod | grep -q '^null_blk ' && rmmod null_blk
@@ -272,6 +280,65 @@ expect_eq "$(cat $P/test_drop_replies)" 0 "replies left to drop"
 n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected')
 [ "$n" -ge 1 ] || { dmesg_new; fail "fio ran across no reconnect"; }
 log "$n reconnects during fio verify"
+
+# ---- a hostile client ----------------------------------------------------
+# test/blkhostile: a client that breaks the protocol.  Each way of doing it
+# is one load of the module, which checks the server's answer from its side
+# (see its header); here, the server's one line for each connection it
+# closed, and that the export serves krdmablk0 on as before.  overrun
+# needs commands that stay unanswered: an export of a null_blk whose
+# requests take 2 s each (configfs).
+log "a hostile client"
+hko=$BUILD/blkhostile/krdma_blk_hostile.ko
+[ -f "$hko" ] || fail "$hko not built"
+CFS=/sys/kernel/config
+mountpoint -q $CFS || mount -t configfs none $CFS || fail "mount configfs"
+mkdir $SLOW || fail "configfs null_blk"
+for a in "size 16" "memory_backed 1" "irqmode 2" "completion_nsec 2000000000" "power 1"; do
+	echo "${a#* }" >"$SLOW/${a%% *}" || fail "null_blk $a"
+done
+SNB=/dev/${SLOW##*/}	# null_blk names it after its configfs item
+wait_for 10 test -b "$SNB" || fail "$SNB never appeared"
+blk export name=eslow path=$SNB addr=$MY_IP:$((PORT + 3)) || fail "export eslow"
+# 4 KiB of 0xa5 for badcmd's READ to find.
+head -c 4096 /dev/zero | tr '\0' '\245' >"$W/a5"
+dd if="$W/a5" of="$NB" bs=4k seek=1000 oflag=direct status=none || fail "dd a5"
+conns0=$(ls $KRDMA_SYS/conns | wc -l)
+# hostile MODE EXPORT PORT 'WHY' (WHY: the server's line, '' for none)
+hostile() {
+	local why=$4
+	ratelimit_pace
+	dmesg_mark
+	insmod "$hko" addr=$MY_IP port="$3" export="$2" mode="$1" depth=4 \
+		sector=8000 fill=0xa5 ||
+		{ dmesg_new; fail "hostile client, $1: the server did not answer as it must"; }
+	rmmod krdma_blk_hostile || fail "rmmod krdma_blk_hostile"
+	dmesg_new | grep 'krdma_blk_hostile: ' | sed 's/^/# /'
+	if [ -n "$why" ]; then
+		n=$(dmesg_new | grep -c "krdma_blk: export $2: ")
+		expect_eq "$n" 1 "$1: lines from the server"
+		dmesg_new | grep -qF "krdma_blk: export $2: $why" ||
+			{ dmesg_new; fail "$1: the server's line does not say '$why'"; }
+	fi
+}
+hostile badcmd e0 $PORT ''
+dmesg_new | grep -q 'krdma_blk: ' && { dmesg_new; fail "badcmd: lines from the server"; }
+hostile early e0 $PORT "command before HELLO from the client; closing its connection"
+hostile hello2 e0 $PORT "second HELLO from the client; closing its connection"
+hostile garbage e0 $PORT "not a krdma-blk message from the client; closing its connection"
+hostile badlen e0 $PORT "bad message length from the client; closing its connection"
+hostile noreplies e0 $PORT "the client takes no replies; closing its connection"
+hostile forged e0 $PORT ''
+hostile overrun eslow $((PORT + 3)) "more commands than the queue depth from the client; closing its connection"
+# Every connection the server closed is gone on both sides.
+conns_back() { [ "$(ls $KRDMA_SYS/conns | wc -l)" = "$conns0" ]; }
+wait_for 20 conns_back || fail "connections left: $(ls $KRDMA_SYS/conns)"
+blk "unexport name=eslow" || fail "unexport eslow"
+echo 0 >$SLOW/power && rmdir $SLOW || fail "remove the slow null_blk"
+# krdmablk0 still reads and writes through e0, byte for byte.
+dd if="$W/rand" of="$D" bs=1M seek=40 oflag=direct status=none || fail "dd after the hostile client"
+dd if="$D" of="$W/back" bs=1M skip=40 count=$dd_mb iflag=direct status=none || fail "dd back after the hostile client"
+cmp "$W/rand" "$W/back" || fail "data after the hostile client differs"
 
 # ---- a read-only export -------------------------------------------------
 log "read-only export"

@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krdma_blk_hostile.ko: a krdma-blk client that breaks the protocol, for
+ * test/guest/blk.sh.  It uses include/krdma.h and the krdma-blk wire
+ * format (blk/krdma_blk_proto.h) only.  Loading it connects to an export
+ * (addr=, port=, export=, queue depth depth=), misbehaves as mode= says,
+ * and checks what the server does about it, all in its init: the load
+ * fails (an errno and a dmesg line) when the server did not do what it
+ * must, and succeeds with nothing left open when it did:
+ *
+ *   badcmd     commands the server must refuse (unknown op, no length, a
+ *              length that is not a multiple of the block size, past the
+ *              end, an overflowing sector, longer than the token, longer
+ *              than the export's maximum, a FLUSH with a length) are each
+ *              answered with their errno, and the connection stays up: a
+ *              READ of @sector after them returns @fill in every byte
+ *   early      a command before HELLO: the server closes the connection
+ *   hello2     a second HELLO: closed
+ *   garbage    a message that is not krdma-blk's: closed
+ *   badlen     a command one byte too long: closed
+ *   overrun    depth + 1 READs sent before any is answered (the export's
+ *              device takes seconds per request): closed at the last one,
+ *              nothing answered
+ *   noreplies  FLUSHes one after the other, every reply kept (so the
+ *              server gets no credit back): the server sends @depth
+ *              replies, holds at most @depth more, and closes at the next
+ *   forged     a READ whose token has a forged rkey: the server's RDMA
+ *              WRITE fails, the connection with it, and nothing lands
+ *
+ * The server's dmesg line for each closing mode is blk.sh's to check.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/completion.h>
+#include <linux/spinlock.h>
+#include <linux/delay.h>
+#include <linux/random.h>
+#include <linux/inet.h>
+#include <net/net_namespace.h>
+
+#include <krdma.h>
+#include "krdma_blk_proto.h"
+
+static char *addr = "";
+module_param(addr, charp, 0444);
+MODULE_PARM_DESC(addr, "the export's IP address");
+static char *port = "";
+module_param(port, charp, 0444);
+MODULE_PARM_DESC(port, "the export's port");
+static char *export = "";
+module_param(export, charp, 0444);
+MODULE_PARM_DESC(export, "the export's name");
+static char *mode = "";
+module_param(mode, charp, 0444);
+MODULE_PARM_DESC(mode, "badcmd, early, hello2, garbage, badlen, overrun, noreplies or forged");
+static uint depth = 4;
+module_param(depth, uint, 0444);
+MODULE_PARM_DESC(depth, "queue depth asked for (2 to 16)");
+static ulong sector;
+module_param(sector, ulong, 0444);
+MODULE_PARM_DESC(sector, "badcmd: the sector whose 4 KiB hold @fill");
+static uint fill;
+module_param(fill, uint, 0444);
+MODULE_PARM_DESC(fill, "badcmd: the byte those 4 KiB hold");
+
+#define HB_WAIT		(10 * HZ)
+#define HB_IO		4096
+#define HB_MAX_DEPTH	16
+
+struct hb {
+	struct krdma_conn	*conn;
+	struct completion	ended;		/* the connection's end event */
+	int			end_err;
+	spinlock_t		lock;		/* below */
+	struct completion	got;		/* a reply came */
+	struct krdma_blk_resp	last;		/* the last reply */
+	u32			nreplies;	/* replies but HELLO's */
+	bool			keep;		/* keep every reply */
+	u32			nkept;
+	struct krdma_msg	*kept[HB_MAX_DEPTH];
+	u32			lbs;
+	u64			sectors;
+	u32			max_sectors;
+};
+
+static void hb_event(struct krdma_conn *conn, enum krdma_event ev, int error)
+{
+	struct hb *hb = krdma_conn_priv(conn);
+
+	if (ev == KRDMA_EVENT_ESTABLISHED)
+		return;
+	hb->end_err = error;
+	complete_all(&hb->ended);
+}
+
+/* Softirq: note the reply, and keep it if told to. */
+static int hb_recv(struct krdma_conn *conn, struct krdma_msg *msg)
+{
+	struct hb *hb = krdma_conn_priv(conn);
+	struct krdma_blk_resp r;
+	bool keep = false;
+
+	if (!msg->data || msg->len != sizeof(r)) {
+		pr_err("a message of %u bytes from the server\n", msg->len);
+		return 0;
+	}
+	memcpy(&r, msg->data, sizeof(r));
+	spin_lock(&hb->lock);
+	hb->last = r;
+	if (r.hdr.op != KRDMA_BLK_OP_HELLO) {
+		hb->nreplies++;
+		if (hb->keep && hb->nkept < HB_MAX_DEPTH) {
+			hb->kept[hb->nkept++] = msg;
+			keep = true;
+		}
+	}
+	spin_unlock(&hb->lock);
+	complete(&hb->got);
+	return keep ? KRDMA_MSG_KEEP : 0;
+}
+
+static const struct krdma_conn_ops hb_ops = {
+	.event	= hb_event,
+	.recv	= hb_recv,
+};
+
+static u32 hb_nreplies(struct hb *hb)
+{
+	u32 n;
+
+	spin_lock_bh(&hb->lock);
+	n = hb->nreplies;
+	spin_unlock_bh(&hb->lock);
+	return n;
+}
+
+/* Send @len bytes of @m and wait for the reply: its status, or an errno. */
+static int hb_call(struct hb *hb, const void *m, size_t len, int *status)
+{
+	int ret;
+
+	reinit_completion(&hb->got);
+	ret = krdma_send(hb->conn, m, len, HB_WAIT);
+	if (ret)
+		return ret;
+	if (!wait_for_completion_timeout(&hb->got, HB_WAIT))
+		return -ETIMEDOUT;
+	spin_lock_bh(&hb->lock);
+	*status = (s32)be32_to_cpu(hb->last.status);
+	spin_unlock_bh(&hb->lock);
+	return 0;
+}
+
+static int hb_hello(struct hb *hb)
+{
+	struct krdma_blk_hello h = {};
+	int ret, status;
+
+	krdma_blk_hdr_init(&h.hdr, KRDMA_BLK_OP_HELLO, 0);
+	strscpy(h.export, export, sizeof(h.export));
+	ret = hb_call(hb, &h, sizeof(h), &status);
+	if (ret || status) {
+		pr_err("HELLO to export %s: %d, status %d\n", export, ret,
+		       status);
+		return ret ?: -EPROTO;
+	}
+	spin_lock_bh(&hb->lock);
+	hb->lbs = be32_to_cpu(hb->last.lbs);
+	hb->sectors = be64_to_cpu(hb->last.sectors);
+	hb->max_sectors = be32_to_cpu(hb->last.max_sectors);
+	spin_unlock_bh(&hb->lock);
+	if (hb->lbs < 512 || !hb->sectors || !hb->max_sectors)
+		return -EPROTO;
+	return 0;
+}
+
+static void hb_cmd(struct krdma_blk_cmd *c, u8 op, u32 len, u64 sect,
+		   u64 tag, const struct krdma_token *t)
+{
+	memset(c, 0, sizeof(*c));
+	krdma_blk_hdr_init(&c->hdr, op, 0);
+	c->len = cpu_to_be32(len);
+	c->sector = cpu_to_be64(sect);
+	c->tag = cpu_to_be64(tag);
+	if (t)
+		krdma_token_pack(t, &c->token);
+}
+
+/* The server closed the connection, with no reply past @replies. */
+static int hb_closed(struct hb *hb, u32 replies)
+{
+	if (!wait_for_completion_timeout(&hb->ended, HB_WAIT)) {
+		pr_err("%s: the server did not close the connection\n", mode);
+		return -ETIME;
+	}
+	if (hb_nreplies(hb) != replies) {
+		pr_err("%s: %u replies, expected %u\n", mode, hb_nreplies(hb),
+		       replies);
+		return -EPROTO;
+	}
+	pr_info("%s: the server closed the connection (%d)\n", mode,
+		hb->end_err);
+	return 0;
+}
+
+/* A registered 4 KiB buffer the server may write into. */
+struct hb_buf {
+	u8			*p;
+	struct krdma_mr		*mr;
+	struct krdma_token	tok;
+};
+
+static int hb_buf_get(struct hb *hb, struct hb_buf *b)
+{
+	b->p = kzalloc(HB_IO, GFP_KERNEL);
+	if (!b->p)
+		return -ENOMEM;
+	b->mr = krdma_reg_buf(hb->conn, b->p, HB_IO, KRDMA_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(b->mr)) {
+		kfree(b->p);
+		b->p = NULL;
+		return PTR_ERR(b->mr);
+	}
+	krdma_mr_token(b->mr, &b->tok);
+	return 0;
+}
+
+static void hb_buf_put(struct hb_buf *b)
+{
+	if (!b->p)
+		return;
+	krdma_mr_free(b->mr);
+	kfree(b->p);
+	b->p = NULL;
+}
+
+static bool hb_all(const u8 *p, size_t n, u8 v)
+{
+	return !memchr_inv(p, v, n);
+}
+
+/* Commands to refuse one by one, then a READ that works. */
+static int hb_badcmd(struct hb *hb)
+{
+	struct krdma_token tok = { .length = HB_IO };	/* never used */
+	u32 big = (hb->max_sectors + hb->lbs / 512) * 512;
+	struct krdma_token bigtok = { .length = big };
+	struct {
+		const char *what;
+		u8 op;
+		u32 len;
+		u64 sect;
+		const struct krdma_token *t;
+		int want;
+	} bad[] = {
+		{ "unknown op", 99, 0, 0, NULL, -EOPNOTSUPP },
+		{ "READ of 0 bytes", KRDMA_BLK_OP_READ, 0, 0, &tok, -EINVAL },
+		{ "READ of a part of a block", KRDMA_BLK_OP_READ,
+		  hb->lbs + 1, 0, &tok, -EINVAL },
+		{ "READ past the end", KRDMA_BLK_OP_READ, HB_IO,
+		  hb->sectors, &tok, -EINVAL },
+		{ "READ at an overflowing sector", KRDMA_BLK_OP_READ, HB_IO,
+		  U64_MAX - 7, &tok, -EINVAL },
+		{ "READ longer than its token", KRDMA_BLK_OP_READ, 2 * HB_IO,
+		  0, &tok, -EINVAL },
+		{ "READ past the maximum", KRDMA_BLK_OP_READ, big, 0, &bigtok,
+		  -EINVAL },
+		{ "FLUSH with a length", KRDMA_BLK_OP_FLUSH, HB_IO, 0, NULL,
+		  -EINVAL },
+	};
+	struct krdma_blk_cmd c;
+	struct hb_buf b = {};
+	int i, ret, status;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		hb_cmd(&c, bad[i].op, bad[i].len, bad[i].sect, i, bad[i].t);
+		ret = hb_call(hb, &c, sizeof(c), &status);
+		if (ret || status != bad[i].want) {
+			pr_err("badcmd: %s: %d, status %d, expected %d\n",
+			       bad[i].what, ret, status, bad[i].want);
+			return ret ?: -EPROTO;
+		}
+	}
+	ret = hb_buf_get(hb, &b);
+	if (ret)
+		return ret;
+	hb_cmd(&c, KRDMA_BLK_OP_READ, HB_IO, sector, 100, &b.tok);
+	ret = hb_call(hb, &c, sizeof(c), &status);
+	if (!ret && status)
+		ret = status;
+	if (!ret && !hb_all(b.p, HB_IO, fill)) {
+		pr_err("badcmd: the READ after them did not return 0x%02x\n",
+		       fill);
+		ret = -EIO;
+	}
+	if (!ret && krdma_conn_error(hb->conn))
+		ret = krdma_conn_error(hb->conn);
+	hb_buf_put(&b);
+	if (!ret)
+		pr_info("badcmd: %zu commands refused, each with its errno; the READ after them returned its data\n",
+			ARRAY_SIZE(bad));
+	return ret;
+}
+
+static int hb_overrun(struct hb *hb)
+{
+	struct hb_buf *b;
+	struct krdma_blk_cmd c;
+	u32 i, sent = 0;
+	int ret = 0;
+
+	b = kcalloc(depth + 1, sizeof(*b), GFP_KERNEL);
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i <= depth && !ret; i++)
+		ret = hb_buf_get(hb, &b[i]);
+	for (i = 0; i <= depth && !ret; i++) {
+		hb_cmd(&c, KRDMA_BLK_OP_READ, HB_IO, i * (HB_IO >> 9), i,
+		       &b[i].tok);
+		ret = krdma_send(hb->conn, &c, sizeof(c), HB_WAIT);
+		if (ret) {
+			pr_err("overrun: command %u: %d\n", i + 1, ret);
+			break;
+		}
+		sent++;
+	}
+	if (!ret)
+		ret = hb_closed(hb, 0);
+	for (i = 0; i <= depth; i++)
+		hb_buf_put(&b[i]);
+	kfree(b);
+	if (!ret)
+		pr_info("overrun: %u commands sent, none answered\n", sent);
+	return ret;
+}
+
+static int hb_noreplies(struct hb *hb)
+{
+	struct krdma_blk_cmd c;
+	u32 sent = 0;
+	int ret = 0;
+
+	spin_lock_bh(&hb->lock);
+	hb->keep = true;
+	spin_unlock_bh(&hb->lock);
+	while (sent < 4 * depth && !completion_done(&hb->ended)) {
+		hb_cmd(&c, KRDMA_BLK_OP_FLUSH, 0, 0, sent, NULL);
+		ret = krdma_send(hb->conn, &c, sizeof(c), HB_WAIT);
+		if (ret)
+			break;
+		sent++;
+		/* Each is answered (and its reply kept or held) first. */
+		msleep(100);
+	}
+	ret = hb_closed(hb, depth);
+	if (!ret && sent < 2 * depth + 1) {
+		pr_err("noreplies: closed after %u commands, before %u\n",
+		       sent, 2 * depth + 1);
+		ret = -EPROTO;
+	}
+	if (!ret)
+		pr_info("noreplies: %u replies came and were kept, the connection closed after %u commands\n",
+			depth, sent);
+	return ret;
+}
+
+static int hb_forged(struct hb *hb)
+{
+	struct krdma_blk_cmd c;
+	struct hb_buf b = {};
+	struct krdma_token t;
+	int ret;
+
+	ret = hb_buf_get(hb, &b);
+	if (ret)
+		return ret;
+	t = b.tok;
+	t.rkey ^= 0xff;
+	hb_cmd(&c, KRDMA_BLK_OP_READ, HB_IO, 0, 1, &t);
+	ret = krdma_send(hb->conn, &c, sizeof(c), HB_WAIT);
+	if (!ret)
+		ret = hb_closed(hb, 0);
+	if (!ret && !hb_all(b.p, HB_IO, 0)) {
+		pr_err("forged: data landed through a forged rkey\n");
+		ret = -EIO;
+	}
+	hb_buf_put(&b);
+	return ret;
+}
+
+static int hb_run(struct hb *hb)
+{
+	struct krdma_blk_cmd c;
+	u8 raw[sizeof(c) + 1];
+	int ret;
+
+	if (!strcmp(mode, "early")) {
+		hb_cmd(&c, KRDMA_BLK_OP_FLUSH, 0, 0, 1, NULL);
+		ret = krdma_send(hb->conn, &c, sizeof(c), HB_WAIT);
+		return ret ?: hb_closed(hb, 0);
+	}
+	ret = hb_hello(hb);
+	if (ret)
+		return ret;
+	if (!strcmp(mode, "hello2")) {
+		struct krdma_blk_hello h = {};
+
+		krdma_blk_hdr_init(&h.hdr, KRDMA_BLK_OP_HELLO, 0);
+		strscpy(h.export, export, sizeof(h.export));
+		ret = krdma_send(hb->conn, &h, sizeof(h), HB_WAIT);
+		return ret ?: hb_closed(hb, 0);
+	}
+	if (!strcmp(mode, "garbage")) {
+		get_random_bytes(raw, sizeof(c));
+		raw[0] = ~(KRDMA_BLK_MAGIC >> 24);	/* never the magic */
+		ret = krdma_send(hb->conn, raw, sizeof(c), HB_WAIT);
+		return ret ?: hb_closed(hb, 0);
+	}
+	if (!strcmp(mode, "badlen")) {
+		hb_cmd(&c, KRDMA_BLK_OP_FLUSH, 0, 0, 1, NULL);
+		memcpy(raw, &c, sizeof(c));
+		raw[sizeof(c)] = 0;
+		ret = krdma_send(hb->conn, raw, sizeof(raw), HB_WAIT);
+		return ret ?: hb_closed(hb, 0);
+	}
+	if (!strcmp(mode, "badcmd"))
+		return hb_badcmd(hb);
+	if (!strcmp(mode, "overrun"))
+		return hb_overrun(hb);
+	if (!strcmp(mode, "noreplies"))
+		return hb_noreplies(hb);
+	if (!strcmp(mode, "forged"))
+		return hb_forged(hb);
+	return -EINVAL;
+}
+
+static int __init hb_init(void)
+{
+	struct krdma_conn_opts opts = { .ops = &hb_ops };
+	struct sockaddr_storage ss;
+	struct hb *hb;
+	u32 i, nkept;
+	int ret;
+
+	if (depth < 2 || depth > HB_MAX_DEPTH || !*export || !*mode) {
+		pr_err("needs addr=, port=, export=, mode= and depth= from 2 to %d\n",
+		       HB_MAX_DEPTH);
+		return -EINVAL;
+	}
+	ret = inet_pton_with_scope(&init_net, AF_UNSPEC, addr, port, &ss);
+	if (ret) {
+		pr_err("bad address '%s' port '%s'\n", addr, port);
+		return ret;
+	}
+	hb = kzalloc(sizeof(*hb), GFP_KERNEL);
+	if (!hb)
+		return -ENOMEM;
+	init_completion(&hb->ended);
+	init_completion(&hb->got);
+	spin_lock_init(&hb->lock);
+	opts.priv = hb;
+	opts.queue_depth = depth;
+	hb->conn = krdma_connect((struct sockaddr *)&ss, NULL, &opts);
+	if (IS_ERR(hb->conn)) {
+		ret = PTR_ERR(hb->conn);
+		pr_err("connect: %d\n", ret);
+		goto free;
+	}
+	if (krdma_queue_depth(hb->conn) != depth) {
+		pr_err("queue depth %u, asked for %u\n",
+		       krdma_queue_depth(hb->conn), depth);
+		ret = -EPROTO;
+	} else {
+		ret = hb_run(hb);
+	}
+	/* Nothing is kept from here on; give back what was. */
+	spin_lock_bh(&hb->lock);
+	hb->keep = false;
+	nkept = hb->nkept;
+	spin_unlock_bh(&hb->lock);
+	for (i = 0; i < nkept; i++)
+		krdma_msg_release(hb->conn, hb->kept[i]);
+	krdma_close(hb->conn);
+	if (ret)
+		pr_err("%s: %d\n", mode, ret);
+free:
+	kfree(hb);
+	return ret;
+}
+module_init(hb_init);
+
+/* Everything was done, and undone, in hb_init(). */
+static void __exit hb_exit(void)
+{
+}
+module_exit(hb_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("krdma-blk: a client that breaks the protocol (tests only)");
