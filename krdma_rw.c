@@ -481,13 +481,17 @@ static int krdma_rw_post(struct krdma_rdma *op, struct krdma_req *req)
 
 	op->req = req;
 	first = krdma_rw_op_wrs(op);
-	/* Before the post: the op may be complete and freed right after. */
-	trace_krdma_rdma_start(conn->name, op->write ? KRDMA_TRACE_OP_WRITE :
-			       KRDMA_TRACE_OP_READ, op->len);
 	spin_lock_bh(&conn->lock);
 	/* Not once the connection failed, even if the QP still takes it. */
 	posted = krdma_conn_usable(conn);
 	if (posted) {
+		/*
+		 * Traced only when it goes to the device, and before: the
+		 * op may be complete and freed right after the post.
+		 */
+		trace_krdma_rdma_start(conn->name, op->write ?
+				       KRDMA_TRACE_OP_WRITE :
+				       KRDMA_TRACE_OP_READ, op->len);
 		ret = ib_post_send(conn->qp, first, &bad);
 		/*
 		 * Listed under the lock that its completion takes to unlist
