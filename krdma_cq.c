@@ -24,6 +24,7 @@
 #include <rdma/rw.h>
 
 #include "krdma_core.h"
+#include "krdma_dma.h"
 #include "krdma_queue.h"
 #include "krdma_trace.h"
 
@@ -141,8 +142,8 @@ static void krdma_free_hdr_tx(struct krdma_conn *conn, struct krdma_tx *tx)
 {
 	if (!tx->buf)
 		return;
-	ib_dma_unmap_single(conn->kdev->ibdev, tx->dma, KRDMA_HDR_LEN,
-			    DMA_TO_DEVICE);
+	krdma_dma_unmap_single(conn->kdev->ibdev, tx->dma, KRDMA_HDR_LEN,
+			       DMA_TO_DEVICE);
 	kfree(tx->buf);
 	tx->buf = NULL;
 }
@@ -171,8 +172,8 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 
 		if (!rx->buf)
 			continue;
-		ib_dma_unmap_single(ibdev, rx->dma, conn->buf_size,
-				    DMA_FROM_DEVICE);
+		krdma_dma_unmap_single(ibdev, rx->dma, conn->buf_size,
+				       DMA_FROM_DEVICE);
 		spin_lock_bh(&conn->lock);
 		buf = rx->kept ? NULL : rx->buf;
 		rx->gone = rx->kept;
@@ -193,9 +194,8 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 	for (i = 0; conn->tx && i < conn->nr_tx; i++) {
 		if (!conn->tx[i].buf)
 			continue;
-		ib_dma_unmap_single(ibdev, conn->tx[i].dma,
-				    conn->buf_size,
-				    DMA_TO_DEVICE);
+		krdma_dma_unmap_single(ibdev, conn->tx[i].dma, conn->buf_size,
+				       DMA_TO_DEVICE);
 		kfree(conn->tx[i].buf);
 	}
 	kfree(conn->tx);
@@ -217,9 +217,8 @@ static int krdma_alloc_hdr_tx(struct krdma_conn *conn, struct krdma_tx *tx,
 	tx->buf = kmalloc(KRDMA_HDR_LEN, GFP_KERNEL);
 	if (!tx->buf)
 		return -ENOMEM;
-	tx->dma = ib_dma_map_single(ibdev, tx->buf, KRDMA_HDR_LEN,
-				    DMA_TO_DEVICE);
-	if (ib_dma_mapping_error(ibdev, tx->dma)) {
+	if (krdma_dma_map_single(ibdev, tx->buf, KRDMA_HDR_LEN,
+				 DMA_TO_DEVICE, &tx->dma)) {
 		kfree(tx->buf);
 		tx->buf = NULL;
 		return -ENOMEM;
@@ -231,7 +230,7 @@ static int krdma_alloc_hdr_tx(struct krdma_conn *conn, struct krdma_tx *tx,
 
 /*
  * rxe and siw have no DMA device: buffers come from kmalloc and are mapped
- * with ib_dma_*, which does the right thing for both soft and real HCAs.
+ * through krdma_dma.c's ib_dma_* wrappers, right for soft and real HCAs.
  */
 static int krdma_alloc_bufs(struct krdma_conn *conn)
 {
@@ -260,9 +259,8 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 		rx->buf = kmalloc(sz, GFP_KERNEL);
 		if (!rx->buf)
 			return -ENOMEM;
-		rx->dma = ib_dma_map_single(ibdev, rx->buf, sz,
-					    DMA_FROM_DEVICE);
-		if (ib_dma_mapping_error(ibdev, rx->dma)) {
+		if (krdma_dma_map_single(ibdev, rx->buf, sz, DMA_FROM_DEVICE,
+					 &rx->dma)) {
 			kfree(rx->buf);
 			rx->buf = NULL;
 			return -ENOMEM;
@@ -277,8 +275,8 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 		tx->buf = kmalloc(sz, GFP_KERNEL);
 		if (!tx->buf)
 			return -ENOMEM;
-		tx->dma = ib_dma_map_single(ibdev, tx->buf, sz, DMA_TO_DEVICE);
-		if (ib_dma_mapping_error(ibdev, tx->dma)) {
+		if (krdma_dma_map_single(ibdev, tx->buf, sz, DMA_TO_DEVICE,
+					 &tx->dma)) {
 			kfree(tx->buf);
 			tx->buf = NULL;
 			return -ENOMEM;
@@ -463,8 +461,8 @@ static int krdma_post_recv(struct krdma_conn *conn, struct krdma_rx *rx)
 		.num_sge	= 1,
 	};
 
-	ib_dma_sync_single_for_device(conn->kdev->ibdev, rx->dma, sge.length,
-				      DMA_FROM_DEVICE);
+	krdma_dma_sync_for_device(conn->kdev->ibdev, rx->dma, sge.length,
+				  DMA_FROM_DEVICE);
 	if (krdma_fault_post())
 		return -ENOMEM;
 	return ib_post_recv(conn->qp, &wr, NULL);
@@ -546,8 +544,8 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			wake_up_all(&conn->wq);
 		return;
 	}
-	ib_dma_sync_single_for_cpu(conn->kdev->ibdev, rx->dma, wc->byte_len,
-				   DMA_FROM_DEVICE);
+	krdma_dma_sync_for_cpu(conn->kdev->ibdev, rx->dma, wc->byte_len,
+			       DMA_FROM_DEVICE);
 	if (krdma_msg_decode(rx->buf, wc->byte_len, conn->max_msg, &info)) {
 		pr_warn_ratelimited("%s: malformed message from the peer (%u bytes)\n",
 				    conn->name, wc->byte_len);
@@ -904,8 +902,8 @@ int krdma_post_hdr_locked(struct krdma_conn *conn, struct krdma_tx *tx,
 	int ret;
 
 	krdma_msg_encode(tx->buf, type, flags, credits, 0);
-	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
-				      KRDMA_HDR_LEN, DMA_TO_DEVICE);
+	krdma_dma_sync_for_device(conn->kdev->ibdev, tx->dma, KRDMA_HDR_LEN,
+				  DMA_TO_DEVICE);
 	ret = krdma_fault_post() ? -ENOMEM : ib_post_send(conn->qp, &wr, NULL);
 	if (ret)
 		krdma_conn_fail_locked(conn, ret, type == KRDMA_MSG_HB ?
@@ -1035,8 +1033,8 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 	krdma_msg_encode(tx->buf, type, flags,
 			 krdma_credit_hdr_credits(&conn->cr), len);
 	memcpy(tx->buf + KRDMA_HDR_LEN, buf, len);
-	ib_dma_sync_single_for_device(conn->kdev->ibdev, tx->dma,
-				      KRDMA_HDR_LEN + len, DMA_TO_DEVICE);
+	krdma_dma_sync_for_device(conn->kdev->ibdev, tx->dma,
+				  KRDMA_HDR_LEN + len, DMA_TO_DEVICE);
 	if (req)
 		req->len = len;
 	tx->req = req;

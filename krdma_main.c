@@ -9,6 +9,7 @@
 #include <linux/slab.h>
 
 #include "krdma_core.h"
+#include "krdma_dma.h"
 #include "krdma_ctl.h"
 
 #define CREATE_TRACE_POINTS
@@ -176,6 +177,8 @@ static void __exit krdma_exit(void)
 	krdma_ctl_stop();
 	krdma_close_all();
 	ib_unregister_client(&krdma_ib_client);
+	/* Every device is gone: so must every mapping be. */
+	krdma_dma_check_exit();
 	krdma_ctl_exit();
 	krdma_sysfs_exit();
 	destroy_workqueue(krdma_wq);

@@ -24,6 +24,7 @@
 #include <rdma/mr_pool.h>
 
 #include "krdma_core.h"
+#include "krdma_dma.h"
 #include "krdma_plan.h"
 #include "krdma_token.h"
 #include "krdma_trace.h"
@@ -153,8 +154,8 @@ static void krdma_mr_release(struct krdma_mr *kmr)
 	if (kmr->mr)
 		ib_dereg_mr(kmr->mr);
 	if (kmr->mapped)
-		ib_dma_unmap_sg(ibdev, kmr->sg, kmr->nents,
-				DMA_BIDIRECTIONAL);
+		krdma_dma_unmap_sg(ibdev, kmr->sg, kmr->nents,
+				   DMA_BIDIRECTIONAL);
 	kmr->mr = NULL;
 	kmr->mapped = 0;
 	kmr->valid = false;
@@ -253,7 +254,7 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 	INIT_LIST_HEAD(&kmr->list);
 	init_completion(&kmr->done);
 
-	kmr->mapped = ib_dma_map_sg(ibdev, sg, nents, DMA_BIDIRECTIONAL);
+	kmr->mapped = krdma_dma_map_sg(ibdev, sg, nents, DMA_BIDIRECTIONAL);
 	if (!kmr->mapped)
 		goto out_free;
 	kmr->mr = ib_alloc_mr(conn->pd, IB_MR_TYPE_MEM_REG, npages);
@@ -525,8 +526,8 @@ static void krdma_pool_return(struct krdma_mr *kmr, struct ib_mr *mr,
 	struct krdma_conn *conn = kmr->conn;
 
 	if (mapped)
-		ib_dma_unmap_sg(conn->kdev->ibdev, kmr->sg, kmr->nents,
-				DMA_BIDIRECTIONAL);
+		krdma_dma_unmap_sg(conn->kdev->ibdev, kmr->sg, kmr->nents,
+				   DMA_BIDIRECTIONAL);
 	ib_mr_pool_put(conn->qp, &conn->pool_mrs, mr);
 	spin_lock_bh(&conn->lock);
 	kmr->in_use = false;
@@ -557,8 +558,8 @@ static void krdma_pool_release_all(struct krdma_conn *conn)
 		}
 		spin_unlock_bh(&conn->lock);
 		if (mapped)
-			ib_dma_unmap_sg(conn->kdev->ibdev, kmr->sg, kmr->nents,
-					DMA_BIDIRECTIONAL);
+			krdma_dma_unmap_sg(conn->kdev->ibdev, kmr->sg,
+					   kmr->nents, DMA_BIDIRECTIONAL);
 		if (mr)
 			ib_mr_pool_put(conn->qp, &conn->pool_mrs, mr);
 	}
@@ -713,7 +714,7 @@ struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
 	kmr->sg = sg;
 	kmr->nents = nents;
 	ret = -ENOMEM;
-	mapped = ib_dma_map_sg(ibdev, sg, nents, DMA_BIDIRECTIONAL);
+	mapped = krdma_dma_map_sg(ibdev, sg, nents, DMA_BIDIRECTIONAL);
 	if (!mapped)
 		goto out_mr;
 	n = ib_map_mr_sg(mr, sg, mapped, NULL, PAGE_SIZE);
@@ -763,7 +764,7 @@ struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
 	return kmr;
 
 out_unmap:
-	ib_dma_unmap_sg(ibdev, sg, nents, DMA_BIDIRECTIONAL);
+	krdma_dma_unmap_sg(ibdev, sg, nents, DMA_BIDIRECTIONAL);
 	mapped = 0;
 out_mr:
 	ib_mr_pool_put(conn->qp, &conn->pool_mrs, mr);

@@ -35,6 +35,7 @@
 #include <rdma/rw.h>
 
 #include "krdma_core.h"
+#include "krdma_dma.h"
 #include "krdma_plan.h"
 #include "krdma_token.h"
 #include "krdma_trace.h"
@@ -942,8 +943,8 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 	buf = kmalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf)
 		goto out_put;
-	dma = ib_dma_map_single(ibdev, buf, sizeof(*buf), DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(ibdev, dma))
+	if (krdma_dma_map_single(ibdev, buf, sizeof(*buf), DMA_FROM_DEVICE,
+				 &dma))
 		goto out_free;
 
 	init_completion(&a.done);
@@ -979,8 +980,8 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 			krdma_conn_teardown(conn, -ETIMEDOUT);
 			wait_for_completion(&a.done);
 			krdma_slots_put(conn, 1);
-			ib_dma_unmap_single(ibdev, dma, sizeof(*buf),
-					    DMA_FROM_DEVICE);
+			krdma_dma_unmap_single(ibdev, dma, sizeof(*buf),
+					       DMA_FROM_DEVICE);
 			kfree(buf);
 			return -ETIMEDOUT;
 		}
@@ -988,7 +989,7 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 	}
 	krdma_slots_put(conn, 1);
 out_unmap:
-	ib_dma_unmap_single(ibdev, dma, sizeof(*buf), DMA_FROM_DEVICE);
+	krdma_dma_unmap_single(ibdev, dma, sizeof(*buf), DMA_FROM_DEVICE);
 	if (!ret) {
 		*old = *buf;
 		atomic64_inc(&conn->stats.atomic_ops);

@@ -99,9 +99,15 @@ rdma_dev_down() {
 	true
 }
 
+# krdma_load [PARAM=VALUE...]: tests load krdma with dma_check=1, so that
+# every mapping it makes is held to its unmap and syncs (krdma_dma.c) and a
+# breach is a "krdma: DMA check:" line the bug scan fails on; rxe and siw
+# are invisible to CONFIG_DMA_API_DEBUG.  KRDMA_DMA_CHECK=0: without it
+# (benchmarks; failslab, whose injected failures it would take).
 krdma_load() {
 	lsmod | grep -q '^krdma ' && return 0
-	insmod "$BUILD/krdma.ko" "$@" || fail "insmod krdma.ko"
+	insmod "$BUILD/krdma.ko" dma_check="${KRDMA_DMA_CHECK:-1}" "$@" ||
+		fail "insmod krdma.ko"
 }
 
 krdma_unload() {
