@@ -136,7 +136,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	if (!conn)
 		return NULL;
-	kobject_init(&conn->kobj, &krdma_conn_ktype);
+	krdma_kobj_init(&conn->kobj, &krdma_conn_ktype);
 	conn->id = atomic_inc_return(&krdma_next_id);
 	if (name && *name)
 		strscpy(conn->name, name, sizeof(conn->name));
@@ -1643,7 +1643,7 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 				    name && *name ? name : "listen");
 		return ERR_PTR(-ENOMEM);
 	}
-	kobject_init(&l->kobj, &krdma_listener_ktype);
+	krdma_kobj_init(&l->kobj, &krdma_listener_ktype);
 	krdma_conn_opts_fill(&l->opts, in_opts);
 	ret = krdma_conn_opts_check(&l->opts);
 	if (ret)

@@ -384,6 +384,8 @@ bool krdma_pool_remote_inv_locked(struct krdma_conn *conn, u32 rkey);
 
 int krdma_sysfs_init(void);
 void krdma_sysfs_exit(void);
+void krdma_kobj_init(struct kobject *kobj, const struct kobj_type *ktype);
+void krdma_kobj_released(void);
 int krdma_sysfs_add_device(struct krdma_device *kdev);
 void krdma_sysfs_del_device(struct krdma_device *kdev);
 extern const struct kobj_type krdma_conn_ktype;

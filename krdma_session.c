@@ -517,6 +517,7 @@ ATTRIBUTE_GROUPS(krdma_sess);
 static void krdma_sess_kobj_release(struct kobject *kobj)
 {
 	kfree(to_sess(kobj));
+	krdma_kobj_released();
 }
 
 static const struct kobj_type krdma_sess_ktype = {
@@ -619,7 +620,7 @@ struct krdma_session *__krdma_session_create(const struct sockaddr *dst,
 	if (!s)
 		return ERR_PTR(-ENOMEM);
 	/* From here on the kobject's release frees s. */
-	kobject_init(&s->kobj, &krdma_sess_ktype);
+	krdma_kobj_init(&s->kobj, &krdma_sess_ktype);
 	mutex_init(&s->mutex);
 	spin_lock_init(&s->lock);
 	INIT_DELAYED_WORK(&s->work, krdma_sess_work);

@@ -7,8 +7,10 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
+#include <linux/wait_bit.h>
 
 #include "krdma_core.h"
 
@@ -125,6 +127,48 @@ static struct attribute *krdma_dev_attrs[] = {
 ATTRIBUTE_GROUPS(krdma_dev);
 
 /*
+ * krdma's own kobjects (devices, connections, listeners, sessions) whose
+ * release, code of this module, has not run yet.  The last put may run a
+ * release later than it returns: CONFIG_DEBUG_KOBJECT_RELEASE defers every
+ * one by a second or more, as anything that holds a reference a while
+ * would.  So the module's exit waits for the count to reach zero
+ * (krdma_sysfs_exit()), and never leaves a release to run in freed text.
+ */
+static atomic_t krdma_kobjs_live = ATOMIC_INIT(0);
+
+/**
+ * krdma_kobj_init - kobject_init() for a kobject of one of krdma's ktypes
+ * @kobj: the object's kobject
+ * @ktype: its type, whose release ends with krdma_kobj_released()
+ *
+ * Process context.  Counts @kobj until its release has run.
+ */
+void krdma_kobj_init(struct kobject *kobj, const struct kobj_type *ktype)
+{
+	atomic_inc(&krdma_kobjs_live);
+	kobject_init(kobj, ktype);
+}
+
+/**
+ * krdma_kobj_released - the last thing each of krdma's releases does
+ *
+ * Any context a kobject's release runs in.
+ */
+void krdma_kobj_released(void)
+{
+	/*
+	 * With preemption off, so that the synchronize_rcu() after the
+	 * wait in krdma_sysfs_exit() lets this finish before the module's
+	 * text goes; what is left are the returns of this call and of the
+	 * release that made it.
+	 */
+	preempt_disable();
+	if (atomic_dec_and_test(&krdma_kobjs_live))
+		wake_up_var(&krdma_kobjs_live);
+	preempt_enable();
+}
+
+/*
  * The last reference to the kobject frees the device: the ib_client's
  * remove callback drops it once every connection has let go of the device
  * (kdev->ref), or the add callback when the directory cannot be made.
@@ -132,6 +176,7 @@ ATTRIBUTE_GROUPS(krdma_dev);
 static void krdma_dev_kobj_release(struct kobject *kobj)
 {
 	kfree(to_kdev(kobj));
+	krdma_kobj_released();
 }
 
 static const struct kobj_type krdma_dev_ktype = {
@@ -145,8 +190,8 @@ int krdma_sysfs_add_device(struct krdma_device *kdev)
 {
 	int ret;
 
-	ret = kobject_init_and_add(&kdev->kobj, &krdma_dev_ktype,
-				   krdma_devices_kobj, "%s", kdev->name);
+	krdma_kobj_init(&kdev->kobj, &krdma_dev_ktype);
+	ret = kobject_add(&kdev->kobj, krdma_devices_kobj, "%s", kdev->name);
 	if (ret) {
 		pr_err("%s: sysfs directory failed: %d\n", kdev->name, ret);
 		kobject_put(&kdev->kobj);
@@ -355,6 +400,7 @@ static void krdma_conn_kobj_release(struct kobject *kobj)
 	if (conn->listener)
 		kobject_put(&conn->listener->kobj);
 	kfree(conn);
+	krdma_kobj_released();
 }
 
 const struct kobj_type krdma_conn_ktype = {
@@ -499,6 +545,7 @@ ATTRIBUTE_GROUPS(krdma_lis);
 static void krdma_lis_kobj_release(struct kobject *kobj)
 {
 	kfree(to_listener(kobj));
+	krdma_kobj_released();
 }
 
 const struct kobj_type krdma_listener_ktype = {
@@ -555,6 +602,19 @@ static const struct attribute_group krdma_top_group = {
 	.attrs = krdma_top_attrs,
 };
 
+/*
+ * The directories go from sysfs now, not when their last reference does:
+ * their release may run later (DEBUG_KOBJECT_RELEASE), and a file of
+ * /sys/kernel/krdma/ read then would run a show() of an unloaded module.
+ */
+static void krdma_sysfs_put_dir(struct kobject *kobj)
+{
+	if (!kobj)
+		return;
+	kobject_del(kobj);
+	kobject_put(kobj);
+}
+
 int krdma_sysfs_init(void)
 {
 	int ret;
@@ -578,20 +638,34 @@ int krdma_sysfs_init(void)
 	return 0;
 
 out_dirs:
-	kobject_put(krdma_sessions_kobj);
-	kobject_put(krdma_listeners_kobj);
-	kobject_put(krdma_conns_kobj);
-	kobject_put(krdma_devices_kobj);
+	krdma_sysfs_put_dir(krdma_sessions_kobj);
+	krdma_sysfs_put_dir(krdma_listeners_kobj);
+	krdma_sysfs_put_dir(krdma_conns_kobj);
+	krdma_sysfs_put_dir(krdma_devices_kobj);
 out_put:
-	kobject_put(krdma_kobj);
+	krdma_sysfs_put_dir(krdma_kobj);
 	return ret;
 }
 
 void krdma_sysfs_exit(void)
 {
-	kobject_put(krdma_sessions_kobj);
-	kobject_put(krdma_listeners_kobj);
-	kobject_put(krdma_conns_kobj);
-	kobject_put(krdma_devices_kobj);
-	kobject_put(krdma_kobj);
+	int left;
+
+	krdma_sysfs_put_dir(krdma_sessions_kobj);
+	krdma_sysfs_put_dir(krdma_listeners_kobj);
+	krdma_sysfs_put_dir(krdma_conns_kobj);
+	krdma_sysfs_put_dir(krdma_devices_kobj);
+	krdma_sysfs_put_dir(krdma_kobj);
+	/*
+	 * Every object is closed: wait for the releases still to run.  One
+	 * that never comes is a reference leaked; say so while waiting.
+	 */
+	while (!wait_var_event_timeout(&krdma_kobjs_live,
+				       !atomic_read(&krdma_kobjs_live),
+				       30 * HZ)) {
+		left = atomic_read(&krdma_kobjs_live);
+		pr_warn("krdma: unload waits for %d objects still referenced\n",
+			left);
+	}
+	synchronize_rcu();
 }

@@ -16,6 +16,12 @@
 #           .done     written last
 # Only the newest cache dir is kept. Stdout: the cache dir path, nothing else.
 #
+# KRDMA_DEBUG_EXTRA="CONFIG_A=y CONFIG_B=y": a variant with these options on
+# top of the fragment (make stress's kobject-release lane).  Its cache dir
+# is its own (the options' hash covers them), its release ends in
+# -x<hash> so that krdma's builds for it go apart; a variant's build
+# prunes nothing, and a standard build keeps the variants it finds built.
+#
 # Usage: tools/debug-kernel.sh              build if needed, print the dir
 #        tools/debug-kernel.sh --print-dir  print the dir, exit 1 if not built
 set -euo pipefail
@@ -43,9 +49,19 @@ frag="$repo/test/debug-kernel.config"
 src_ver=$(dpkg-query -W -f='${Version}' "$SRC_PKG" 2>/dev/null) ||
   die "package $SRC_PKG is not installed (apt-get install $SRC_PKG)"
 [[ -n $src_ver ]] || die "package $SRC_PKG is not installed"
+extra=()
+for o in ${KRDMA_DEBUG_EXTRA:-}; do
+  [[ $o =~ ^CONFIG_[A-Za-z0-9_]+=[^[:space:]]+$ ]] || die "KRDMA_DEBUG_EXTRA: not an option: '$o'"
+  extra+=("$o")
+done
+if (( ${#extra[@]} )); then
+  lv=$(sed -n 's/^CONFIG_LOCALVERSION="\(.*\)"$/\1/p' "$frag")
+  extra+=("CONFIG_LOCALVERSION=\"$lv-x$(printf '%s\n' "${extra[@]}" | sha256sum | cut -c1-8)\"")
+fi
 # The options only: a comment changed in the fragment builds no new kernel.
-frag_hash=$(sed -e '/^# CONFIG_[A-Za-z0-9_]* is not set$/b' -e '/^[[:space:]]*#/d' \
-  -e '/^[[:space:]]*$/d' "$frag" | sha256sum | cut -c1-12)
+frag_hash=$( { sed -e '/^# CONFIG_[A-Za-z0-9_]* is not set$/b' -e '/^[[:space:]]*#/d' \
+  -e '/^[[:space:]]*$/d' "$frag"; (( ${#extra[@]} == 0 )) || printf '%s\n' "${extra[@]}"; } |
+  sha256sum | cut -c1-12)
 # Debian versions may carry an epoch ("1:") or other odd characters: keep the path plain.
 key=$(printf '%s' "$src_ver" | tr -c 'A-Za-z0-9.+~_-' '_')-$frag_hash
 
@@ -65,9 +81,13 @@ flock 9
 
 prune() {
   local d
+  (( ${#extra[@]} == 0 )) || return 0
   for d in "$root"/*/; do
     d=${d%/}
     [[ -d $d && $d != "$dir" ]] || continue
+    # A variant stays, for make stress's next run; one left unfinished
+    # goes.
+    [[ -f $d/variant && -f $d/.done ]] && continue
     say "removing old build $d"
     rm -rf -- "$d"
   done
@@ -84,6 +104,7 @@ for tool in make gcc bc bison flex xz depmod perl; do
 done
 
 mkdir -p "$dir"
+(( ${#extra[@]} == 0 )) || printf '%s\n' "${extra[@]}" >"$dir/variant"
 log="$dir/build.log"
 obj="$dir/build"
 start=$SECONDS
@@ -108,7 +129,13 @@ kmake() { make -C "$src" O="$obj" ARCH="$ARCH" "$@"; }
 
 mkdir -p "$obj"
 run "configuring: tinyconfig + $frag" kmake tinyconfig
-cp "$frag" "$dir/fragment.config"
+if (( ${#extra[@]} )); then
+  # The variant's release replaces the fragment's.
+  grep -v '^CONFIG_LOCALVERSION=' "$frag" >"$dir/fragment.config"
+  printf '%s\n' "${extra[@]}" >>"$dir/fragment.config"
+else
+  cp "$frag" "$dir/fragment.config"
+fi
 run "merging fragment" \
   "$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$dir/fragment.config"
 run "olddefconfig" kmake olddefconfig
