@@ -66,8 +66,12 @@ static struct krdma_dma_rec *krdma_dma_find(const struct ib_device *ibdev,
 {
 	struct krdma_dma_rec *r;
 
+	/*
+	 * A scatterlist holds its DMA addresses itself: mapped on two
+	 * devices at once, it is one mapping too many, whichever device.
+	 */
 	hash_for_each_possible(krdma_dma_recs, r, node, key)
-		if (r->key == key && r->ibdev == ibdev && r->sg == sg)
+		if (r->key == key && r->sg == sg && (sg || r->ibdev == ibdev))
 			return r;
 	return NULL;
 }
@@ -83,15 +87,14 @@ static void krdma_dma_record(const struct ib_device *ibdev, u64 key, u64 len,
 	spin_lock_irqsave(&krdma_dma_lock, flags);
 	old = krdma_dma_find(ibdev, key, sg);
 	if (old) {
+		/* The first stays: its unmap is the one expected. */
 		pr_err_ratelimited("krdma: DMA check: %s: %s %p mapped again by %pS (first by %pS)\n",
 				   dev_name(&ibdev->dev),
 				   sg ? "scatterlist" : "address",
 				   (void *)(uintptr_t)key, (void *)caller,
 				   (void *)old->caller);
-		hash_del(&old->node);
-		kfree(old);
-	}
-	if (r) {
+		kfree(r);
+	} else if (r) {
 		r->ibdev = ibdev;
 		r->key = key;
 		r->len = len;
@@ -227,6 +230,10 @@ void krdma_dma_check_exit(void)
 		hash_del(&r->node);
 		kfree(r);
 	}
+	if (krdma_dma_untracked)
+		pr_info("krdma: dma_check: %lu mappings were not recorded (no memory for their record)\n",
+			krdma_dma_untracked);
+	krdma_dma_untracked = 0;
 	spin_unlock_irq(&krdma_dma_lock);
 	if (left)
 		pr_err("krdma: DMA check: %u mappings left at unload\n", left);
