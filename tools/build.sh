@@ -40,6 +40,11 @@ fi
 # Surface compiler warnings even when the build succeeds.
 grep -E 'warning:|error:' "$log" >&2 || true
 
+# krdma's allocation call sites, for test/guest/faultsweep.sh (the guest
+# has no objdump).
+"$here/alloc-sites" "$out/krdma.ko" >"$out/alloc-sites.txt.tmp" &&
+	mv -f "$out/alloc-sites.txt.tmp" "$out/alloc-sites.txt"
+
 # The user-space tools the guest tests run (host compiler, see Makefile).
 make -s -C "$top" tools >/dev/null
 
