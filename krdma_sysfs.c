@@ -664,7 +664,7 @@ void krdma_sysfs_exit(void)
 				       !atomic_read(&krdma_kobjs_live),
 				       30 * HZ)) {
 		left = atomic_read(&krdma_kobjs_live);
-		pr_warn("krdma: unload waits for %d objects still referenced\n",
+		pr_warn("unload waits for %d objects still referenced\n",
 			left);
 	}
 	synchronize_rcu();
