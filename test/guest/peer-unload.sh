@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# rmmod on one host while its peer holds live connections to it: B's
+# krdma unloads at once (within 60 s) with A's connections open, an idle
+# one and one in the middle of a self-test that B's service answers; A
+# sees both fail within 10 s (the idle one disconnected with -ECONNRESET;
+# the busy one too, or on siw -EIO from the RDMA WRITE that met the TCP
+# reset), the self-test ends failed (not hung, not passed), and once B has
+# loaded krdma again A
+# connects anew and passes a self-test.
+# topo: pair
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+rdma_dev_up
+krdma_load
+PORT=7060
+if [ "$ROLE" = B ]; then
+	ctl listen name=l1 addr=$MY_IP:$PORT || fail "listen"
+	barrier listening
+	barrier running
+	wait_for 10 test -e $KRDMA_SYS/conns/l1.1 || fail "no l1.1"
+	start=$SECONDS
+	timeout 60 rmmod krdma || fail "rmmod with the peer's connections live: $?"
+	log "rmmod took $((SECONDS - start)) s"
+	[ ! -e $KRDMA_SYS ] || fail "sysfs left after rmmod"
+	barrier unloaded
+	krdma_load
+	ctl listen name=l2 addr=$MY_IP:$PORT || fail "listen again"
+	barrier relistening
+	barrier done
+	ctl unlisten name=l2 || fail "unlisten"
+	exit 0
+fi
+
+barrier listening
+ctl connect name=c1 addr=$PEER_IP:$PORT || fail "connect c1"
+ctl connect name=c2 addr=$PEER_IP:$PORT || fail "connect c2"
+c1=$KRDMA_SYS/conns/c1 c2=$KRDMA_SYS/conns/c2
+ctl test name=c2 op=write,read size=64K count=1000000 || fail "test start"
+nap 0.5
+grep -q running $c2/test_status || fail "c2 self-test not running: $(cat $c2/test_status)"
+barrier running
+barrier unloaded
+start=$SECONDS
+wait_for 10 grep -q disconnected $c1/state ||
+	fail "c1 after the peer's rmmod: $(cat $c1/state), error $(cat $c1/error)"
+expect_eq "$(cat $c1/error)" -104 "c1 error after the peer's rmmod"
+# c2 was moving data: on siw an RDMA WRITE in flight meets the TCP reset
+# first (QP fatal error; the WRITE or a SEND fails, local QP operation error),
+# and that is the cause c2 keeps: -EIO, with its line.
+wait_for 10 eval 'grep -qE "disconnected|error" $c2/state' ||
+	fail "c2 after the peer's rmmod: $(cat $c2/state), error $(cat $c2/error)"
+e=$(cat $c2/error)
+if [ "$e" != -104 ]; then
+	[ "$DEV" = siw ] && [ "$e" = -5 ] ||
+		fail "c2 error after the peer's rmmod: $e"
+	dmesg | grep -qE 'c2: (RDMA [A-Z]+|send|receive) failed: ' ||
+		fail "c2 failed with -EIO and no line naming the failed operation"
+fi
+wait_for 10 not_running $c2/test_status || fail "c2 self-test still running"
+st=$(cat $c2/test_status)
+case "$st" in
+passed|running*)	fail "c2 self-test after the peer's rmmod: $st" ;;
+esac
+log "A noticed within $((SECONDS - start)) s; c2's self-test: $st"
+expect_ctl_err ECONNRESET test name=c1 op=send
+ctl disconnect name=c1 || fail "disconnect c1"
+ctl disconnect name=c2 || fail "disconnect c2"
+barrier relistening
+ctl connect name=c3 addr=$PEER_IP:$PORT || fail "connect c3 after the peer's reload"
+ctl test name=c3 op=all size=4097 count=2 || fail "test c3"
+wait_for 120 not_running $KRDMA_SYS/conns/c3/test_status
+expect_eq "$(cat $KRDMA_SYS/conns/c3/test_status)" passed "c3 self-test"
+ctl disconnect name=c3 || fail "disconnect c3"
+barrier done
