@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Two guests over IPv6: each gets a ULA address on the lane's link, B
+# listens on [B]:PORT, A connects by B's IPv6 address and runs the
+# self-test of WRITE, READ and SEND (single and 7-SGE, sizes across a
+# page and 1 MiB); both ends show the IPv6 addresses; disconnect.
+# topo: pair
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+A6=fd00:78::a B6=fd00:78::b PORT=7070
+me=$A6 peer=$B6
+[ "$ROLE" = B ] && me=$B6 peer=$A6
+trap 'ip -6 addr del $me/64 dev eth0 2>/dev/null' EXIT
+ip -6 addr add $me/64 dev eth0 nodad || fail "ip -6 addr add $me"
+rdma_dev_up
+krdma_load
+if [ "$ROLE" = B ]; then
+	ctl listen name=l6 addr=[$B6]:$PORT || fail "IPv6 listen"
+	barrier listening
+	barrier tested
+	wait_for 10 test -e $KRDMA_SYS/conns/l6.0 || fail "no l6.0"
+	expect_eq "$(cat $KRDMA_SYS/conns/l6.0/peer_addr | sed 's/:[0-9]*$//')" "[$A6]" "l6.0 peer_addr"
+	[ "$(cat $KRDMA_SYS/conns/l6.0/write_ops)" = 0 ] || fail "passive side counted writes"
+	barrier checked
+	barrier closed
+	ctl unlisten name=l6 || fail "unlisten"
+	exit 0
+fi
+
+barrier listening
+# rxe derives its GIDs from the interface's addresses: the new one may take
+# a moment to appear, so the first attempt may not find a route.
+wait_for 10 ctl connect name=c6 addr=[$B6]:$PORT || fail "IPv6 connect"
+c=$KRDMA_SYS/conns/c6
+expect_eq "$(cat $c/peer_addr)" "[$B6]:$PORT" "peer_addr"
+expect_eq "$(cat $c/local_addr | sed 's/:[0-9]*$//')" "[$A6]" "local_addr"
+for args in "op=write,read size=1M count=2" "op=all size=4097 count=2" \
+	    "op=write,read size=200001 sge=7 count=1" "op=send size=4096 count=200"; do
+	ctl test name=c6 $args || fail "test $args"
+	wait_for 120 not_running $c/test_status
+	expect_eq "$(cat $c/test_status)" passed "self-test $args over IPv6"
+done
+[ "$(cat $c/write_ops)" -ge 3 ] || fail "writes not counted: $(cat $c/write_ops)"
+expect_eq "$(cat $c/errors)" 0 "errors"
+barrier tested
+barrier checked
+ctl disconnect name=c6 || fail "disconnect"
+barrier closed
