@@ -607,6 +607,61 @@ static void check_session_killed_mid_transfer(void)
 	free(buf);
 }
 
+/*
+ * A receiver that stops receiving while its peer floods it: the sender
+ * runs out of credits after at most the queue depth, and its SEND waits,
+ * then fails with ETIMEDOUT (EAGAIN with timeout 0).  That is
+ * backpressure, not a failure: the connection stays up, the receiver
+ * holds no more than its queue's worth, and once it receives again every
+ * message comes, in order, and the sender goes on.
+ */
+static void stopped_receiver(int fd, __u32 c, __u32 a)
+{
+	struct krdma_ioc_msg m = { .handle = c, .timeout_ms = 300 };
+	unsigned int sent = 0, i, bad = 0;
+	struct krdma_ioc_query q;
+	char msg[32], got[64];
+	__u32 len;
+	int e;
+
+	expect(query(fd, c, &q), 0, "QUERY of the sender");
+	for (;;) {
+		m.len = snprintf(msg, sizeof(msg), "flood %u", sent);
+		m.buf = (uintptr_t)msg;
+		e = io(fd, KRDMA_IOC_SEND, &m);
+		if (e || ++sent > 4 * q.queue_depth)
+			break;
+	}
+	ok(e == ETIMEDOUT && sent && sent <= q.queue_depth,
+	   "a receiver that does not receive: %u SENDs on depth %u, then %s",
+	   sent, q.queue_depth, errname(e));
+	m.timeout_ms = 0;
+	expect(io(fd, KRDMA_IOC_SEND, &m), EAGAIN,
+	       "SEND with timeout 0 and no credit");
+	expect(query(fd, c, &q), 0, "QUERY after the sender found no credit");
+	ok(q.state == KRDMA_IOC_STATE_CONNECTED && !q.error,
+	   "... the connection stays up (state %u, error %d)", q.state, q.error);
+	for (i = 0; i < sent; i++) {
+		len = 0;
+		e = recv_msg(fd, a, got, sizeof(got), 1000, &len);
+		snprintf(msg, sizeof(msg), "flood %u", i);
+		if (e || len != strlen(msg) || memcmp(got, msg, len))
+			bad++;
+	}
+	ok(!bad, "the receiver got the %u messages in order (%u wrong)",
+	   sent, bad);
+	expect(recv_msg(fd, a, got, sizeof(got), 0, NULL), EAGAIN,
+	       "... and no more");
+	e = 0;
+	for (i = 0; i < 2 * sent && !e; i++) {
+		e = send_msg(fd, c, "again", 5);
+		if (!e)
+			e = recv_msg(fd, a, got, sizeof(got), 1000, NULL);
+	}
+	ok(!e, "the sender goes on: %u more messages through (%s)", i,
+	   e ? errname(e) : "no error");
+}
+
 static int run_errors(void)
 {
 	int fd = dev_open(), fd2;
@@ -717,6 +772,7 @@ static int run_errors(void)
 	ok(got == 0, "... 0 bytes long");
 	expect(send_msg(fd, a, NULL, 0), 0, "SEND of 0 bytes from NULL");
 	expect(recv_msg(fd, c, NULL, 0, 1000, &got), 0, "RECV of it into NULL");
+	stopped_receiver(fd, c, a);
 
 	/* Registration and one-sided transfers, byte for byte. */
 	mem = aligned_alloc(4096, 1 << 20);
