@@ -708,7 +708,7 @@ static bool krdma_conn_park(struct krdma_conn *conn)
 	if (!parked)
 		return false;
 	pr_info_ratelimited("%s: port %u of %s is down: disconnect deferred until it is up\n",
-			    conn->name, id->port_num, kdev->name);
+			    conn->name, id->port_num, conn->devname);
 	/* It may be up again already; the work polls while any is parked. */
 	mod_delayed_work(krdma_wq, &kdev->park_work, 0);
 	return true;
@@ -994,7 +994,7 @@ static int krdma_conn_prepare(struct krdma_conn *conn)
 	conn->kdev = krdma_device_get_by_ib(conn->cm_id->device);
 	if (!conn->kdev)
 		return -ENODEV;
-	strscpy(conn->devname, conn->kdev->name, sizeof(conn->devname));
+	krdma_device_name(conn->kdev, conn->devname, sizeof(conn->devname));
 	conn->port = conn->cm_id->port_num;
 	/*
 	 * A lost peer must be noticed in bounded time: 2^15 * 4.096 us (~134
@@ -1887,6 +1887,7 @@ void krdma_remove_device_users(struct krdma_device *kdev)
 {
 	struct krdma_conn *conn, **conns;
 	struct krdma_listener *l, **ls;
+	char name[IB_DEVICE_NAME_MAX];
 	int n = 0, nl = 0, i, cap;
 
 again:
@@ -1932,9 +1933,10 @@ again:
 	}
 	mutex_unlock(&krdma_lock);
 
+	krdma_device_name(kdev, name, sizeof(name));
 	for (i = 0; i < nl; i++) {
 		pr_warn("%s: device %s removed, no longer listening\n",
-			ls[i]->name, kdev->name);
+			ls[i]->name, name);
 		krdma_listener_free_id(ls[i], -ENODEV);
 		wake_up_all(&ls[i]->wq);
 		kobject_put(&ls[i]->kobj);

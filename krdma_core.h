@@ -52,6 +52,11 @@ struct krdma_device {
 	struct list_head	list;		/* on krdma_devices */
 	struct kobject		kobj;		/* devices/<name> */
 	bool			removing;
+	/*
+	 * The ib_device's name, which `rdma dev set NAME name NEW` changes
+	 * (krdma_rename_one()): read it with krdma_device_name().
+	 */
+	spinlock_t		name_lock;
 	char			name[IB_DEVICE_NAME_MAX];
 	/*
 	 * The rdma_cm ids of connections torn down while their port was
@@ -387,6 +392,8 @@ void krdma_sysfs_exit(void);
 void krdma_kobj_init(struct kobject *kobj, const struct kobj_type *ktype);
 void krdma_kobj_released(void);
 int krdma_sysfs_add_device(struct krdma_device *kdev);
+int krdma_sysfs_rename_device(struct krdma_device *kdev, const char *name);
+void krdma_device_name(struct krdma_device *kdev, char *buf, size_t len);
 void krdma_sysfs_del_device(struct krdma_device *kdev);
 extern const struct kobj_type krdma_conn_ktype;
 extern const struct kobj_type krdma_listener_ktype;

@@ -307,7 +307,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	if (ret) {
 		pr_warn_ratelimited("%s: depth %u needs %u %s, %s has %u\n",
 				    conn->name, conn->depth, q.need, q.limit,
-				    conn->kdev->name, q.have);
+				    conn->devname, q.have);
 		return ret;
 	}
 	conn->rw_chunk_pages = q.chunk_pages;

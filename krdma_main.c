@@ -83,6 +83,7 @@ static int krdma_add_one(struct ib_device *ibdev)
 	kdev->ibdev = ibdev;
 	kref_init(&kdev->ref);
 	init_completion(&kdev->released);
+	spin_lock_init(&kdev->name_lock);
 	strscpy(kdev->name, dev_name(&ibdev->dev), sizeof(kdev->name));
 	mutex_init(&kdev->park_mutex);
 	INIT_LIST_HEAD(&kdev->parked);
@@ -104,9 +105,53 @@ static int krdma_add_one(struct ib_device *ibdev)
 	return 0;
 }
 
+/**
+ * krdma_device_name - the device's current name
+ * @kdev: the device
+ * @buf: where to copy it
+ * @len: @buf's size (IB_DEVICE_NAME_MAX holds any)
+ *
+ * A rename may change the name at any time; this copies it whole.  Any
+ * context.
+ */
+void krdma_device_name(struct krdma_device *kdev, char *buf, size_t len)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&kdev->name_lock, flags);
+	strscpy(buf, kdev->name, len);
+	spin_unlock_irqrestore(&kdev->name_lock, flags);
+}
+
+/*
+ * The device was renamed (`rdma dev set OLD name NEW`): its directory
+ * devices/<name> follows.  A connection keeps the name of the device it
+ * was made on (conns/NAME/device, its dmesg lines).  The RDMA core calls
+ * this in process context, never at the same time as krdma_remove_one().
+ */
+static void krdma_rename_one(struct ib_device *ibdev, void *client_data)
+{
+	struct krdma_device *kdev = client_data;
+	char old[IB_DEVICE_NAME_MAX], new[IB_DEVICE_NAME_MAX];
+	int ret;
+
+	strscpy(new, dev_name(&ibdev->dev), sizeof(new));
+	spin_lock_irq(&kdev->name_lock);
+	strscpy(old, kdev->name, sizeof(old));
+	strscpy(kdev->name, new, sizeof(kdev->name));
+	spin_unlock_irq(&kdev->name_lock);
+	ret = krdma_sysfs_rename_device(kdev, new);
+	if (ret)
+		pr_warn("%s: renamed to %s, but devices/%s stays: %d\n", old,
+			new, old, ret);
+	else
+		pr_info("%s: renamed to %s\n", old, new);
+}
+
 static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 {
 	struct krdma_device *kdev = client_data;
+	char name[IB_DEVICE_NAME_MAX];
 
 	mutex_lock(&krdma_lock);
 	kdev->removing = true;
@@ -123,7 +168,8 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	krdma_device_put(kdev);
 	wait_for_completion(&kdev->released);
 
-	pr_info("%s: removed\n", kdev->name);
+	krdma_device_name(kdev, name, sizeof(name));
+	pr_info("%s: removed\n", name);
 	krdma_sysfs_del_device(kdev);	/* frees kdev */
 }
 
@@ -131,6 +177,7 @@ static struct ib_client krdma_ib_client = {
 	.name	= "krdma",
 	.add	= krdma_add_one,
 	.remove	= krdma_remove_one,
+	.rename	= krdma_rename_one,
 };
 
 static int __init krdma_init(void)

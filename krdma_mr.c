@@ -460,7 +460,7 @@ int krdma_conn_pool_init(struct krdma_conn *conn)
 		return 0;
 	if (pages > max) {
 		pr_warn_ratelimited("%s: MR pool of %u pages per MR, %s maps at most %u\n",
-				    conn->name, pages, conn->kdev->name, max);
+				    conn->name, pages, conn->devname, max);
 		return -EINVAL;
 	}
 	if (WARN_ON_ONCE(conn->pool))

@@ -38,7 +38,10 @@ static const char *krdma_transport_name(struct ib_device *ibdev, u32 port)
 static ssize_t name_show(struct kobject *kobj, struct kobj_attribute *attr,
 			 char *buf)
 {
-	return sysfs_emit(buf, "%s\n", to_kdev(kobj)->name);
+	char name[IB_DEVICE_NAME_MAX];
+
+	krdma_device_name(to_kdev(kobj), name, sizeof(name));
+	return sysfs_emit(buf, "%s\n", name);
 }
 
 static ssize_t node_guid_show(struct kobject *kobj,
@@ -197,6 +200,12 @@ int krdma_sysfs_add_device(struct krdma_device *kdev)
 		kobject_put(&kdev->kobj);
 	}
 	return ret;
+}
+
+/* The device's new name: its directory follows (kobject_rename()). */
+int krdma_sysfs_rename_device(struct krdma_device *kdev, const char *name)
+{
+	return kobject_rename(&kdev->kobj, name);
 }
 
 /* Removes the directory and drops the last reference: frees @kdev. */
