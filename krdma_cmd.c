@@ -11,6 +11,8 @@
 #include <linux/inet.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/if.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 
 #include <krdma.h>
@@ -29,7 +31,8 @@ const char krdma_cmd_usage[] =
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
 "     [sge=N] [timeout_ms=MS]\n"
 "bench name=CONN op=write|read|send size=BYTES [depth=N] [batch=N] [count=N | secs=N]\n"
-"IPv6 addresses are written [ADDR]:PORT.  BYTES take a K or M suffix.\n";
+"IPv6 addresses are written [ADDR]:PORT, a link-local one with its scope:\n"
+"[fe80::1%eth0]:PORT.  BYTES take a K or M suffix.\n";
 
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
@@ -92,10 +95,15 @@ const char *krdma_cmd_verb(enum krdma_cmd_op op)
 	return "control";
 }
 
-/* "IPv4:PORT" or "[IPv6]:PORT", or a bare address (port 0). */
+/*
+ * "IPv4:PORT" or "[IPv6]:PORT", or a bare address (port 0).  An IPv6
+ * link-local address may carry its scope as "%IFNAME" or "%INDEX"
+ * ([fe80::1%eth0]:7000), as inet_pton_with_scope() reads it; a scope on
+ * any other address is refused, where the kernel would ignore it.
+ */
 int krdma_parse_addr(const char *s, struct sockaddr_storage *ss)
 {
-	char host[INET6_ADDRSTRLEN + 2];
+	char host[INET6_ADDRSTRLEN + IFNAMSIZ + 2];
 	const char *port = NULL, *end;
 	size_t hl;
 	u16 p = 0;
@@ -129,19 +137,16 @@ int krdma_parse_addr(const char *s, struct sockaddr_storage *ss)
 	if (strchr(host, ':')) {
 		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
 
-		if (!in6_pton(host, -1, a6->sin6_addr.s6_addr, -1, &end) ||
-		    *end)
+		if (inet_pton_with_scope(&init_net, AF_INET6, host, NULL, ss))
 			return -EINVAL;
-		a6->sin6_family = AF_INET6;
+		if (strchr(host, '%') &&
+		    !(ipv6_addr_type(&a6->sin6_addr) & IPV6_ADDR_LINKLOCAL))
+			return -EINVAL;
 		a6->sin6_port = htons(p);
 	} else {
-		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-
-		if (!in4_pton(host, -1, (u8 *)&a4->sin_addr.s_addr, -1,
-			      &end) || *end)
+		if (inet_pton_with_scope(&init_net, AF_INET, host, NULL, ss))
 			return -EINVAL;
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons(p);
+		((struct sockaddr_in *)ss)->sin_port = htons(p);
 	}
 	return 0;
 }

@@ -3,7 +3,10 @@
 # Two guests over IPv6: each gets a ULA address on the lane's link, B
 # listens on [B]:PORT, A connects by B's IPv6 address and runs the
 # self-test of WRITE, READ and SEND (single and 7-SGE, sizes across a
-# page and 1 MiB); both ends show the IPv6 addresses; disconnect.
+# page and 1 MiB); both ends show the IPv6 addresses; disconnect.  Then
+# by link-local addresses with their scope ([fe80::...%eth0]:PORT, the
+# control grammar's inet_pton_with_scope()): B listens on its own, A
+# connects to B's and passes a self-test.
 # topo: pair
 # dev: rxe siw
 . "$(dirname "$0")/../lib.sh"
@@ -25,6 +28,14 @@ if [ "$ROLE" = B ]; then
 	barrier checked
 	barrier closed
 	ctl unlisten name=l6 || fail "unlisten"
+	ll=$(ip -6 -o addr show dev eth0 scope link | awk '{print $4}' | cut -d/ -f1 | head -n 1)
+	[ -n "$ll" ] || fail "no link-local address on eth0"
+	ctl listen name=ll addr=[$ll%eth0]:$((PORT + 1)) || fail "listen on [$ll%eth0]"
+	put_val ll "$ll"
+	barrier lltested
+	wait_for 10 test -e $KRDMA_SYS/conns/ll.0 || fail "no ll.0"
+	barrier llchecked
+	ctl unlisten name=ll || fail "unlisten ll"
 	exit 0
 fi
 
@@ -47,3 +58,16 @@ barrier tested
 barrier checked
 ctl disconnect name=c6 || fail "disconnect"
 barrier closed
+
+ll=$(get_val ll)
+expect_ctl_err EINVAL connect name=c7 addr=[$ll%nosuchif0]:$((PORT + 1))
+wait_for 10 ctl connect name=c7 addr=[$ll%eth0]:$((PORT + 1)) ||
+	fail "connect to [$ll%eth0]"
+c=$KRDMA_SYS/conns/c7
+expect_eq "$(cat $c/peer_addr)" "[$ll]:$((PORT + 1))" "link-local peer_addr"
+ctl test name=c7 op=write,read size=64K count=2 || fail "test c7"
+wait_for 120 not_running $c/test_status
+expect_eq "$(cat $c/test_status)" passed "self-test over link-local"
+barrier lltested
+barrier llchecked
+ctl disconnect name=c7 || fail "disconnect c7"

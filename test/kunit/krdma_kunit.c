@@ -28,6 +28,7 @@
 #include <linux/in6.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
+#include <net/flow.h>
 #include <net/ipv6.h>
 
 #include "krdma_cmd.c"
@@ -594,6 +595,17 @@ static void cmd_addr_ipv6(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, !in6(&ss)->sin6_flowinfo);
 	KUNIT_EXPECT_EQ(test, in6(&ss)->sin6_scope_id, 0u);
 
+	/* A link-local address's scope, by interface name or index. */
+	addr_ok(test, "[fe80::1%lo]:7000", AF_INET6, 7000);
+	KUNIT_ASSERT_EQ(test, krdma_parse_addr("[fe80::1%lo]:7000", &ss), 0);
+	KUNIT_EXPECT_EQ(test, in6(&ss)->sin6_scope_id, (u32)LOOPBACK_IFINDEX);
+	KUNIT_ASSERT_EQ(test, krdma_parse_addr("[fe80::abcd%42]", &ss), 0);
+	KUNIT_EXPECT_EQ(test, in6(&ss)->sin6_scope_id, 42u);
+	addr_bad(test, "[fe80::1%nosuchif0]:7");
+	addr_bad(test, "[fe80::1%]:7");
+	addr_bad(test, "[2001:db8::1%lo]:7");	/* a scope only on link-local */
+	addr_bad(test, "[::1%1]:7");
+	addr_bad(test, "1.2.3.4%lo:7");
 	addr_bad(test, "::1:7000");	/* bare IPv6 needs brackets */
 	addr_bad(test, "::1");
 	addr_bad(test, "2001:db8::1");
@@ -605,7 +617,6 @@ static void cmd_addr_ipv6(struct kunit *test)
 	addr_bad(test, "[]");
 	addr_bad(test, "[::g]:7");
 	addr_bad(test, "[1:2:3:4:5:6:7:8:9]:7");
-	addr_bad(test, "[fe80::1%eth0]:7");
 	addr_bad(test, "[::1]]:7");
 	/* Longer than any IPv6 address: must not overflow the host buffer. */
 	addr_bad(test, "[0000:0000:0000:0000:0000:0000:0000:0000:0000:0000]:7");
