@@ -95,11 +95,21 @@ const char *krdma_cmd_verb(enum krdma_cmd_op op)
 	return "control";
 }
 
-/*
- * "IPv4:PORT" or "[IPv6]:PORT", or a bare address (port 0).  An IPv6
- * link-local address may carry its scope as "%IFNAME" or "%INDEX"
- * ([fe80::1%eth0]:7000), as inet_pton_with_scope() reads it; a scope on
- * any other address is refused, where the kernel would ignore it.
+/**
+ * krdma_parse_addr - read an address as krdma's control grammar writes it
+ * @s: "IPv4:PORT" or "[IPv6]:PORT", or the address alone (port 0).  An
+ *	IPv6 link-local address may carry its scope as "%IFNAME" or
+ *	"%INDEX" ([fe80::1%eth0]:7000), as inet_pton_with_scope() reads it;
+ *	a scope on any other address is refused, where the kernel would
+ *	ignore it.  PORT is decimal.
+ * @ss: the address, zeroed first; unchanged beyond that on failure
+ *
+ * For consumers with a control grammar of their own (krdma-blk), so
+ * that every krdma address reads the same.
+ *
+ * Context: process context (a scope's interface name is looked up in
+ * init_net).
+ * Return: 0, or -EINVAL for anything else.
  */
 int krdma_parse_addr(const char *s, struct sockaddr_storage *ss)
 {

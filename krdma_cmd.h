@@ -70,7 +70,6 @@ struct krdma_cmd {
 
 int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 		    char *err, size_t errlen);
-int krdma_parse_addr(const char *s, struct sockaddr_storage *ss);
 const char *krdma_cmd_verb(enum krdma_cmd_op op);
 extern const char krdma_cmd_usage[];
 

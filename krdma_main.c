@@ -22,6 +22,12 @@ LIST_HEAD(krdma_devices);
 struct workqueue_struct *krdma_wq;
 static struct ib_client krdma_ib_client;
 
+/*
+ * Exported here, not beside its definition: the KUnit module compiles
+ * krdma_cmd.c into itself, and must not export it a second time.
+ */
+EXPORT_SYMBOL_GPL(krdma_parse_addr);
+
 /* The krdma context of @ibdev with a reference, or NULL if it is going. */
 struct krdma_device *krdma_device_get_by_ib(struct ib_device *ibdev)
 {

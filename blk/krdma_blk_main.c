@@ -89,25 +89,14 @@ static bool krdma_blk_name_ok(const char *s)
 /* "IPv4:PORT" or "[IPv6]:PORT", port required. */
 static int krdma_blk_parse_addr(const char *s, struct sockaddr_storage *ss)
 {
-	const char *colon;
-	char port[8];
-	size_t n;
+	int ret = krdma_parse_addr(s, ss);
 
-	colon = strrchr(s, ':');
-	if (!colon || !colon[1])
+	if (ret)
+		return ret;
+	/* An export listens on a port, a map connects to one: never 0. */
+	if (!((struct sockaddr_in *)ss)->sin_port)
 		return -EINVAL;
-	n = strlen(colon + 1);
-	if (n >= sizeof(port))
-		return -EINVAL;
-	memcpy(port, colon + 1, n + 1);
-	if (s[0] == '[') {
-		if (colon == s || colon[-1] != ']')
-			return -EINVAL;
-		return inet_pton_with_scope(&init_net, AF_INET6, s + 1,
-					    port, ss) ? -EINVAL : 0;
-	}
-	return inet_pton_with_scope(&init_net, AF_INET, s, port, ss) ?
-		-EINVAL : 0;
+	return 0;
 }
 
 /* A parsed command: the verb and its key=value words. */

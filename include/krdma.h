@@ -312,6 +312,9 @@ struct krdma_recv_info {
 	u32	inv_rkey;
 };
 
+/* Addresses: "IP:PORT" or "[IPv6]:PORT", as the control file reads them. */
+int krdma_parse_addr(const char *s, struct sockaddr_storage *ss);
+
 /* Connections */
 struct krdma_conn *krdma_connect(const struct sockaddr *dst,
 				 const struct sockaddr *src,

@@ -20,6 +20,7 @@
 # refused with its errno, and its connection closed, with one line, for
 # each breach of the protocol: no HELLO, two, garbage, a bad length, more
 # commands than its queue depth, replies it never takes, a forged token.
+# Exports and maps work over IPv6 and over a long IPv4 address.
 # KRDMA_BLK_FIO_SIZE (default 32M, 64M in make stress; on the debug
 # kernel 8M, 16M in make stress) sizes fio; dd writes 8 MiB at a time
 # (2 MiB on the debug kernel in make check).  make stress adds fio verify
@@ -76,14 +77,15 @@ cleanup() {
 		for m in krdmablk0 krdmablk1 krdmablk2; do
 			echo "unmap name=$m" >"$BLK_CTL" 2>/dev/null
 		done
-		for e in e0 ero eslow; do
+		for e in e0 ero eslow ea1 ea2; do
 			echo "unexport name=$e" >"$BLK_CTL" 2>/dev/null
 		done
 	fi
-	if [ -d "$SLOW" ]; then
-		echo 0 >"$SLOW/power"
-		rmdir "$SLOW"
-	fi
+	for n in "$SLOW" /sys/kernel/config/nullb/krdmaaddr; do
+		[ -d "$n" ] || continue
+		echo 0 >"$n/power"
+		rmdir "$n"
+	done
 	lsmod | grep -q '^krdma_blk ' && rmmod krdma_blk
 	lsmod | grep -q '^null_blk ' && rmmod null_blk
 	rm -rf "$W"
@@ -339,6 +341,42 @@ echo 0 >$SLOW/power && rmdir $SLOW || fail "remove the slow null_blk"
 dd if="$W/rand" of="$D" bs=1M seek=40 oflag=direct status=none || fail "dd after the hostile client"
 dd if="$D" of="$W/back" bs=1M skip=40 count=$dd_mb iflag=direct status=none || fail "dd back after the hostile client"
 cmp "$W/rand" "$W/back" || fail "data after the hostile client differs"
+
+# ---- addresses ------------------------------------------------------------
+# krdma-blk reads addresses as the control grammar of krdma does
+# (krdma_parse_addr()): an export and a map over IPv6, and over an IPv4
+# address longer than 16 characters with its port (both were refused with
+# EINVAL before).  A small configfs null_blk backs them.
+log "addresses: IPv6, a long IPv4"
+ADRB=$CFS/nullb/krdmaaddr
+mkdir $ADRB || fail "configfs null_blk for the address exports"
+for a in "size 64" "memory_backed 1" "power 1"; do
+	echo "${a#* }" >"$ADRB/${a%% *}" || fail "null_blk $a"
+done
+ANB=/dev/${ADRB##*/}
+wait_for 10 test -b "$ANB" || fail "$ANB never appeared"
+ip -6 addr add fd00:79::1/64 dev eth0 nodad || fail "ip -6 addr add"
+ip addr add 192.168.179.201/24 dev eth0 || fail "ip addr add"
+head -c 1M /dev/urandom >"$W/addr" || fail "random data"
+i=0
+for a in "[fd00:79::1]:$((PORT + 5))" "192.168.179.201:$((PORT + 6))"; do
+	i=$((i + 1))
+	blk export name=ea$i path=$ANB addr=$a || fail "export at $a"
+	blk map name=krdmablk2 addr=$a export=ea$i || fail "map at $a"
+	wait_for 10 test -b /dev/krdmablk2 || fail "/dev/krdmablk2 (over $a) never appeared"
+	dd if="$W/addr" of=/dev/krdmablk2 bs=1M seek=$i oflag=direct status=none ||
+		fail "dd over $a"
+	dd if=/dev/krdmablk2 of="$W/back" bs=1M skip=$i count=1 iflag=direct status=none ||
+		fail "dd back over $a"
+	cmp "$W/addr" "$W/back" || fail "data over $a differs"
+	blk "unmap name=krdmablk2" || fail "unmap over $a"
+	blk "unexport name=ea$i" || fail "unexport ea$i"
+done
+blk_err EINVAL "export name=ea9 path=$ANB addr=[fd00:79::1]"
+blk_err EINVAL "export name=ea9 path=$ANB addr=[2001:db8::1%lo]:7"
+ip -6 addr del fd00:79::1/64 dev eth0
+ip addr del 192.168.179.201/24 dev eth0
+echo 0 >$ADRB/power && rmdir $ADRB || fail "remove the address null_blk"
 
 # ---- a read-only export -------------------------------------------------
 log "read-only export"
