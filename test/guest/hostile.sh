@@ -1,0 +1,159 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A hostile peer (test/hostile, krdma_hostile.ko): a module that speaks
+# rdma_cm and the verbs but breaks krdma's protocol, pointed at krdma in
+# one guest.  Each breach must fail that one connection only, with its
+# errno and one dmesg line naming it, and leave no connection, QP or cm_id
+# behind; a good krdma connection made before (g0, over loopback of the
+# same device) passes a self-test after each part, and a good peer still
+# connects at the end.
+#  1. krdma active, the hostile passive: an accept reply of garbage, too
+#     short (on RoCE the CM pads it with zeros: it reads as a message size
+#     of 0), a good hello in the largest reply (accepted), the next
+#     version, depth 0, a depth larger than offered, a message size of
+#     4 GiB - 1 or of 8 bytes, heartbeats not asked for, consumer data
+#     longer than the hello may carry.  The connect fails with its errno,
+#     krdma prints one line naming the problem, no conns/NAME stays.
+#  2. krdma passive (a listener of the control file), the hostile active:
+#     after a good handshake a header of an unknown type, one whose
+#     length disagrees with what came, random bytes, a heartbeat with a
+#     payload, a message longer than the negotiated maximum, credits
+#     returned that krdma never spent, an ack of a credit message never
+#     sent, more messages than the credits krdma granted.  The connection
+#     fails: one line naming the breach, "peer gone (ERRNO)".
+#  3. One-sided: RDMA WRITE and READ with guessed rkeys, past the end and
+#     before the start of a real token, through a read-only token, and
+#     with another connection's token: each fails on the device, and the
+#     other connection's region still holds its pattern byte for byte
+#     (the self-test service's ST_VERIFY; the module's header).
+# topo: single
+# dev: rxe siw
+. "$(dirname "$0")/../lib.sh"
+
+hko=$BUILD/hostile/krdma_hostile.ko
+[ -f "$hko" ] || fail "$hko not built"
+PH=7620		# the hostile module's listener (part 1)
+PL=7621		# krdma's listener for the hostile module (parts 2 and 3)
+PG=7622		# krdma's listener for the good connection
+HP=/sys/module/krdma_hostile/parameters
+C=$KRDMA_SYS/conns
+
+rdma_dev_up
+krdma_load
+
+res_count() { rdma resource show "$1" 2>/dev/null | grep -c "$IBDEV"; }
+qp0=$(res_count qp) cm0=$(res_count cm_id)
+
+ctl listen name=good addr=$MY_IP:$PG || fail "listen good"
+ctl connect name=g0 addr=$MY_IP:$PG || fail "connect g0"
+qp1=$(res_count qp) cm1=$(res_count cm_id)
+
+# good_ok WHEN: the good connection still works.
+good_ok() {
+	ctl test name=g0 op=send,write,read size=4096 count=16 ||
+		fail "$1: test on g0 refused"
+	wait_for 60 not_running $C/g0/test_status ||
+		fail "$1: the test on g0 did not end"
+	expect_eq "$(cat $C/g0/test_status)" passed "$1: g0's test"
+}
+
+# krdma_lines: krdma's lines since the mark, shown in the log.
+krdma_lines() { dmesg_new | grep -E 'krdma: ' | sed 's/^/# /'; }
+
+# ---- 1. krdma active, the hostile passive ---------------------------------
+log "1. krdma connects to a hostile listener"
+insmod "$hko" mode=passive addr="$MY_IP" port=$PH || fail "insmod passive"
+# reply KIND ERRNO 'REASON': the connect fails with ERRNO, and krdma says
+# "h1: peer ADDR accepted with a bad handshake: REASON", once.
+reply() {
+	local kind=$1 want=$2 why=$3 got n
+	ratelimit_pace
+	dmesg_mark
+	echo "$kind" >$HP/reply || fail "reply=$kind"
+	got=$(ctl_err connect name=h1 addr=$MY_IP:$PH hb_ms=off depth=8 msg=2048)
+	krdma_lines
+	[ "$got" = "$want" ] || { dmesg_new; fail "reply $kind: connect got $got, expected $want"; }
+	if [ "$want" = OK ]; then
+		ctl disconnect name=h1 || fail "reply $kind: disconnect"
+		return
+	fi
+	[ -e $C/h1 ] && fail "reply $kind: conns/h1 is left"
+	n=$(dmesg_new | grep -c 'krdma: h1: ')
+	expect_eq "$n" 1 "reply $kind: krdma's lines"
+	dmesg_new | grep -qF "krdma: h1: peer $MY_IP:$PH accepted with a bad handshake: $why" ||
+		{ dmesg_new; fail "reply $kind: krdma's line does not say '$why'"; }
+}
+short_err=EINVAL short_why="queue depth or message size out of range"
+if [ "$DEV" = siw ]; then	# iWARP carries the 8 bytes as they are
+	short_err=EPROTO short_why="handshake too short"
+fi
+reply good OK ''
+reply garbage EPROTO "not a krdma peer (bad magic)"
+reply short $short_err "$short_why"
+reply long OK ''
+reply version EPROTONOSUPPORT "unsupported protocol version"
+reply depth0 EINVAL "queue depth or message size out of range"
+reply deeper EINVAL "queue depth or message size out of range"
+reply hugemsg EINVAL "queue depth or message size out of range"
+reply tinymsg EINVAL "queue depth or message size out of range"
+reply hb EINVAL "queue depth or message size out of range"
+reply pdata EINVAL "queue depth or message size out of range"
+rmmod krdma_hostile || fail "rmmod krdma_hostile (passive)"
+good_ok "after part 1"
+
+# ---- 2. krdma passive, the hostile active ---------------------------------
+log "2. a hostile peer connects to krdma and breaks the protocol"
+ctl listen name=hl addr=$MY_IP:$PL || fail "listen hl"
+# brk MODE ERRNO 'LINE': the connection the module makes ends with ERRNO,
+# and krdma's one line about it says LINE.
+brk() {
+	local m=$1 want=$2 why=$3 n
+	ratelimit_pace
+	dmesg_mark
+	insmod "$hko" mode="$m" addr="$MY_IP" port=$PL depth=4 msg=1024 ||
+		{ krdma_lines; dmesg_new | grep krdma_hostile; fail "$m: krdma did not end the connection"; }
+	rmmod krdma_hostile || fail "rmmod krdma_hostile ($m)"
+	within 10 eval 'dmesg_new | grep -q "krdma: hl\.[0-9]*: peer gone"' ||
+		{ dmesg_new; fail "$m: the connection was not closed"; }
+	krdma_lines
+	dmesg_new | grep -q "krdma: hl\.[0-9]*: peer gone ($want), connection closed" ||
+		{ dmesg_new; fail "$m: not closed with $want"; }
+	n=$(dmesg_new | grep -c "krdma: hl\.[0-9]*: $why")
+	expect_eq "$n" 1 "$m: lines '$why'"
+	[ -z "$(ls $C | grep '^hl\.')" ] || fail "$m: $(ls $C | grep '^hl\.') left"
+}
+brk badtype -71 "malformed message from the peer (24 bytes)"
+brk badlen -71 "malformed message from the peer (24 bytes)"
+brk random -71 "malformed message from the peer (72 bytes)"
+brk hbpayload -71 "malformed message from the peer (12 bytes)"
+brk credits -71 "flow control violated by the peer: 5 credits returned with 4 of 4 in hand"
+brk ctlack -71 "flow control violated by the peer: 0 credits and a credit ack returned with 4 of 4 in hand"
+brk toolong -22 "receive failed: "
+brk overcredit -71 "more messages than credits from the peer"
+good_ok "after part 2"
+
+# ---- 3. one-sided attacks --------------------------------------------------
+log "3. RDMA WRITE and READ with keys and ranges that must fail"
+ratelimit_pace
+dmesg_mark
+insmod "$hko" mode=onesided addr="$MY_IP" port=$PL depth=4 msg=1024 ||
+	{ dmesg_new; fail "onesided: an attack was not refused"; }
+rmmod krdma_hostile || fail "rmmod krdma_hostile (onesided)"
+dmesg_new | grep krdma_hostile | sed 's/^/# /'
+krdma_lines
+within 20 eval '[ -z "$(ls $C | grep "^hl\.")" ]' ||
+	fail "onesided: $(ls $C | grep '^hl\.') left"
+good_ok "after part 3"
+
+# ---- nothing left --------------------------------------------------------
+ctl unlisten name=hl || fail "unlisten hl"
+within 10 eval '[ "$(res_count qp)" = "$qp1" ]' ||
+	fail "QPs: $(res_count qp), expected $qp1: $(rdma resource show qp)"
+within 10 eval '[ "$(res_count cm_id)" = "$cm1" ]' ||
+	fail "cm_ids: $(res_count cm_id), expected $cm1: $(rdma resource show cm_id)"
+ctl disconnect name=g0 || fail "disconnect g0"
+ctl unlisten name=good || fail "unlisten good"
+within 10 eval '[ "$(res_count qp)" = "$qp0" ]' || fail "QPs left: $(rdma resource show qp)"
+within 10 eval '[ "$(res_count cm_id)" = "$cm0" ]' || fail "cm_ids left: $(rdma resource show cm_id)"
+krdma_unload
+log "done"
