@@ -1082,9 +1082,14 @@ static int krdma_active_established(struct krdma_conn *conn,
 
 	reason = krdma_hello_decode(ev->param.conn.private_data,
 				    ev->param.conn.private_data_len, &remote);
-	/* The accept carries what the passive side settled on. */
+	/*
+	 * The accept carries what the passive side settled on: never more
+	 * than we offered, and never less than any krdma offers (a message
+	 * must hold a token).  On IB a short reply reads as zeros.
+	 */
 	if (!reason && (remote.queue_depth > local.queue_depth ||
 			remote.max_msg_size > local.max_msg_size ||
+			remote.max_msg_size < sizeof(struct krdma_token_wire) ||
 			!remote.queue_depth ||
 			remote.heartbeat_ms > local.heartbeat_ms ||
 			(remote.heartbeat_ms &&
