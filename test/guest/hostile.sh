@@ -113,10 +113,12 @@ brk() {
 	insmod "$hko" mode="$m" addr="$MY_IP" port=$PL depth=4 msg=1024 ||
 		{ krdma_lines; dmesg_new | grep krdma_hostile; fail "$m: krdma did not end the connection"; }
 	rmmod krdma_hostile || fail "rmmod krdma_hostile ($m)"
-	within 10 eval 'dmesg_new | grep -q "krdma: hl\.[0-9]*: peer gone"' ||
+	# Closed once taken, or torn down when the breach came before
+	# krdma's ESTABLISHED event (the module sends at once).
+	within 10 eval 'dmesg_new | grep -qE "krdma: hl\.[0-9]*: (peer gone|failed before it was established)"' ||
 		{ dmesg_new; fail "$m: the connection was not closed"; }
 	krdma_lines
-	dmesg_new | grep -q "krdma: hl\.[0-9]*: peer gone ($want), connection closed" ||
+	dmesg_new | grep -qE "krdma: hl\.[0-9]*: (peer gone \($want\), connection closed|failed before it was established: $want)\$" ||
 		{ dmesg_new; fail "$m: not closed with $want"; }
 	n=$(dmesg_new | grep -c "krdma: hl\.[0-9]*: $why")
 	expect_eq "$n" 1 "$m: lines '$why'"
@@ -128,8 +130,8 @@ brk random -71 "malformed message from the peer (72 bytes)"
 brk hbpayload -71 "malformed message from the peer (12 bytes)"
 brk credits -71 "flow control violated by the peer: 5 credits returned with 4 of 4 in hand"
 brk ctlack -71 "flow control violated by the peer: 0 credits and a credit ack returned with 4 of 4 in hand"
-brk toolong -22 "receive failed: "
-brk overcredit -71 "more messages than credits from the peer"
+brk toolong -5 "receive failed: local QP operation error"
+brk overcredit -71 "flow control violated by the peer: a message sent without a credit"
 good_ok "after part 2"
 
 # ---- 3. one-sided attacks --------------------------------------------------
