@@ -1037,6 +1037,12 @@ static int krdma_conn_do_connect(struct krdma_conn *conn)
 		h->queue_depth = cpu_to_be16(0);
 		break;
 	}
+	/*
+	 * What the peer may send from the start: our offer until its accept
+	 * says what was agreed (krdma_active_established()), as a message
+	 * may come before that event.
+	 */
+	krdma_credit_init(&conn->cr, conn->depth);
 	krdma_fill_conn_param(conn, &param, &req, len);
 	return rdma_connect_locked(conn->cm_id, &param);
 }

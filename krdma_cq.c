@@ -512,6 +512,18 @@ static bool krdma_rx_ready_locked(struct krdma_conn *conn,
 				  struct krdma_rx *rx);
 static void krdma_rx_deliver(struct krdma_conn *conn, struct krdma_rx *rx);
 
+/* The peer sent without a credit (krdma_credit_recv()); no lock held. */
+static void krdma_rx_uncredited(struct krdma_conn *conn, bool is_credit_msg,
+				int err)
+{
+	pr_warn_ratelimited("%s: flow control violated by the peer: %s\n",
+			    conn->name, is_credit_msg ?
+			    "a credit message before its last was acknowledged" :
+			    "a message sent without a credit");
+	atomic64_inc(&conn->stats.errors);
+	krdma_conn_set_error(conn, err);
+}
+
 static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_rx *rx = container_of(wc->wr_cqe, struct krdma_rx, cqe);
@@ -529,6 +541,12 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		trace_krdma_recv_done(conn->name, 0, wc->status);
 		/* The data went to the token; this receive only notifies. */
 		spin_lock(&conn->lock);
+		ret = krdma_credit_recv(&conn->cr, false);
+		if (ret) {
+			spin_unlock(&conn->lock);
+			krdma_rx_uncredited(conn, false, ret);
+			return;
+		}
 		conn->hb_rx++;
 		rx->byte_len = 0;
 		rx->has_imm = true;
@@ -569,6 +587,17 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			krdma_pool_remote_inv_locked(conn,
 						     wc->ex.invalidate_rkey);
 	rx->inv_rkey = rx->inv_valid ? wc->ex.invalidate_rkey : 0;
+	/* Heartbeats stay out of flow control: their own receive. */
+	if (info.type != KRDMA_MSG_HB) {
+		ret = krdma_credit_recv(&conn->cr,
+					info.type == KRDMA_MSG_CREDIT);
+		if (ret) {
+			spin_unlock(&conn->lock);
+			krdma_rx_uncredited(conn, info.type == KRDMA_MSG_CREDIT,
+					    ret);
+			return;
+		}
+	}
 	ret = krdma_credit_grant(&conn->cr, info.credits,
 				 info.flags & KRDMA_MSG_F_CTL_ACK);
 	if (ret) {
