@@ -87,6 +87,9 @@ MODULE_PARM_DESC(depth, "queue depth offered (1 to 6)");
 static uint msg = 1024;
 module_param(msg, uint, 0444);
 MODULE_PARM_DESC(msg, "message size offered (16 to 4096)");
+static uint pace_ms;
+module_param(pace_ms, uint, 0444);
+MODULE_PARM_DESC(pace_ms, "onesided: pause between attacks, so that krdma's rate-limited lines all show (0)");
 
 #define HP_WAIT		(10 * HZ)
 #define HP_HDR		sizeof(struct krdma_msg_hdr)
@@ -925,6 +928,7 @@ static int hp_attack(const struct sockaddr *dst, const struct hp_attack *a,
 {
 	struct krdma_token_wire w;
 	struct krdma_token t;
+	struct hp_st_msg r;
 	struct hp_q *q;
 	u64 raddr;
 	u32 rkey;
@@ -960,6 +964,24 @@ static int hp_attack(const struct sockaddr *dst, const struct hp_attack *a,
 	if (status < 0) {
 		ret = status;
 		pr_err("onesided: %s: %d\n", a->what, ret);
+		goto out;
+	}
+	if (status == IB_WC_SUCCESS && a->write) {
+		/*
+		 * iWARP: a WRITE completes once it is sent, and the peer
+		 * refuses it by terminating the connection.  A request after
+		 * it tells which: answered, the WRITE was taken.
+		 */
+		ret = hp_st_call(q, ST_VERIFY, 0, seed, HP_ST_LEN, &r);
+		if (!ret || ret == -EILSEQ || ret == -ETIME) {
+			pr_err("onesided: BREACH: %s was taken (then a verify of the region: %d)\n",
+			       a->what, ret);
+			ret = -EIO;
+			goto out;
+		}
+		pr_info("onesided: %s: refused (the peer terminated the connection: %d)\n",
+			a->what, ret);
+		ret = 0;
 		goto out;
 	}
 	if (status == IB_WC_SUCCESS) {
@@ -1002,8 +1024,11 @@ static int hp_onesided(const struct sockaddr *dst)
 	if (ret)
 		goto out;
 	krdma_token_unpack(&w, &gtok);
-	for (i = 0; i < ARRAY_SIZE(hp_attacks) && !ret; i++)
+	for (i = 0; i < ARRAY_SIZE(hp_attacks) && !ret; i++) {
 		ret = hp_attack(dst, &hp_attacks[i], &gtok, seed + i + 1);
+		if (pace_ms)
+			msleep(pace_ms);
+	}
 	if (ret)
 		goto out;
 	ret = hp_st_call(g, ST_VERIFY, 0, seed, HP_ST_LEN, &r);
