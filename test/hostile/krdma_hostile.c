@@ -134,6 +134,8 @@ struct hp_q {
 	struct ib_cq		*cq;
 	bool			has_qp;
 	struct list_head	entry;		/* passive: hp_children */
+	struct mutex		lock;		/* closing vs. the handler's set-up */
+	bool			closing;
 	struct completion	cm_done;
 	int			cm_status;
 	bool			ended;		/* disconnected, or an error event */
@@ -328,6 +330,10 @@ static void hp_destroy(struct hp_q *q)
 
 	if (!q)
 		return;
+	/* A connect given up on: its handler must not set up from here on. */
+	mutex_lock(&q->lock);
+	q->closing = true;
+	mutex_unlock(&q->lock);
 	if (q->id && q->has_qp) {
 		rdma_disconnect(q->id);
 		ib_drain_qp(q->id->qp);
@@ -348,6 +354,7 @@ static void hp_destroy(struct hp_q *q)
 		ib_dealloc_pd(q->pd);
 	if (q->id)
 		rdma_destroy_id(q->id);
+	mutex_destroy(&q->lock);
 	kfree(q);
 }
 
@@ -474,6 +481,7 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return -ENOMEM;
+	mutex_init(&q->lock);
 	init_completion(&q->cm_done);
 	q->id = id;
 	id->context = q;
@@ -522,7 +530,9 @@ static int hp_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			hp_cm_done(q, ret);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		ret = hp_connect_locked(q);
+		mutex_lock(&q->lock);
+		ret = q->closing ? -ECANCELED : hp_connect_locked(q);
+		mutex_unlock(&q->lock);
 		if (ret)
 			hp_cm_done(q, ret);
 		break;
@@ -562,6 +572,7 @@ static struct hp_q *hp_connect(const struct sockaddr *dst)
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
 	if (!q)
 		return ERR_PTR(-ENOMEM);
+	mutex_init(&q->lock);
 	init_completion(&q->cm_done);
 	q->id = rdma_create_id(&init_net, hp_cm_handler, q, RDMA_PS_TCP,
 			       IB_QPT_RC);
