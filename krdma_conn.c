@@ -1037,6 +1037,12 @@ static int krdma_conn_do_connect(struct krdma_conn *conn)
 		h->queue_depth = cpu_to_be16(0);
 		break;
 	}
+	/*
+	 * What the peer may send from the start: our offer until its accept
+	 * says what was agreed (krdma_active_established()), as a message
+	 * may come before that event.
+	 */
+	krdma_credit_init(&conn->cr, conn->depth);
 	krdma_fill_conn_param(conn, &param, &req, len);
 	return rdma_connect_locked(conn->cm_id, &param);
 }
@@ -1082,9 +1088,14 @@ static int krdma_active_established(struct krdma_conn *conn,
 
 	reason = krdma_hello_decode(ev->param.conn.private_data,
 				    ev->param.conn.private_data_len, &remote);
-	/* The accept carries what the passive side settled on. */
+	/*
+	 * The accept carries what the passive side settled on: never more
+	 * than we offered, and never less than any krdma offers (a message
+	 * must hold a token).  On IB a short reply reads as zeros.
+	 */
 	if (!reason && (remote.queue_depth > local.queue_depth ||
 			remote.max_msg_size > local.max_msg_size ||
+			remote.max_msg_size < sizeof(struct krdma_token_wire) ||
 			!remote.queue_depth ||
 			remote.heartbeat_ms > local.heartbeat_ms ||
 			(remote.heartbeat_ms &&

@@ -512,6 +512,38 @@ static bool krdma_rx_ready_locked(struct krdma_conn *conn,
 				  struct krdma_rx *rx);
 static void krdma_rx_deliver(struct krdma_conn *conn, struct krdma_rx *rx);
 
+/*
+ * Whether the connection has failed already: a breach of the protocol
+ * by the peer is then not told again.  Messages already in the CQ still
+ * complete after the first, and a peer that breaks the protocol once
+ * will often have sent more of the same: one line per connection.
+ */
+static bool krdma_conn_failed(struct krdma_conn *conn)
+{
+	bool failed;
+
+	spin_lock(&conn->lock);
+	failed = conn->error;
+	spin_unlock(&conn->lock);
+	return failed;
+}
+
+/*
+ * The peer sent without a credit (krdma_credit_recv()); no lock held.
+ * @failed: the connection had failed before (krdma_conn_failed()).
+ */
+static void krdma_rx_uncredited(struct krdma_conn *conn, bool is_credit_msg,
+				int err, bool failed)
+{
+	if (!failed)
+		pr_warn_ratelimited("%s: flow control violated by the peer: %s\n",
+				    conn->name, is_credit_msg ?
+				    "a credit message before its last was acknowledged" :
+				    "a message sent without a credit");
+	atomic64_inc(&conn->stats.errors);
+	krdma_conn_set_error(conn, err);
+}
+
 static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_rx *rx = container_of(wc->wr_cqe, struct krdma_rx, cqe);
@@ -529,6 +561,14 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		trace_krdma_recv_done(conn->name, 0, wc->status);
 		/* The data went to the token; this receive only notifies. */
 		spin_lock(&conn->lock);
+		ret = krdma_credit_recv(&conn->cr, false);
+		if (ret) {
+			bool failed = conn->error;
+
+			spin_unlock(&conn->lock);
+			krdma_rx_uncredited(conn, false, ret, failed);
+			return;
+		}
 		conn->hb_rx++;
 		rx->byte_len = 0;
 		rx->has_imm = true;
@@ -547,8 +587,9 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	krdma_dma_sync_for_cpu(conn->kdev->ibdev, rx->dma, wc->byte_len,
 			       DMA_FROM_DEVICE);
 	if (krdma_msg_decode(rx->buf, wc->byte_len, conn->max_msg, &info)) {
-		pr_warn_ratelimited("%s: malformed message from the peer (%u bytes)\n",
-				    conn->name, wc->byte_len);
+		if (!krdma_conn_failed(conn))
+			pr_warn_ratelimited("%s: malformed message from the peer (%u bytes)\n",
+					    conn->name, wc->byte_len);
 		atomic64_inc(&conn->stats.errors);
 		krdma_conn_set_error(conn, -EPROTO);
 		return;
@@ -569,17 +610,32 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			krdma_pool_remote_inv_locked(conn,
 						     wc->ex.invalidate_rkey);
 	rx->inv_rkey = rx->inv_valid ? wc->ex.invalidate_rkey : 0;
+	/* Heartbeats stay out of flow control: their own receive. */
+	if (info.type != KRDMA_MSG_HB) {
+		ret = krdma_credit_recv(&conn->cr,
+					info.type == KRDMA_MSG_CREDIT);
+		if (ret) {
+			bool failed = conn->error;
+
+			spin_unlock(&conn->lock);
+			krdma_rx_uncredited(conn, info.type == KRDMA_MSG_CREDIT,
+					    ret, failed);
+			return;
+		}
+	}
 	ret = krdma_credit_grant(&conn->cr, info.credits,
 				 info.flags & KRDMA_MSG_F_CTL_ACK);
 	if (ret) {
 		u32 have = conn->cr.credits;
+		bool failed = conn->error;
 
 		spin_unlock(&conn->lock);
-		pr_warn_ratelimited("%s: flow control violated by the peer: %u credits%s returned with %u of %u in hand\n",
-				    conn->name, info.credits,
-				    info.flags & KRDMA_MSG_F_CTL_ACK ?
-				    " and a credit ack" : "",
-				    have, conn->depth);
+		if (!failed)
+			pr_warn_ratelimited("%s: flow control violated by the peer: %u credits%s returned with %u of %u in hand\n",
+					    conn->name, info.credits,
+					    info.flags & KRDMA_MSG_F_CTL_ACK ?
+					    " and a credit ack" : "",
+					    have, conn->depth);
 		atomic64_inc(&conn->stats.errors);
 		krdma_conn_set_error(conn, ret);
 		return;

@@ -19,6 +19,9 @@ struct krdma_credit {
 	u32	owed;		/* receives reposted, not yet told */
 	bool	ctl_token;	/* the peer's credit receive is posted */
 	bool	owe_ctl_ack;	/* we reposted the peer's credit message */
+	/* What the peer may send, as far as we told it: checked on receive. */
+	u32	peer_credits;	/* messages it may still send */
+	bool	peer_ctl_token;	/* it may send a CREDIT message */
 };
 
 /* Both sides start with every receive posted and the token in hand. */
@@ -29,6 +32,8 @@ static inline void krdma_credit_init(struct krdma_credit *c, u32 depth)
 	c->owed = 0;
 	c->ctl_token = true;
 	c->owe_ctl_ack = false;
+	c->peer_credits = depth;
+	c->peer_ctl_token = true;
 }
 
 /* One credit for a SEND or WRITE_WITH_IMM; false: the peer has no receive. */
@@ -126,8 +131,38 @@ static inline void krdma_credit_sent(struct krdma_credit *c, bool ctl)
 {
 	if (ctl)
 		c->ctl_token = false;
+	c->peer_credits += c->owed;
+	if (c->owe_ctl_ack)
+		c->peer_ctl_token = true;
 	c->owed = 0;
 	c->owe_ctl_ack = false;
+}
+
+/*
+ * A message from the peer took one of our receives: a CREDIT message
+ * (@is_credit_msg) needs the peer's token, which it has back once we
+ * acknowledged its last one; anything else that takes a receive of ours
+ * (a message with a header but a heartbeat, a write-with-immediate) needs
+ * a credit, one of the depth we started with or returned since.  A peer
+ * sending without either does not follow the protocol, and would take
+ * receives we keep for other messages (ours would then go unanswered, or
+ * its own meet RNR): -EPROTO.  Checked at the receiver, since the sender
+ * is the one not to trust; credits counted when the header carrying them
+ * was posted, under the same lock as this.
+ */
+static inline int krdma_credit_recv(struct krdma_credit *c,
+				    bool is_credit_msg)
+{
+	if (is_credit_msg) {
+		if (!c->peer_ctl_token)
+			return -EPROTO;
+		c->peer_ctl_token = false;
+		return 0;
+	}
+	if (!c->peer_credits)
+		return -EPROTO;
+	c->peer_credits--;
+	return 0;
 }
 
 #endif /* KRDMA_CREDIT_H */

@@ -74,6 +74,11 @@ args=("$@")
 # test/apitest: krdma_apitest.ko, a user of krdma's exported symbols.
 consumer apitest "$top/test/apitest"
 
+# test/hostile: krdma_hostile.ko, a peer that speaks rdma_cm and the verbs
+# but breaks krdma's protocol (test/guest/hostile.sh); it uses none of
+# krdma's symbols.
+consumer hostile "$top/test/hostile"
+
 # blk/: krdma_blk.ko, a block device over krdma's exported API; not for a
 # kernel without the block layer (CONFIG_BLOCK=n; test/guest/blk.sh skips
 # there).

@@ -1805,6 +1805,38 @@ static void credit_init_full(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, krdma_credit_should_send_ctl(&c));
 }
 
+/*
+ * The receiver's side: a message takes one of the credits we gave, a
+ * CREDIT message the token we gave back; more is a peer breaking the
+ * protocol (test/guest/hostile.sh, overcredit).
+ */
+static void credit_recv_bounds(struct kunit *test)
+{
+	struct krdma_credit c;
+	int i;
+
+	krdma_credit_init(&c, 3);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), -EPROTO);
+	/* Two reposted and told in a header: two more, not three. */
+	krdma_credit_reposted(&c, false);
+	krdma_credit_reposted(&c, false);
+	krdma_credit_sent(&c, false);
+	KUNIT_EXPECT_EQ(test, c.peer_credits, 2u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), -EPROTO);
+
+	/* One CREDIT message, then none until its ack went out. */
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, true), 0);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, true), -EPROTO);
+	krdma_credit_reposted(&c, true);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, true), -EPROTO);
+	krdma_credit_sent(&c, false);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, true), 0);
+}
+
 static void credit_take_until_empty(struct kunit *test)
 {
 	struct krdma_credit c;
@@ -2093,6 +2125,8 @@ static int sim_deliver(struct sim *s, int from)
 			return SIM_RNR;
 		dst->data_posted--;
 	}
+	if (krdma_credit_recv(&dst->cr, m.kind == SIM_CREDIT))
+		return SIM_PROTO;
 	if (krdma_credit_grant(&dst->cr, m.credits, m.ack))
 		return SIM_PROTO;
 	if (m.kind == SIM_CREDIT) {
@@ -2338,9 +2372,17 @@ static void credit_sim_catches_faults(struct kunit *test)
 {
 	struct sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
 
+	enum sim_result r;
+
 	KUNIT_ASSERT_NOT_NULL(test, s);
-	KUNIT_EXPECT_EQ(test, sim_run(s, 4, 7, 100, 0,
-				      SIM_FAULT_NO_CREDIT_CHECK), SIM_RNR);
+	/*
+	 * A sender past its credits: the receiver sees it (SIM_PROTO,
+	 * krdma_credit_recv()) when a receive was free for the message,
+	 * else the device would have (SIM_RNR).
+	 */
+	r = sim_run(s, 4, 7, 100, 0, SIM_FAULT_NO_CREDIT_CHECK);
+	KUNIT_EXPECT_TRUE_MSG(test, r == SIM_PROTO || r == SIM_RNR,
+			      "result %d", r);
 	KUNIT_EXPECT_EQ(test, sim_run(s, 4, 7, 100, 0, SIM_FAULT_NO_CTL),
 			SIM_DEADLOCK);
 	KUNIT_EXPECT_EQ(test, s->e[0].cr.credits, 0u);
@@ -2351,6 +2393,7 @@ static void credit_sim_catches_faults(struct kunit *test)
 }
 
 static struct kunit_case krdma_credit_cases[] = {
+	KUNIT_CASE(credit_recv_bounds),
 	KUNIT_CASE(credit_init_full),
 	KUNIT_CASE(credit_take_until_empty),
 	KUNIT_CASE(credit_grant_bounds),

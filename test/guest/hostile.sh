@@ -1,0 +1,205 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A hostile peer (test/hostile, krdma_hostile.ko): a module that speaks
+# rdma_cm and the verbs but breaks krdma's protocol, pointed at krdma in
+# one guest.  Each breach must fail that one connection only, with its
+# errno and one dmesg line naming it, and leave no connection, QP or cm_id
+# behind; a good krdma connection made before (g0, over loopback of the
+# same device) passes a self-test after each part, and a good peer still
+# connects at the end.
+#  1. krdma active, the hostile passive: an accept reply of garbage, too
+#     short (on RoCE the CM pads it with zeros: it reads as a message size
+#     of 0), a good hello in the largest reply (accepted), the next
+#     version, depth 0, a depth larger than offered, a message size of
+#     4 GiB - 1 or of 8 bytes, heartbeats not asked for, consumer data
+#     longer than the hello may carry.  The connect fails with its errno,
+#     krdma prints one line naming the problem, no conns/NAME stays.
+#  2. krdma passive (a listener of the control file), the hostile active:
+#     after a good handshake a header of an unknown type, one whose
+#     length disagrees with what came, random bytes, a heartbeat with a
+#     payload, a message longer than the negotiated maximum, credits
+#     returned that krdma never spent, an ack of a credit message never
+#     sent, more messages than the credits krdma granted.  The connection
+#     fails: one line naming the breach, "peer gone (ERRNO)".
+#  3. One-sided: RDMA WRITE and READ with guessed rkeys, past the end and
+#     before the start of a real token, through a read-only token, and
+#     with another connection's token: each fails on the device, and the
+#     other connection's region still holds its pattern byte for byte
+#     (the self-test service's ST_VERIFY; the module's header).
+# KRDMA_HOSTILE_PARTS (default "1 2 3"): only those parts.
+# Timings (one boot, one device): 6.12 rxe 43 s, 6.12 siw 35 s, debug rxe
+# 101 s: make check runs it on 6.12 only, over both devices.
+# topo: single
+# dev: rxe siw
+# check-kernel: 6.12
+. "$(dirname "$0")/../lib.sh"
+
+hko=$BUILD/hostile/krdma_hostile.ko
+[ -f "$hko" ] || fail "$hko not built"
+PH=7620		# the hostile module's listener (part 1)
+PL=7621		# krdma's listener for the hostile module (parts 2 and 3)
+PG=7622		# krdma's listener for the good connection
+HP=/sys/module/krdma_hostile/parameters
+C=$KRDMA_SYS/conns
+parts=" ${KRDMA_HOSTILE_PARTS:-1 2 3} "
+
+rdma_dev_up
+krdma_load
+
+res_count() { rdma resource show "$1" 2>/dev/null | grep -c "$IBDEV"; }
+qp0=$(res_count qp) cm0=$(res_count cm_id)
+
+ctl listen name=good addr=$MY_IP:$PG || fail "listen good"
+ctl connect name=g0 addr=$MY_IP:$PG || fail "connect g0"
+qp1=$(res_count qp) cm1=$(res_count cm_id)
+
+# good_ok WHEN: the good connection still works.
+good_ok() {
+	ctl test name=g0 op=send,write,read size=4096 count=16 ||
+		fail "$1: test on g0 refused"
+	wait_for 60 not_running $C/g0/test_status ||
+		fail "$1: the test on g0 did not end"
+	expect_eq "$(cat $C/g0/test_status)" passed "$1: g0's test"
+}
+
+# krdma_lines: krdma's lines since the mark, shown in the log.
+krdma_lines() { dmesg_new | grep -E 'krdma: ' | sed 's/^/# /'; }
+
+# ---- 1. krdma active, the hostile passive ---------------------------------
+part1() {
+	log "1. krdma connects to a hostile listener"
+	insmod "$hko" mode=passive addr="$MY_IP" port=$PH || fail "insmod passive"
+	# reply KIND ERRNO 'REASON': the connect fails with ERRNO, and krdma says
+	# "h1: peer ADDR accepted with a bad handshake: REASON", once.
+	reply() {
+		local kind=$1 want=$2 why=$3 got n
+		ratelimit_pace
+		dmesg_mark
+		echo "$kind" >$HP/reply || fail "reply=$kind"
+		got=$(ctl_err connect name=h1 addr=$MY_IP:$PH hb_ms=off depth=8 msg=2048)
+		krdma_lines
+		[ "$got" = "$want" ] || { dmesg_new; fail "reply $kind: connect got $got, expected $want"; }
+		if [ "$want" = OK ]; then
+			ctl disconnect name=h1 || fail "reply $kind: disconnect"
+			return
+		fi
+		[ -e $C/h1 ] && fail "reply $kind: conns/h1 is left"
+		n=$(dmesg_new | grep -c 'krdma: h1: ')
+		expect_eq "$n" 1 "reply $kind: krdma's lines"
+		dmesg_new | grep -qF "krdma: h1: peer $MY_IP:$PH accepted with a bad handshake: $why" ||
+			{ dmesg_new; fail "reply $kind: krdma's line does not say '$why'"; }
+}
+short_err=EINVAL short_why="queue depth or message size out of range"
+if [ "$DEV" = siw ]; then	# iWARP carries the 8 bytes as they are
+	short_err=EPROTO short_why="handshake too short"
+fi
+reply good OK ''
+reply garbage EPROTO "not a krdma peer (bad magic)"
+reply short $short_err "$short_why"
+reply long OK ''
+reply version EPROTONOSUPPORT "unsupported protocol version"
+reply depth0 EINVAL "queue depth or message size out of range"
+reply deeper EINVAL "queue depth or message size out of range"
+reply hugemsg EINVAL "queue depth or message size out of range"
+reply tinymsg EINVAL "queue depth or message size out of range"
+reply hb EINVAL "queue depth or message size out of range"
+reply pdata EINVAL "queue depth or message size out of range"
+rmmod krdma_hostile || fail "rmmod krdma_hostile (passive)"
+good_ok "after part 1"
+}
+
+ctl listen name=hl addr=$MY_IP:$PL || fail "listen hl"
+
+# ---- 2. krdma passive, the hostile active ---------------------------------
+part2() {
+	log "2. a hostile peer connects to krdma and breaks the protocol"
+	# brk MODE ERRNO 'LINE': the connection the module makes ends with ERRNO
+	# (an extended regex), and krdma's one line about it says LINE.
+	brk() {
+		local m=$1 want=$2 why=$3 n
+		ratelimit_pace
+		dmesg_mark
+		insmod "$hko" mode="$m" addr="$MY_IP" port=$PL depth=4 msg=1024 ||
+			{ krdma_lines; dmesg_new | grep krdma_hostile; fail "$m: krdma did not end the connection"; }
+		rmmod krdma_hostile || fail "rmmod krdma_hostile ($m)"
+		# Closed once taken, or torn down when the breach came before
+		# krdma's ESTABLISHED event (the module sends at once).
+		within 10 eval 'dmesg_new | grep -qE "krdma: hl\.[0-9]*: (peer gone|failed before it was established)"' ||
+			{ dmesg_new; fail "$m: the connection was not closed"; }
+		krdma_lines
+		dmesg_new | grep -qE "krdma: hl\.[0-9]*: (peer gone \(($want)\), connection closed|failed before it was established: ($want))\$" ||
+			{ dmesg_new; fail "$m: not closed with $want"; }
+		# The breach's line may come after the close's (siw's toolong).
+		within 5 eval 'dmesg_new | grep -q "krdma: hl\.[0-9]*: $why"' ||
+			{ dmesg_new; fail "$m: no line '$why'"; }
+		n=$(dmesg_new | grep -c "krdma: hl\.[0-9]*: $why")
+		expect_eq "$n" 1 "$m: lines '$why'"
+		[ -z "$(ls $C | grep '^hl\.')" ] || fail "$m: $(ls $C | grep '^hl\.') left"
+}
+brk badtype -71 "malformed message from the peer (24 bytes)"
+brk badlen -71 "malformed message from the peer (24 bytes)"
+brk random -71 "malformed message from the peer (72 bytes)"
+brk hbpayload -71 "malformed message from the peer (12 bytes)"
+brk credits -71 "flow control violated by the peer: 5 credits returned with 4 of 4 in hand"
+brk ctlack -71 "flow control violated by the peer: 0 credits and a credit ack returned with 4 of 4 in hand"
+# Longer than krdma's receive: the device fails the receive.  siw also
+# reports a fatal QP event and closes the connection, and krdma may
+# handle the CM's disconnect (-104) before the failed receive (-22).
+if [ "$DEV" = siw ]; then
+	brk toolong "-22|-104" "receive failed: local length error"
+else
+	brk toolong -5 "receive failed: local QP operation error"
+fi
+brk overcredit -71 "flow control violated by the peer: a message sent without a credit"
+good_ok "after part 2"
+}
+
+# ---- 3. one-sided attacks --------------------------------------------------
+part3() {
+	log "3. RDMA WRITE and READ with keys and ranges that must fail"
+	ratelimit_pace
+	dmesg_mark
+	# 0.6 s between attacks: krdma's lines are rate-limited (test/lib.sh).
+	insmod "$hko" mode=onesided addr="$MY_IP" port=$PL depth=4 msg=1024 pace_ms=600 ||
+		{ dmesg_new; fail "onesided: an attack was not refused"; }
+	rmmod krdma_hostile || fail "rmmod krdma_hostile (onesided)"
+	dmesg_new | grep krdma_hostile | sed 's/^/# /'
+	within 20 eval '[ -z "$(ls $C | grep "^hl\.")" ]' ||
+		fail "onesided: $(ls $C | grep '^hl\.') left"
+	n=$(dmesg_new | grep -c 'krdma_hostile: onesided: .*: refused (')
+	expect_eq "$n" 12 "onesided: attacks refused"
+	# Each attacked connection fails on krdma's side too, and is closed: its
+	# QP leaves RTS with the attacker's.  rxe tells no cause ("work requests
+	# flushed", -104); siw reports a QP event (access error for a WRITE,
+	# request error for a READ) and closes the connection, and whichever
+	# krdma handles first gives the errno (-13 or -104).  Then the good one.
+	within 10 eval '[ "$(dmesg_new | grep -c "krdma: hl\.[0-9]*: peer gone (")" = 13 ]' ||
+		{ dmesg_new; fail "onesided: $(dmesg_new | grep -c 'krdma: hl\.[0-9]*: peer gone (') connections closed, expected 13"; }
+	krdma_lines
+	n=$(dmesg_new | grep -cE 'krdma: hl\.[0-9]*: peer gone \((-104|-13)\)')
+	expect_eq "$n" 13 "onesided: connections closed with -104 or -13"
+	good_ok "after part 3"
+}
+
+for p in 1 2 3; do
+	[[ $parts == *" $p "* ]] && "part$p"
+done
+
+# ---- a good peer after them, and nothing left ------------------------------
+log "a new connection to krdma works"
+ctl connect name=g1 addr=$MY_IP:$PG || fail "connect g1 after the hostile peer"
+ctl test name=g1 op=send,write,read size=4096 count=16 || fail "test on g1 refused"
+wait_for 60 not_running $C/g1/test_status || fail "the test on g1 did not end"
+expect_eq "$(cat $C/g1/test_status)" passed "g1's test"
+ctl disconnect name=g1 || fail "disconnect g1"
+ctl unlisten name=hl || fail "unlisten hl"
+within 10 eval '[ "$(res_count qp)" = "$qp1" ]' ||
+	fail "QPs: $(res_count qp), expected $qp1: $(rdma resource show qp)"
+within 10 eval '[ "$(res_count cm_id)" = "$cm1" ]' ||
+	fail "cm_ids: $(res_count cm_id), expected $cm1: $(rdma resource show cm_id)"
+ctl disconnect name=g0 || fail "disconnect g0"
+ctl unlisten name=good || fail "unlisten good"
+within 10 eval '[ "$(res_count qp)" = "$qp0" ]' || fail "QPs left: $(rdma resource show qp)"
+within 10 eval '[ "$(res_count cm_id)" = "$cm0" ]' || fail "cm_ids left: $(rdma resource show cm_id)"
+krdma_unload
+log "done"
