@@ -9,6 +9,7 @@
 # connects to B's and passes a self-test.
 # topo: pair
 # dev: rxe siw
+# check-dev: rxe
 . "$(dirname "$0")/../lib.sh"
 
 A6=fd00:78::a B6=fd00:78::b PORT=7070
