@@ -21,9 +21,9 @@
 #include "krdma_ctl.h"
 #include "krdma_plan.h"
 #include "krdma_selftest.h"
+#include "krdma_st_wire.h"
 #include "krdma_bench.h"
 
-#define ST_MAGIC	0x4b525354	/* "KRST" */
 /* Each wait of the self-test, unless test timeout_ms= says otherwise. */
 #define ST_TIMEOUT	(30 * HZ)
 #define ST_MAX_REGIONS	64
@@ -52,38 +52,9 @@ module_param(svc_rights, uint, 0644);
 MODULE_PARM_DESC(svc_rights,
 		 "rights the self-test service grants at most: KRDMA_ACCESS_* bits (7: read, write, atomic)");
 
-enum st_op {
-	ST_SETUP = 1,	/* expose len bytes (arg: access rights) */
-	ST_TOKEN,	/* reply: token arg of off regions */
-	ST_VERIFY,	/* check the exposed bytes hold pattern(seed) */
-	ST_FILL,	/* fill the exposed bytes with pattern(seed) */
-	ST_DATA,	/* a message whose payload is pattern(seed) */
-	ST_FREE,	/* release what ST_SETUP exposed */
-	ST_REPLY,	/* status (0 ok, else errno) and off = first bad byte */
-	ST_VERIFY64,	/* the first 8 exposed bytes hold seed */
-};
-
-/*
- * ST_DATA: the receiver stops taking messages until the sender must have
- * run out of credits, so that a send test always meets backpressure
- * (however fast the receiver is) and flow control is what it exercises.
- */
-#define ST_F_HOLD	0x01
+/* ST_F_HOLD (krdma_st_wire.h): how long a receiver holds back. */
 #define ST_HOLD_MAX	(5 * HZ)
 #define ST_HOLD_MORE	msecs_to_jiffies(100)
-
-struct st_msg {
-	__be32	magic;
-	u8	op;
-	u8	flags;	/* ST_F_* */
-	__be16	status;
-	__be32	arg;
-	__be32	rsvd;
-	__be64	seed;
-	__be64	len;
-	__be64	off;
-	struct krdma_token_wire tok;
-} __packed;
 
 /* What the responder side exposed for the peer's current test. */
 struct st_exposed {

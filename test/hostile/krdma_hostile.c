@@ -68,6 +68,7 @@
 
 #include <krdma.h>
 #include "krdma_proto.h"
+#include "krdma_st_wire.h"
 
 static char *mode = "";
 module_param(mode, charp, 0444);
@@ -98,24 +99,6 @@ MODULE_PARM_DESC(pace_ms, "onesided: pause between attacks, so that krdma's rate
 #define HP_RING		64
 #define HP_REP_MAX	196	/* an IB REP's private data; iWARP takes more */
 #define HP_ST_LEN	8192	/* bytes the self-test service exposes */
-
-/* The self-test service's message (krdma_selftest.c), as it goes on the wire. */
-#define ST_MAGIC	0x4b525354
-enum { ST_SETUP = 1, ST_TOKEN, ST_VERIFY, ST_FILL, ST_DATA, ST_FREE,
-	ST_REPLY };
-
-struct hp_st_msg {
-	__be32	magic;
-	u8	op;
-	u8	flags;
-	__be16	status;
-	__be32	arg;
-	__be32	rsvd;
-	__be64	seed;
-	__be64	len;
-	__be64	off;
-	struct krdma_token_wire tok;
-} __packed;
 
 struct hp_q;
 
@@ -706,9 +689,9 @@ static int hp_recv_msg(struct hp_q *q, void *out, u32 outlen)
 /* ---- the self-test service, from the outside ------------------------- */
 
 static int hp_st_call(struct hp_q *q, u8 op, u32 arg, u64 seed, u64 len,
-		      struct hp_st_msg *r)
+		      struct st_msg *r)
 {
-	struct hp_st_msg m = {
+	struct st_msg m = {
 		.magic = cpu_to_be32(ST_MAGIC), .op = op,
 		.arg = cpu_to_be32(arg), .seed = cpu_to_be64(seed),
 		.len = cpu_to_be64(len),
@@ -733,7 +716,7 @@ static int hp_st_call(struct hp_q *q, u8 op, u32 arg, u64 seed, u64 len,
 static int hp_st_region(struct hp_q *q, u32 access, u64 seed,
 			struct krdma_token_wire *tok)
 {
-	struct hp_st_msg r;
+	struct st_msg r;
 	int ret;
 
 	ret = hp_st_call(q, ST_SETUP, access, seed, HP_ST_LEN, &r);
@@ -939,7 +922,7 @@ static int hp_attack(const struct sockaddr *dst, const struct hp_attack *a,
 {
 	struct krdma_token_wire w;
 	struct krdma_token t;
-	struct hp_st_msg r;
+	struct st_msg r;
 	struct hp_q *q;
 	u64 raddr;
 	u32 rkey;
@@ -1021,7 +1004,7 @@ static int hp_onesided(const struct sockaddr *dst)
 {
 	struct krdma_token_wire w;
 	struct krdma_token gtok;
-	struct hp_st_msg r;
+	struct st_msg r;
 	struct hp_q *g;
 	u64 seed = get_random_u64();
 	u32 i;

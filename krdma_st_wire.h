@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The self-test service's messages (krdma_selftest.c), as they go on the
+ * wire after krdma's own header: what the control file's "test" asks of
+ * the peer's service, and its answers.  Shared with test/hostile, which
+ * speaks it to obtain a real token and to check a region after its
+ * attacks.
+ */
+#ifndef KRDMA_ST_WIRE_H
+#define KRDMA_ST_WIRE_H
+
+#include <linux/types.h>
+#include <krdma.h>
+
+#define ST_MAGIC	0x4b525354	/* "KRST" */
+
+enum st_op {
+	ST_SETUP = 1,	/* expose len bytes (arg: access rights) */
+	ST_TOKEN,	/* reply: token arg of off regions */
+	ST_VERIFY,	/* check the exposed bytes hold pattern(seed) */
+	ST_FILL,	/* fill the exposed bytes with pattern(seed) */
+	ST_DATA,	/* a message whose payload is pattern(seed) */
+	ST_FREE,	/* release what ST_SETUP exposed */
+	ST_REPLY,	/* status (0 ok, else errno) and off = first bad byte */
+	ST_VERIFY64,	/* the first 8 exposed bytes hold seed */
+};
+
+/*
+ * ST_DATA: the receiver stops taking messages until the sender must have
+ * run out of credits, so that a send test always meets backpressure
+ * (however fast the receiver is) and flow control is what it exercises.
+ */
+#define ST_F_HOLD	0x01
+
+struct st_msg {
+	__be32	magic;
+	u8	op;
+	u8	flags;	/* ST_F_* */
+	__be16	status;
+	__be32	arg;
+	__be32	rsvd;
+	__be64	seed;
+	__be64	len;
+	__be64	off;
+	struct krdma_token_wire tok;
+} __packed;
+
+#endif /* KRDMA_ST_WIRE_H */
