@@ -277,6 +277,7 @@ int krdma_abi_atomic(const struct krdma_ioc_atomic *a, const char *cmd,
 int krdma_abi_query(const struct krdma_ioc_query *q)
 {
 	if (!KRDMA_CD_ZERO("QUERY", q->flags) ||
+	    !KRDMA_CD_ZERO("QUERY", q->reserved32) ||
 	    !KRDMA_CD_ZERO("QUERY", q->reserved))
 		return -EINVAL;
 	return 0;

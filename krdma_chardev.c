@@ -889,6 +889,7 @@ static void krdma_cd_query_conn(struct krdma_conn *conn,
 	spin_lock_bh(&conn->lock);
 	q->state = krdma_cd_state(conn->state);
 	q->error = conn->error;
+	q->wc_status = conn->error_wc;
 	q->credits = conn->cr.credits;
 	spin_unlock_bh(&conn->lock);
 	q->queue_depth = conn->depth;

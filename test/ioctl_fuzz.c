@@ -349,6 +349,39 @@ static int access_violation_errno(void)
 	return strcmp(device_attr("transport"), "iwarp") ? EACCES : ECONNRESET;
 }
 
+/*
+ * QUERY's wc_status of a connection that a refused one-sided access ended.
+ * RoCE reports the NAK as IB_WC_REM_ACCESS_ERR (10, libibverbs'
+ * IBV_WC_REM_ACCESS_ERR).  On iWARP the access is flushed and the cause is
+ * the peer's TERMINATE, so the status varies; there it must agree with the
+ * connection's sysfs wc_status ("none" exactly when it is 0).
+ */
+static void check_wc_status(const struct krdma_ioc_query *q)
+{
+	char path[256], name[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/krdma/conns/%s/wc_status",
+		 q->name);
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(name, sizeof(name), f))
+			name[0] = 0;
+		name[strcspn(name, "\n")] = 0;
+		fclose(f);
+	}
+	if (access_violation_errno() == EACCES)
+		ok(q->wc_status == 10 && !strcmp(name, "remote access error"),
+		   "QUERY: work completion status %u, sysfs '%s' (expected 10, 'remote access error')",
+		   q->wc_status, name);
+	else
+		ok(name[0] && (q->wc_status == 0) == !strcmp(name, "none"),
+		   "QUERY: work completion status %u, sysfs '%s' agree",
+		   q->wc_status, name);
+	ok(!q->reserved32 && !q->reserved[0] && !q->reserved[1] &&
+	   !q->reserved[2], "QUERY: reserved fields out zero");
+}
+
 static bool device_has_atomics(void)
 {
 	DIR *d = opendir("/sys/kernel/krdma/devices");
@@ -688,6 +721,8 @@ static int run_errors(void)
 	   "connection %s on %s: type %u state %u error %d depth %u msg %u",
 	   q.name, q.device, q.type, q.state, q.error, q.queue_depth,
 	   q.max_msg_size);
+	ok(q.wc_status == 0, "a healthy connection: work completion status %u",
+	   q.wc_status);
 	expect(query(fd, l, &q), 0, "QUERY listener");
 	ok(q.type == KRDMA_IOC_TYPE_LISTENER &&
 	   q.state == KRDMA_IOC_STATE_LISTENING && q.local.port == base_port,
@@ -887,6 +922,7 @@ static int run_errors(void)
 	    q.state == KRDMA_IOC_STATE_DISCONNECTED),
 	   "connection failed with -%s (state %u, error %d)",
 	   errname(access_violation_errno()), q.state, q.error);
+	check_wc_status(&q);
 	expect(close_h(fd, KRDMA_IOC_CLOSE, c), 0, "CLOSE the failed connection");
 	expect(close_h(fd, KRDMA_IOC_CLOSE, c), EBADF, "CLOSE it twice");
 	expect(close_h(fd, KRDMA_IOC_CLOSE, a), 0, "CLOSE the passive side");

@@ -733,6 +733,28 @@ static const char *state_str(__u32 st)
 	return "unknown";
 }
 
+/*
+ * The kernel's name of a work completion status (ib_wc_status_msg(), which
+ * libibverbs' ibv_wc_status_str() shares): QUERY's wc_status, "none" for 0.
+ */
+static const char *wc_status_str(__u32 st)
+{
+	static const char * const names[] = {
+		"none", "local length error", "local QP operation error",
+		"local EE context operation error", "local protection error",
+		"WR flushed", "memory bind operation error",
+		"bad response error", "local access error",
+		"remote invalid request error", "remote access error",
+		"remote operation error", "transport retry counter exceeded",
+		"RNR retry counter exceeded", "local RDD violation error",
+		"remote invalid RD request", "operation aborted",
+		"invalid EE context number", "invalid EE context state",
+		"fatal error", "response timeout error", "general error",
+	};
+
+	return st < ARRAY_SIZE(names) ? names[st] : "unknown";
+}
+
 static void print_conn(const char *event, const struct krdma_ioc_query *q)
 {
 	char la[80], pa[80];
@@ -744,6 +766,7 @@ static void print_conn(const char *event, const struct krdma_ioc_query *q)
 		json_cstr(stdout, q->name);
 		printf(",\"state\":\"%s\",\"error\":%d", state_str(q->state),
 		       q->error);
+		printf(",\"wc_status\":\"%s\"", wc_status_str(q->wc_status));
 		printf(",\"local\":");
 		json_cstr(stdout, la);
 		printf(",\"peer\":");
@@ -760,10 +783,15 @@ static void print_conn(const char *event, const struct krdma_ioc_query *q)
 		       (unsigned long long)q->read_ops,
 		       (unsigned long long)q->errors);
 	} else {
-		printf("%s %s: %s %s -> %s on %s, depth %u, max message %u\n",
+		printf("%s %s: %s %s -> %s on %s, depth %u, max message %u",
 		       event, q->name, state_str(q->state), la, pa,
 		       q->device[0] ? q->device : "-", q->queue_depth,
 		       q->max_msg_size);
+		if (q->error)
+			printf(", failed: %s%s%s", strerror(-q->error),
+			       q->wc_status ? ", work completion: " : "",
+			       q->wc_status ? wc_status_str(q->wc_status) : "");
+		printf("\n");
 	}
 }
 
@@ -1541,6 +1569,28 @@ static const char *rdma_hint(int err, bool atomic)
 	return NULL;
 }
 
+/*
+ * The hint for a failed one-sided operation: what ended the connection, if
+ * it has ended (its errno and the failed work completion's status), then
+ * rdma_hint()'s advice.
+ */
+static const char *rdma_fail_hint(const struct session *s, int err,
+				  bool atomic)
+{
+	const char *advice = rdma_hint(err, atomic);
+	static char buf[256];
+	struct krdma_ioc_query q = { .handle = s->h };
+
+	if (ioctl(s->fd, KRDMA_IOC_QUERY, &q) || !q.error)
+		return advice;
+	snprintf(buf, sizeof(buf), "the connection failed: %s%s%s%s%s",
+		 strerror(-q.error),
+		 q.wc_status ? ", work completion: " : "",
+		 q.wc_status ? wc_status_str(q.wc_status) : "",
+		 advice ? "; " : "", advice ? advice : "");
+	return buf;
+}
+
 static void act_write(struct session *s, const struct action *a)
 {
 	bool imm = a->type == A_WRITE_IMM;
@@ -1560,7 +1610,7 @@ static void act_write(struct session *s, const struct action *a)
 	else
 		ret = do_rdma(s->fd, s->h, true, data, len, &s->tok, a->offset);
 	if (ret)
-		die_err(-ret, rdma_hint(-ret, false),
+		die_err(-ret, rdma_fail_hint(s, -ret, false),
 			"RDMA WRITE%s of %zu bytes at offset %llu",
 			imm ? " with immediate" : "", len,
 			(unsigned long long)a->offset);
@@ -1575,7 +1625,7 @@ static void act_write(struct session *s, const struct action *a)
 		die("out of memory");
 	ret = do_rdma(s->fd, s->h, false, back, len, &s->tok, a->offset);
 	if (ret)
-		die_err(-ret, NULL, "RDMA READ back");
+		die_err(-ret, rdma_fail_hint(s, -ret, false), "RDMA READ back");
 	d = first_diff(data, back, len);
 	if (d >= 0)
 		die("read back differs from what was written at byte %lld", d);
@@ -1606,7 +1656,8 @@ static void act_read(struct session *s, const struct action *a)
 	}
 	ret = do_rdma(s->fd, s->h, false, buf, len, &s->tok, a->offset);
 	if (ret)
-		die_err(-ret, NULL, "RDMA READ of %llu bytes at offset %llu",
+		die_err(-ret, rdma_fail_hint(s, -ret, false),
+			"RDMA READ of %llu bytes at offset %llu",
 			(unsigned long long)len, (unsigned long long)a->offset);
 	if (a->type == A_EXPECT) {
 		d = first_diff(buf, want, len);
@@ -1632,7 +1683,7 @@ static void act_atomic(struct session *s, const struct action *a)
 		ret = do_atomic(s->fd, s->h, cas, &s->tok, a->offset, a->val,
 				a->swap, &old);
 		if (ret)
-			die_err(-ret, rdma_hint(-ret, true),
+			die_err(-ret, rdma_fail_hint(s, -ret, true),
 				"%s at offset %llu", cas ? "compare-and-swap" :
 				"fetch-and-add", (unsigned long long)a->offset);
 		if (!i)

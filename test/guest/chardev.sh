@@ -212,6 +212,32 @@ wait "$spid" || fail "serve --json exit status"
 out=$(json_ok "$tmp/v.json" "$tmp/client2.json" "$tmp/stat.json" "$tmp/serve2.out" 2>&1) ||
 	fail "--json output is not JSON: $out"
 
+# A write through a key with an index no MR has fails, and krdmactl says
+# why: the connection failed, with the work completion's status by name
+# (QUERY's wc_status; RoCE NAKs it as a remote access error, siw's status
+# varies).
+serve "$tmp/serve3.out" "$MY_IP:7414" --size 64K --clients 2
+"$ctl" write "$PEER_IP:7414" "$tmp/small.bin" >"$tmp/good.out" 2>&1 ||
+	fail "write before the forged one: $(cat "$tmp/good.out")"
+tok=$(grep -o -- '--token [^)]*' "$tmp/good.out" | head -n 1 | cut -d' ' -f2)
+[ -n "$tok" ] || fail "the client printed no token: $(cat "$tmp/good.out")"
+rkey=${tok#*:}
+rkey=${rkey%%:*}
+bad="${tok%%:*}:$(printf '0x%x' $((rkey ^ 0x80000000))):${tok##*:}"
+"$ctl" write "$PEER_IP:7414" "$tmp/small.bin" --token "$bad" >"$tmp/forged.out" 2>&1 &&
+	fail "a write through the forged token $bad succeeded"
+cat "$tmp/forged.out"
+# (On iWARP a WRITE completes once sent; the READ that checks it fails.)
+grep -qE 'RDMA (WRITE of 3000 bytes at offset 0|READ back): .*\(the connection failed: ' "$tmp/forged.out" ||
+	fail "the failed write does not say why: $(cat "$tmp/forged.out")"
+if [ "$DEV" = rxe ]; then
+	grep -q 'work completion: remote access error' "$tmp/forged.out" ||
+		fail "no 'remote access error' in: $(cat "$tmp/forged.out")"
+fi
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+no_conns_left "after the forged write"
+
 # ---- krdmactl atomic and write-imm ---------------------------------------
 log "[$SECONDS s] krdmactl atomic and write-imm"
 head -c 5000 /dev/urandom >"$tmp/imm.bin"

@@ -2983,15 +2983,19 @@ static void abi_handle_reserved(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_abi_accept(&aa), -EINVAL);
 
 	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), 0);
-	q.reserved[3] = 1;
+	q.reserved[2] = 1;
 	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), -EINVAL);
-	q.reserved[3] = 0;
+	q.reserved[2] = 0;
+	q.reserved32 = 1;
+	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), -EINVAL);
+	q.reserved32 = 0;
 	q.flags = 1;
 	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), -EINVAL);
 	/* QUERY fills in the rest: what the caller left there is ignored. */
 	q.flags = 0;
 	q.credits = 99;
 	q.error = -1;
+	q.wc_status = 10;
 	KUNIT_EXPECT_EQ(test, krdma_abi_query(&q), 0);
 }
 

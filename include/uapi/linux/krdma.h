@@ -387,6 +387,13 @@ struct krdma_ioc_atomic {
  * @read_bytes: out
  * @atomic_ops: out
  * @errors: out
+ * @wc_status: out: the status of the failed work completion that gave
+ *	@error (enum ib_wc_status, whose values are libibverbs' enum
+ *	ibv_wc_status: 10 is a remote access error, 5 a flush); 0 when there
+ *	is no error or its cause was no work completion (a disconnect, a
+ *	heartbeat timeout).  Added without a version change: a module that
+ *	predates it leaves it 0.  The same as conns/NAME/wc_status in sysfs.
+ * @reserved32: in: 0; out: 0
  * @reserved: in: 0; out: 0
  *
  * The out fields are ignored on input.
@@ -414,7 +421,9 @@ struct krdma_ioc_query {
 	__u64	read_bytes;
 	__u64	atomic_ops;
 	__u64	errors;
-	__u64	reserved[4];
+	__u32	wc_status;
+	__u32	reserved32;
+	__u64	reserved[3];
 };
 
 #define KRDMA_IOC_VERSION _IOR(KRDMA_IOC_MAGIC, 0x00, struct krdma_ioc_version)
