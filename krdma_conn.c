@@ -127,6 +127,7 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 
 static void krdma_teardown_work(struct work_struct *work);
 static void krdma_conn_ev_work(struct work_struct *work);
+static void krdma_conn_flush_work(struct work_struct *work);
 
 static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 					   const char *name)
@@ -165,6 +166,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	mutex_init(&conn->teardown_mutex);
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
 	INIT_DELAYED_WORK(&conn->ev_work, krdma_conn_ev_work);
+	INIT_DELAYED_WORK(&conn->flush_work, krdma_conn_flush_work);
 	krdma_hb_init(conn);
 	spin_lock_init(&conn->lock);
 	init_waitqueue_head(&conn->wq);
@@ -269,6 +271,8 @@ struct krdma_listener *krdma_listener_find(const char *name)
 #define KRDMA_EVP_END	BIT(1)	/* what ended it */
 /* How long the end waits for its cause (krdma_conn_ev_work()). */
 #define KRDMA_EV_SETTLE	(HZ)
+/* How long a flush waits for its cause before it is told as having none. */
+#define KRDMA_FLUSH_QUIET	(HZ)
 
 static void krdma_conn_ev_kick_locked(struct krdma_conn *conn,
 				      unsigned long delay);
@@ -564,13 +568,43 @@ enum ib_wc_status krdma_conn_wc_status(struct krdma_conn *conn)
 void krdma_conn_set_error_flush(struct krdma_conn *conn)
 {
 	/*
-	 * The first sign of trouble on a working connection: say so, or a
-	 * device that moves its QP to ERROR without an error completion
-	 * (rxe after a failed local operation it re-ran) fails it silently.
+	 * The first sign of trouble on a working connection.  Usually its
+	 * cause follows: the peer's disconnect (siw flushes the receives
+	 * before the CM reports it, so every peer leaving starts so), or
+	 * the failed completion.  If none has come after KRDMA_FLUSH_QUIET,
+	 * say so, or a device that moves its QP to ERROR without an error
+	 * completion (rxe after a failed local operation it re-ran) fails
+	 * the connection silently.
 	 */
-	if (__krdma_conn_set_error(conn, -ECONNRESET, true, IB_WC_WR_FLUSH_ERR))
-		pr_warn_ratelimited("%s: work requests flushed: the QP left RTS, no cause reported (yet)\n",
+	if (!__krdma_conn_set_error(conn, -ECONNRESET, true,
+				    IB_WC_WR_FLUSH_ERR))
+		return;
+	krdma_conn_get(conn);	/* the work's */
+	if (!queue_delayed_work(krdma_wq, &conn->flush_work, KRDMA_FLUSH_QUIET))
+		krdma_conn_put(conn);
+}
+
+/* The one line for a flush whose cause never came. */
+static void krdma_conn_flush_check(struct krdma_conn *conn)
+{
+	bool silent;
+
+	spin_lock_bh(&conn->lock);
+	silent = conn->error_weak && conn->error_wc == IB_WC_WR_FLUSH_ERR &&
+		 conn->state == KRDMA_CONN_ERROR;
+	spin_unlock_bh(&conn->lock);
+	if (silent)
+		pr_warn_ratelimited("%s: work requests flushed: the QP left RTS, no cause reported\n",
 				    conn->name);
+}
+
+static void krdma_conn_flush_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(to_delayed_work(work),
+					       struct krdma_conn, flush_work);
+
+	krdma_conn_flush_check(conn);
+	krdma_conn_put(conn);	/* the work's */
 }
 
 /**
@@ -707,8 +741,8 @@ static bool krdma_conn_park(struct krdma_conn *conn)
 	mutex_unlock(&kdev->park_mutex);
 	if (!parked)
 		return false;
-	pr_info_ratelimited("%s: port %u of %s is down: disconnect deferred until it is up\n",
-			    conn->name, id->port_num, conn->devname);
+	pr_debug_ratelimited("%s: port %u of %s is down: disconnect deferred until it is up\n",
+			     conn->name, id->port_num, conn->devname);
 	/* It may be up again already; the work polls while any is parked. */
 	mod_delayed_work(krdma_wq, &kdev->park_work, 0);
 	return true;
@@ -745,8 +779,8 @@ void krdma_unpark(struct krdma_device *kdev, bool all)
 		conn->cm_id = NULL;
 		conn->park_kdev = NULL;
 		mutex_unlock(&conn->teardown_mutex);
-		pr_info_ratelimited("%s: %s, disconnected\n", conn->name,
-				    all ? "device removed" : "port up");
+		pr_debug_ratelimited("%s: %s, disconnected\n", conn->name,
+				     all ? "device removed" : "port up");
 		krdma_device_put(kdev);
 		krdma_conn_put(conn);
 	}
@@ -891,6 +925,9 @@ void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err)
  */
 void krdma_close(struct krdma_conn *conn)
 {
+	/* Its owner saw the failure: a flush waiting for a cause is not told. */
+	if (cancel_delayed_work_sync(&conn->flush_work))
+		krdma_conn_put(conn);
 	krdma_conn_ev_stop(conn);
 	krdma_conn_teardown(conn, 0);
 	/* krdma_msg_release() after this would touch freed memory. */
@@ -1281,8 +1318,8 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		krdma_conn_event_locked(conn, KRDMA_CONN_EV_PEER_DISCONNECTED);
 		spin_unlock_bh(&conn->lock);
 		wake_up_all(&conn->wq);
-		pr_info_ratelimited("%s: disconnected by %pISpc\n", conn->name,
-				    &conn->raddr);
+		pr_debug_ratelimited("%s: disconnected by %pISpc\n", conn->name,
+				     &conn->raddr);
 		if (conn->orphan)
 			krdma_conn_schedule_teardown(conn, -ECONNRESET);
 		break;
@@ -1586,9 +1623,9 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 	ret = conn->cm_status;
 	if (ret)
 		goto fail;
-	pr_info_ratelimited("%s: connected to %pISpc on %s (depth %u, max message %u)\n",
-			    conn->name, dst, conn->devname, conn->depth,
-			    conn->max_msg);
+	pr_debug_ratelimited("%s: connected to %pISpc on %s (depth %u, max message %u)\n",
+			     conn->name, dst, conn->devname, conn->depth,
+			     conn->max_msg);
 	krdma_conn_ev_up(conn);
 	return conn;
 
@@ -1713,7 +1750,7 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 		krdma_listener_close(l);
 		return ERR_PTR(ret);
 	}
-	pr_info_ratelimited("%s: listening on %pISpc\n", l->name, addr);
+	pr_debug_ratelimited("%s: listening on %pISpc\n", l->name, addr);
 	return l;
 
 out_id:
@@ -1882,7 +1919,7 @@ void krdma_listener_close(struct krdma_listener *l)
 		list_del_init(&l->list);
 	mutex_unlock(&krdma_lock);
 	krdma_sysfs_del_listener(l);
-	pr_info_ratelimited("%s: closed\n", l->name);
+	pr_debug_ratelimited("%s: closed\n", l->name);
 	kobject_put(&l->kobj);
 }
 EXPORT_SYMBOL_GPL(krdma_listener_close);
@@ -1990,7 +2027,7 @@ void krdma_close_all(void)
 		mutex_unlock(&krdma_lock);
 		if (!conn)
 			break;
-		pr_info("%s: closed by module unload\n", conn->name);
+		pr_debug("%s: closed by module unload\n", conn->name);
 		krdma_close(conn);
 		krdma_conn_put(conn);	/* ours */
 	}

@@ -226,6 +226,9 @@ struct krdma_conn {
 	u32			hb_rx_seen;	/* hb_rx at the last tick */
 	u32			hb_rw_seen;	/* rw_done at the last tick */
 
+	/* A flush with no cause after KRDMA_FLUSH_QUIET: one warning. */
+	struct delayed_work	flush_work;
+
 	/* Events for opts.ops (include/krdma.h), under conn->lock. */
 	struct delayed_work	ev_work;
 	u8			ev_pending;	/* KRDMA_EVP_* */

@@ -252,9 +252,15 @@ static void krdma_ctl_reap_work(struct work_struct *work)
 	/* Unload closes it otherwise (krdma_ctl_stop()). */
 	down_read(&krdma_ctl_rwsem);
 	if (!krdma_ctl_stopped && krdma_ctl_take_close(ctl)) {
-		pr_info_ratelimited("%s: peer gone (%d), connection closed\n",
-				    ctl->conn->name,
-				    krdma_conn_error(ctl->conn));
+		int err = krdma_conn_error(ctl->conn);
+
+		/* A peer that disconnected is ordinary life; a failure is not. */
+		if (err == -ECONNRESET)
+			pr_debug_ratelimited("%s: peer gone (%d), connection closed\n",
+					     ctl->conn->name, err);
+		else
+			pr_info_ratelimited("%s: peer gone (%d), connection closed\n",
+					    ctl->conn->name, err);
 		krdma_ctl_close(ctl);
 	}
 	up_read(&krdma_ctl_rwsem);
@@ -739,7 +745,7 @@ void krdma_ctl_stop(void)
 		krdma_ctl_listener_close(cl);
 	/* Nor goes out. */
 	while ((cs = krdma_ctl_session_take(NULL))) {
-		pr_info("%s: session destroyed by module unload\n", cs->e.name);
+		pr_debug("%s: session destroyed by module unload\n", cs->e.name);
 		krdma_ctl_session_destroy(cs);
 	}
 
@@ -756,7 +762,7 @@ void krdma_ctl_stop(void)
 		mutex_unlock(&krdma_ctl_lock);
 		if (!ctl)
 			break;
-		pr_info("%s: closed by module unload\n", ctl->conn->name);
+		pr_debug("%s: closed by module unload\n", ctl->conn->name);
 		krdma_ctl_close(ctl);
 	}
 }

@@ -104,10 +104,16 @@ rdma_dev_down() {
 # breach is a "krdma: DMA check:" line the bug scan fails on; rxe and siw
 # are invisible to CONFIG_DMA_API_DEBUG.  KRDMA_DMA_CHECK=0: without it
 # (benchmarks; failslab, whose injected failures it would take).
+# Tests also turn on krdma's dynamic debug lines (pr_debug: a connection's
+# and a listener's life, quiet by default), so that a failed test's dmesg
+# tells the story and the tests that wait for those lines see them;
+# KRDMA_DYNDBG= (empty) loads it as a user would (smoke.sh checks both).
 krdma_load() {
+	local dd=${KRDMA_DYNDBG-+p}
+
 	lsmod | grep -q '^krdma ' && return 0
-	insmod "$BUILD/krdma.ko" dma_check="${KRDMA_DMA_CHECK:-1}" "$@" ||
-		fail "insmod krdma.ko"
+	insmod "$BUILD/krdma.ko" dma_check="${KRDMA_DMA_CHECK:-1}" \
+		${dd:+dyndbg="$dd"} "$@" || fail "insmod krdma.ko"
 }
 
 krdma_unload() {
