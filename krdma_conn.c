@@ -1146,14 +1146,15 @@ static int krdma_active_established(struct krdma_conn *conn,
 	}
 	/*
 	 * The QP is in RTS and receiving already (the CM moved it before
-	 * this event): conn->lock, as recv_done() takes it.  Nothing the
-	 * peer can have sent yet returns credits or needs one back.
+	 * this event), and the peer, established once our RTU came, may
+	 * have sent: conn->lock, as recv_done() takes it, and what its
+	 * messages took (and the receives reposted for them) stays counted.
 	 */
 	spin_lock_bh(&conn->lock);
 	conn->depth = remote.queue_depth;
 	conn->max_msg = remote.max_msg_size;
 	conn->hb_ms = remote.heartbeat_ms;
-	krdma_credit_init(&conn->cr, conn->depth);
+	krdma_credit_agreed(&conn->cr, conn->depth);
 	spin_unlock_bh(&conn->lock);
 	return 0;
 }

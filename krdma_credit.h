@@ -36,6 +36,24 @@ static inline void krdma_credit_init(struct krdma_credit *c, u32 depth)
 	c->peer_ctl_token = true;
 }
 
+/*
+ * The active side learns the agreed depth from the accept (@depth, at
+ * most its offer, which krdma_credit_init() counted with at connect
+ * time).  The peer may have sent before that event: what its messages
+ * took, and the receives already reposted for them (owed), stay counted,
+ * or a credit owed would never go back.  Nothing was sent to the peer yet,
+ * so our own credits are the agreed depth.  A peer that already sent more
+ * than @depth has none left.
+ */
+static inline void krdma_credit_agreed(struct krdma_credit *c, u32 depth)
+{
+	u32 used = c->depth - c->peer_credits;	/* taken, not yet told back */
+
+	c->depth = depth;
+	c->credits = depth;
+	c->peer_credits = used < depth ? depth - used : 0;
+}
+
 /* One credit for a SEND or WRITE_WITH_IMM; false: the peer has no receive. */
 static inline bool krdma_credit_take(struct krdma_credit *c)
 {

@@ -1837,6 +1837,45 @@ static void credit_recv_bounds(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, true), 0);
 }
 
+/*
+ * The active side counts with its offer from connect time until the
+ * accept's agreed depth; messages may come before that: a receive
+ * reposted for one is still owed afterwards, and what the peer took
+ * still counts against it.
+ */
+static void credit_agreed_keeps_owed(struct kunit *test)
+{
+	struct krdma_credit c;
+	int i;
+
+	krdma_credit_init(&c, 32);		/* the offer */
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
+	krdma_credit_reposted(&c, false);	/* one consumed and back */
+	krdma_credit_agreed(&c, 16);		/* the accept */
+	KUNIT_EXPECT_EQ(test, c.depth, 16u);
+	KUNIT_EXPECT_EQ(test, c.credits, 16u);
+	KUNIT_EXPECT_EQ(test, c.owed, 1u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_hdr_credits(&c), 1u);
+	/* The peer has 14 of the 16 left: the 15th is a breach. */
+	KUNIT_EXPECT_EQ(test, c.peer_credits, 14u);
+	for (i = 0; i < 14; i++)
+		KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), -EPROTO);
+	/* The owed one goes back: one more. */
+	krdma_credit_sent(&c, false);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), -EPROTO);
+
+	/* A peer that sent more than the agreed depth has nothing left. */
+	krdma_credit_init(&c, 8);
+	for (i = 0; i < 5; i++)
+		KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
+	krdma_credit_agreed(&c, 4);
+	KUNIT_EXPECT_EQ(test, c.peer_credits, 0u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), -EPROTO);
+}
+
 static void credit_take_until_empty(struct kunit *test)
 {
 	struct krdma_credit c;
@@ -2396,6 +2435,7 @@ static struct kunit_case krdma_credit_cases[] = {
 	KUNIT_CASE(credit_recv_bounds),
 	KUNIT_CASE(credit_init_full),
 	KUNIT_CASE(credit_take_until_empty),
+	KUNIT_CASE(credit_agreed_keeps_owed),
 	KUNIT_CASE(credit_grant_bounds),
 	KUNIT_CASE(credit_grant_ctl_ack),
 	KUNIT_CASE(credit_reposted_kinds),
