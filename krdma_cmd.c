@@ -102,7 +102,7 @@ const char *krdma_cmd_verb(enum krdma_cmd_op op)
  *	"%INDEX" ([fe80::1%eth0]:7000), as inet_pton_with_scope() reads it;
  *	a scope on any other address is refused, where the kernel would
  *	ignore it.  PORT is decimal.
- * @ss: the address, zeroed first; unchanged beyond that on failure
+ * @ss: the address; its contents are undefined on failure
  *
  * For consumers with a control grammar of their own (krdma-blk), so
  * that every krdma address reads the same.

@@ -94,9 +94,13 @@ static int krdma_blk_parse_addr(const char *s, struct sockaddr_storage *ss)
 	if (ret)
 		return ret;
 	/* An export listens on a port, a map connects to one: never 0. */
-	if (!((struct sockaddr_in *)ss)->sin_port)
-		return -EINVAL;
-	return 0;
+	switch (ss->ss_family) {
+	case AF_INET:
+		return ((struct sockaddr_in *)ss)->sin_port ? 0 : -EINVAL;
+	case AF_INET6:
+		return ((struct sockaddr_in6 *)ss)->sin6_port ? 0 : -EINVAL;
+	}
+	return -EINVAL;
 }
 
 /* A parsed command: the verb and its key=value words. */
