@@ -167,6 +167,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_WORK(&conn->teardown_work, krdma_teardown_work);
 	INIT_DELAYED_WORK(&conn->ev_work, krdma_conn_ev_work);
 	INIT_DELAYED_WORK(&conn->flush_work, krdma_conn_flush_work);
+	krdma_inject_init(&conn->inj);
 	krdma_hb_init(conn);
 	spin_lock_init(&conn->lock);
 	init_waitqueue_head(&conn->wq);

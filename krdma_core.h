@@ -22,6 +22,7 @@
 #include "krdma_proto.h"
 #include "krdma_credit.h"
 #include "krdma_state.h"
+#include "krdma_inject.h"
 
 #define KRDMA_VERSION	"0.1.0"
 
@@ -228,6 +229,9 @@ struct krdma_conn {
 
 	/* A flush with no cause after KRDMA_FLUSH_QUIET: one warning. */
 	struct delayed_work	flush_work;
+
+	/* Completion fault injection, conns/NAME/inject (krdma_inject.c). */
+	struct krdma_inject	inj;
 
 	/* Events for opts.ops (include/krdma.h), under conn->lock. */
 	struct delayed_work	ev_work;

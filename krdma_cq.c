@@ -552,6 +552,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	bool wake = false, deliver = false;
 	int ret;
 
+	krdma_inject_wc(conn, &conn->inj, wc, KRDMA_INJ_RECV);
 	if (wc->status != IB_WC_SUCCESS) {
 		trace_krdma_recv_done(conn->name, 0, wc->status);
 		krdma_wc_error(conn, wc, "receive");
@@ -986,6 +987,7 @@ static void krdma_credit_msg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_tx *tx = container_of(wc->wr_cqe, struct krdma_tx, cqe);
 
+	krdma_inject_wc(tx->conn, &tx->conn->inj, wc, KRDMA_INJ_SEND);
 	if (wc->status != IB_WC_SUCCESS)
 		krdma_wc_error(tx->conn, wc, "credit message");
 }
@@ -998,6 +1000,7 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	int status = 0;
 	bool wake;
 
+	krdma_inject_wc(conn, &conn->inj, wc, KRDMA_INJ_SEND);
 	trace_krdma_send_done(conn->name,
 			      wc->status == IB_WC_SUCCESS ? tx->len : 0,
 			      wc->status);

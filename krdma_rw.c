@@ -168,6 +168,11 @@ static void __krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
 /* The op's last (signaled) work request completed or was flushed. */
 static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
 {
+	struct krdma_rdma *op = container_of(wc->wr_cqe, struct krdma_rdma,
+					      cqe);
+
+	if (!op->finished)
+		krdma_inject_wc(op->conn, &op->conn->inj, wc, KRDMA_INJ_RDMA);
 	__krdma_rw_done(cq, wc);
 	if (unlikely(fault_dup_flush) && wc->status != IB_WC_SUCCESS)
 		__krdma_rw_done(cq, wc);
@@ -900,6 +905,7 @@ static void krdma_atomic_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_atomic_ctx *a = container_of(wc->wr_cqe,
 						  struct krdma_atomic_ctx, cqe);
 
+	krdma_inject_wc(a->conn, &a->conn->inj, wc, KRDMA_INJ_ATOMIC);
 	trace_krdma_rdma_done(a->conn->name, a->op, sizeof(u64), wc->status);
 	a->status = 0;
 	if (wc->status != IB_WC_SUCCESS) {

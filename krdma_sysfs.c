@@ -351,6 +351,25 @@ KRDMA_CONN_STAT(hb_sent, KRDMA_STAT_OFF(hb_sent));
 KRDMA_CONN_STAT(hb_received, KRDMA_STAT_OFF(hb_received));
 KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
 
+static ssize_t conn_inject_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	return krdma_inject_show(&to_conn(kobj)->inj, buf);
+}
+
+static ssize_t conn_inject_store(struct kobject *kobj,
+				 struct kobj_attribute *attr, const char *buf,
+				 size_t count)
+{
+	struct krdma_conn *conn = to_conn(kobj);
+	int ret = krdma_inject_store(conn, &conn->inj, buf);
+
+	return ret ?: count;
+}
+
+static struct kobj_attribute conn_attr_inject =
+	__ATTR(inject, 0600, conn_inject_show, conn_inject_store);
+
 #define KRDMA_CONN_ATTR(_name) \
 static struct kobj_attribute conn_attr_##_name = \
 	__ATTR(_name, 0444, conn_##_name##_show, NULL)
@@ -396,6 +415,7 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_hb_sent.attr,
 	&conn_attr_hb_received.attr,
 	&conn_attr_errors.attr,
+	&conn_attr_inject.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(krdma_conn);

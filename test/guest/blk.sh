@@ -15,7 +15,9 @@
 # test_hello_delay_ms: the new connection is left alone), fio verify runs
 # across such reconnects with no error, bad control commands fail with
 # their errno, a read-only
-# export refuses writes, and unmap or unexport during I/O fails the I/O
+# export refuses writes, fio verify across a completion failure injected
+# on each queue (conns/NAME/inject), and unmap or unexport during I/O
+# fails the I/O
 # without a hang.  A hostile client (test/blkhostile) gets each bad command
 # refused with its errno, and its connection closed, with one line, for
 # each breach of the protocol: no HELLO, two, garbage, a bad length, more
@@ -282,6 +284,32 @@ expect_eq "$(cat $P/test_drop_replies)" 0 "replies left to drop"
 n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected')
 [ "$n" -ge 1 ] || { dmesg_new; fail "fio ran across no reconnect"; }
 log "$n reconnects during fio verify"
+
+# ---- fio verify across injected completion failures -----------------------
+# Each queue's connection is armed (conns/NAME/inject) to fail its 10th
+# reply's receive with another status, as a device would report it: the
+# queue's session reconnects and sends its requests again, and fio sees no
+# error.
+log "fio verify across injected completion failures"
+sts=(rem_access_err retry_exc_err rnr_retry_exc_err loc_prot_err)
+dmesg_mark
+armed=()
+q=0
+for sd in $KRDMA_SYS/sessions/*; do
+	c=$(cat "$sd/conn")
+	[ -e "$KRDMA_SYS/conns/$c/inject" ] || continue
+	echo "${sts[$((q % ${#sts[@]}))]} op=recv nth=10" >"$KRDMA_SYS/conns/$c/inject" ||
+		fail "arm $c"
+	armed+=("$c")
+	q=$((q + 1))
+done
+[ ${#armed[@]} -ge 1 ] || fail "no queue connection to arm: $(ls $KRDMA_SYS/sessions)"
+fio_verify 2M 64k
+n=$(dmesg_new | grep -c 'injected: a recv completion fails with')
+expect_eq "$n" "${#armed[@]}" "injected failures (one per queue armed: ${armed[*]})"
+n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected')
+[ "$n" -ge "${#armed[@]}" ] || { dmesg_new | grep krdma; fail "$n reconnects for ${#armed[@]} injected failures"; }
+log "${#armed[@]} injected failures, $n reconnects, fio clean"
 
 # ---- a hostile client ----------------------------------------------------
 # test/blkhostile: a client that breaks the protocol.  Each way of doing it
