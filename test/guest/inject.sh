@@ -79,8 +79,8 @@ bad EINVAL "no status given" " "
 expect_eq "$(cat $f)" off "inject after refused lines"
 echo "12 op=send,rdma nth=1000" >$f || fail "arm by number"
 expect_eq "$(cat $f)" "retry_exc_err op=send,rdma nth=1000 armed" "inject armed"
-echo "rem_op_err percent=50" >$f || fail "arm by percent"
-expect_eq "$(cat $f)" "rem_op_err op=any percent=50 armed" "inject by percent"
+echo "rem_op_err op=send percent=50" >$f || fail "arm by percent"
+expect_eq "$(cat $f)" "rem_op_err op=send percent=50 armed" "inject by percent"
 echo off >$f || fail "off"
 expect_eq "$(cat $f)" off "inject off"
 echo "rem_access_err op=send" >$f || fail "arm gc"
@@ -119,7 +119,7 @@ while read -r st num err msg; do
 	i=$((i + 1))
 	in_run $i || continue
 	ran=$((ran + 1))
-	k=${kinds[$((i % ${#kinds[@]}))]}
+	k=${kinds[$(((ran - 1) % ${#kinds[@]}))]}
 	label=${what[$k]}
 	port=$((7150 + i))
 	hb=
