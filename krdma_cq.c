@@ -641,7 +641,8 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_conn_set_error(conn, ret);
 		return;
 	}
-	conn->hb_rx++;
+	if (info.type != KRDMA_MSG_HB || !krdma_inject_drop_hb(&conn->inj))
+		conn->hb_rx++;
 	if (info.credits || (info.flags & KRDMA_MSG_F_CTL_ACK))
 		wake = true;
 	if (info.type == KRDMA_MSG_HB) {
@@ -653,7 +654,9 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		ret = conn->rx_closed ? 0 : krdma_post_recv(conn, rx);
 		if (ret)
 			krdma_conn_fail_locked(conn, ret, "a receive");
-		krdma_hb_rx_locked(conn, info.flags & KRDMA_MSG_F_PONG);
+		if (!krdma_inject_drop_hb(&conn->inj))
+			krdma_hb_rx_locked(conn,
+					   info.flags & KRDMA_MSG_F_PONG);
 	} else if (info.type == KRDMA_MSG_CREDIT) {
 		atomic64_inc(&conn->stats.credit_msgs);
 		krdma_repost_locked(conn, rx, true);

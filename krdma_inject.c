@@ -17,10 +17,14 @@
  * The grammar of the file (one line):
  *	off
  *	STATUS [op=KIND[,KIND...]] [nth=N | percent=P]
+ *	drop_hb
  * STATUS: the IB_WC_ name in lower case without "ib_wc_" (rem_access_err,
  * retry_exc_err, ...) or its number; KIND: send, recv, rdma, atomic,
  * reg, hb, any (default any); nth=N: the Nth completion of those kinds
  * from now (default 1); percent=P: each with a chance of P in 100.
+ * drop_hb: every heartbeat received from now on is ignored, as if lost
+ * (not a sign of life, not answered): after the agreed misses the
+ * connection fails with -ETIMEDOUT, as for a peer gone silent.
  * Reading it says "off", or the injection and "armed" or "fired".
  */
 
@@ -117,7 +121,7 @@ ssize_t krdma_inject_show(struct krdma_inject *inj, char *buf)
 	v = *inj;
 	spin_unlock_irqrestore(&inj->lock, flags);
 	if (v.state == KRDMA_INJ_OFF)
-		return sysfs_emit(buf, "off\n");
+		return sysfs_emit(buf, v.drop_hb ? "drop_hb\n" : "off\n");
 	n = sysfs_emit(buf, "%s op=", krdma_inj_status[v.status]);
 	if (v.ops == KRDMA_INJ_ANY) {
 		n += sysfs_emit_at(buf, n, "any");
@@ -201,6 +205,11 @@ int krdma_inject_store(struct krdma_conn *conn, struct krdma_inject *inj,
 		v.state = KRDMA_INJ_OFF;
 		goto set;
 	}
+	if (!strcmp(line, "drop_hb")) {
+		v.state = KRDMA_INJ_OFF;
+		v.drop_hb = true;
+		goto set;
+	}
 	v.state = KRDMA_INJ_ARMED;
 	while ((w = strsep(&s, " \t"))) {
 		if (!*w)
@@ -245,6 +254,7 @@ set:
 	inj->ops = v.ops;
 	inj->nth = v.nth;
 	inj->percent = v.percent;
+	WRITE_ONCE(inj->drop_hb, v.drop_hb);
 	spin_unlock_irqrestore(&inj->lock, flags);
 	return 0;
 }

@@ -34,6 +34,7 @@ struct krdma_inject {
 	enum ib_wc_status	status;
 	u32			nth;		/* 1: the next one */
 	u32			percent;	/* or each with this chance */
+	bool			drop_hb;	/* heartbeats received: ignored */
 };
 
 void krdma_inject_init(struct krdma_inject *inj);
@@ -55,6 +56,15 @@ static inline void krdma_inject_wc(struct krdma_conn *conn,
 {
 	if (unlikely(READ_ONCE(inj->state) != KRDMA_INJ_OFF))
 		__krdma_inject_wc(conn, inj, wc, op);
+}
+
+/*
+ * A heartbeat came: true if it is to be ignored, as if lost on the wire
+ * (neither a sign of life nor answered).  Any context.
+ */
+static inline bool krdma_inject_drop_hb(struct krdma_inject *inj)
+{
+	return unlikely(READ_ONCE(inj->drop_hb));
 }
 
 #endif /* KRDMA_INJECT_H */

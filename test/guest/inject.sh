@@ -10,7 +10,8 @@
 # the passive side), an RDMA WRITE, an atomic (rxe; siw: an RDMA READ), a
 # memory registration (the passive self-test service's, for a WRITE test)
 # and a heartbeat send.  Also the file's grammar: bad words refused with
-# EINVAL and one line naming them, EBUSY once it fired.
+# EINVAL and one line naming them, EBUSY once it fired; and drop_hb, which
+# loses the heartbeats a connection receives: it fails with -ETIMEDOUT.
 # make check runs 7 of the 21 statuses (a different 7 each day, every kind
 # among them); KRDMA_STRESS=1 all of them.
 # topo: single
@@ -95,6 +96,23 @@ dmesg_new | grep -qF "krdma: gc: inject: it fired; the connection has failed" ||
 	fail "no line for the refused 'off'"
 ctl disconnect name=gc || fail "disconnect gc"
 ctl unlisten name=g || fail "unlisten g"
+
+# ---- heartbeats lost -----------------------------------------------------
+# drop_hb: the heartbeats c0 receives are ignored, as if lost: after its
+# 3 misses of 100 ms it fails with -ETIMEDOUT and says the peer is lost.
+ctl listen name=l0 addr=$MY_IP:7149 hb_ms=100 hb_misses=3 || fail "listen l0"
+ctl connect name=c0 addr=$PEER_IP:7149 hb_ms=100 hb_misses=3 || fail "connect c0"
+sleep 1
+expect_eq "$(cat $S/c0/state)" connected "c0 before drop_hb"
+dmesg_mark
+echo drop_hb >$S/c0/inject || fail "drop_hb"
+expect_eq "$(cat $S/c0/inject)" drop_hb "inject with drop_hb"
+wait_for 5 sh -c "[ \"\$(cat $S/c0/error)\" = -110 ]" ||
+	fail "c0 after its heartbeats were dropped: $(cat $S/c0/state $S/c0/error | paste -sd ' ')"
+dmesg_new | grep -qE "krdma: c0: peer .* lost: [0-9]+ heartbeats of 100 ms unanswered" ||
+	fail "no 'peer lost' line for c0: $(dmesg_new | grep krdma | tail -n 3)"
+ctl disconnect name=c0 || fail "disconnect c0"
+ctl unlisten name=l0 || fail "unlisten l0"
 
 # ---- every status ------------------------------------------------------
 # in_run I: whether case I runs here.
