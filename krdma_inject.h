@@ -28,7 +28,7 @@ enum krdma_inj_state {
 };
 
 struct krdma_inject {
-	spinlock_t		lock;
+	spinlock_t		lock;		/* the rest; any context, irqsave */
 	u8			state;		/* enum krdma_inj_state */
 	u8			ops;		/* KRDMA_INJ_* */
 	enum ib_wc_status	status;
