@@ -309,6 +309,20 @@ static void expect_no_conns(const char *when)
 	ok(n == 0, "no connection left %s (%d)", when, n);
 }
 
+/* The first line of file @path, without its newline, in @val ("" if none). */
+static void read_line(const char *path, char *val, size_t size)
+{
+	FILE *f = fopen(path, "r");
+
+	val[0] = 0;
+	if (!f)
+		return;
+	if (!fgets(val, size, f))
+		val[0] = 0;
+	val[strcspn(val, "\n")] = 0;
+	fclose(f);
+}
+
 /* The first device's value of a sysfs file, or "". */
 static const char *device_attr(const char *name)
 {
@@ -316,7 +330,6 @@ static const char *device_attr(const char *name)
 	static char val[64];
 	struct dirent *de;
 	char path[512];
-	FILE *f;
 
 	val[0] = 0;
 	if (!d)
@@ -326,13 +339,7 @@ static const char *device_attr(const char *name)
 			continue;
 		snprintf(path, sizeof(path), "/sys/kernel/krdma/devices/%s/%s",
 			 de->d_name, name);
-		f = fopen(path, "r");
-		if (f) {
-			if (!fgets(val, sizeof(val), f))
-				val[0] = 0;
-			val[strcspn(val, "\n")] = 0;
-			fclose(f);
-		}
+		read_line(path, val, sizeof(val));
 		break;
 	}
 	closedir(d);
@@ -358,18 +365,11 @@ static int access_violation_errno(void)
  */
 static void check_wc_status(const struct krdma_ioc_query *q)
 {
-	char path[256], name[64] = "";
-	FILE *f;
+	char path[256], name[64];
 
 	snprintf(path, sizeof(path), "/sys/kernel/krdma/conns/%s/wc_status",
 		 q->name);
-	f = fopen(path, "r");
-	if (f) {
-		if (!fgets(name, sizeof(name), f))
-			name[0] = 0;
-		name[strcspn(name, "\n")] = 0;
-		fclose(f);
-	}
+	read_line(path, name, sizeof(name));
 	if (access_violation_errno() == EACCES)
 		ok(q->wc_status == 10 && !strcmp(name, "remote access error"),
 		   "QUERY: work completion status %u, sysfs '%s' (expected 10, 'remote access error')",
