@@ -137,7 +137,7 @@ static void bail(const char *fmt, ...)
 
 static const char *errname(int e)
 {
-	static char buf[16];
+	static __thread char buf[16];
 
 	switch (e) {
 	case 0:			return "0";

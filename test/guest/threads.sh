@@ -40,6 +40,9 @@ fuzz=$top/build/test/ioctl_fuzz
 if [ "${KRDMA_STRESS:-0}" = 1 ]; then
 	iters=${KRDMA_MT_ITERS:-100000} lines=${KRDMA_MT_LINES:-100000}
 	rounds=${KRDMA_MT_ROUNDS:-20}
+elif [ "$KLINE" = debug ]; then	# KASAN and lockdep: far slower
+	iters=${KRDMA_MT_ITERS:-1000} lines=${KRDMA_MT_LINES:-200}
+	rounds=${KRDMA_MT_ROUNDS:-2}
 else
 	iters=${KRDMA_MT_ITERS:-4000} lines=${KRDMA_MT_LINES:-800}
 	rounds=${KRDMA_MT_ROUNDS:-2}
