@@ -27,7 +27,8 @@
  *	objects: every listener, connection and registration a session
  *	made is remembered, handles and tokens are picked from those, so
  *	that threads send, receive, register, write and read on them and
- *	close them under each other; every 200 calls a thread ends a
+ *	close them under each other; each session populated sends and
+ *	writes on its connection meanwhile; every 200 calls a thread ends a
  *	session (the shared one is replaced while other threads' calls run
  *	in it).  Every errno must be one the ABI allows; a call blocked
  *	for 5 s gets a signal and must return; none may take 30 s.
@@ -2234,9 +2235,13 @@ static void fz_fill(unsigned long cmd, void *arg)
 	}
 }
 
+/* mt: sessions populated, and sends and writes that worked on them. */
+static unsigned long fz_populated, fz_live_ops;
+
 /*
  * Make sure the session has a few live objects for random calls to hit
- * (mt: and records them in the thread's fz_cur).
+ * (mt: records them in the thread's fz_cur, and moves data on them while
+ * the other threads' calls run).
  */
 static void fz_populate(int fd, unsigned int off)
 {
@@ -2244,6 +2249,7 @@ static void fz_populate(int fd, unsigned int off)
 	struct krdma_ioc_connect c = { .dst = addr_port(off) };
 	struct krdma_ioc_accept a = { .timeout_ms = 5000 };
 	struct krdma_ioc_reg r;
+	unsigned char *src = fz_buf + (1 << 20);
 
 	if (io(fd, KRDMA_IOC_LISTEN, &l))
 		return;		/* the port may be taken by a random LISTEN */
@@ -2258,9 +2264,15 @@ static void fz_populate(int fd, unsigned int off)
 		return;
 	if (fz_cur)
 		fz_record(a.conn, NULL);
-	if (!reg(fd, a.conn, fz_buf, 1 << 16, KRDMA_IOC_ACCESS_REMOTE_READ |
-		 KRDMA_IOC_ACCESS_REMOTE_WRITE, &r) && fz_cur)
-		fz_record(r.mr, &r.token);
+	if (reg(fd, a.conn, fz_buf, 1 << 16, KRDMA_IOC_ACCESS_REMOTE_READ |
+		KRDMA_IOC_ACCESS_REMOTE_WRITE, &r) || !fz_cur)
+		return;
+	fz_record(r.mr, &r.token);
+	__atomic_add_fetch(&fz_populated, 1, __ATOMIC_RELAXED);
+	if (!send_msg(fd, c.handle, src, 64))
+		__atomic_add_fetch(&fz_live_ops, 1, __ATOMIC_RELAXED);
+	if (!rdma(fd, c.handle, true, src, 1 << 16, &r.token, 0))
+		__atomic_add_fetch(&fz_live_ops, 1, __ATOMIC_RELAXED);
 }
 
 static void on_alarm(int sig)
@@ -2730,6 +2742,8 @@ static int run_mt(__u64 seed, unsigned long iters, unsigned int nthreads)
 	       all.okc);
 	printf("# mt: %lu sessions ended under the calls, %lu calls signalled\n",
 	       sessions, kicks);
+	printf("# mt: live: %lu sessions populated, %lu sends and writes on them\n",
+	       fz_populated, fz_live_ops);
 	fz_report(&all);
 	ok(max_ns / 1e9 < MT_STUCK_S, "no call took %.0f s (the longest: %.1f s)",
 	   MT_STUCK_S, max_ns / 1e9);

@@ -22,8 +22,9 @@
 #      an ioctl session moves data, nothing is left, rmmod is clean.
 # The guest's dmesg is scanned for kernel bugs (KASAN, lockdep, WARNING,
 # hung tasks) by the suite.  Counts: make check 4000 ioctls and 800
-# control lines in (a), 2 removals in (b); make stress (KRDMA_STRESS=1)
-# 100,000 and 100,000, 20 removals.  (b) and (c) run the ioctls and
+# control lines in (a), 2 removals in (b) (6.12, rxe: 22 to 26 s); make
+# stress (KRDMA_STRESS=1) 100,000 and 100,000, 20 removals (tools/stress
+# sets fewer on the debug kernel, where even 1000 and 200 take 87 s).  (b) and (c) run the ioctls and
 # writers for as long as their removals and rmmod take.  Knobs: KRDMA_MT_ITERS,
 # KRDMA_MT_LINES, KRDMA_MT_ROUNDS, KRDMA_MT_THREADS, KRDMA_MT_WRITERS,
 # KRDMA_MT_SEED.
@@ -160,8 +161,8 @@ writers_start "$lines"
 fuzz_start "$seed" "$iters"
 phase_end "(a)"
 [ "$wlines" = "$lines" ] || fail "(a): $wlines control lines written, expected $lines"
-grep -qE '^# succeeded:.* CONNECT=.* REG=.* (WRITE|READ)=' "$out/fuzz.log" ||
-	fail "(a): the random calls made no live connection, registration or transfer: $(grep '^# succeeded' "$out/fuzz.log")"
+grep -qE '^# mt: live: [1-9][0-9]* sessions populated, [1-9][0-9]* sends and writes' "$out/fuzz.log" ||
+	fail "(a): no live session moved data: $(grep '^# mt: live' "$out/fuzz.log")"
 
 # ---- (b) the same while the device comes and goes ------------------------
 t0=$SECONDS
