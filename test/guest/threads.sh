@@ -125,7 +125,7 @@ fuzz_check() {
 	wait "$fpid"
 	rc=$?
 	fpid=
-	grep -E '^# (mt: .*(calls from|sessions)|errors:|succeeded:|.*not in the ABI)' "$out/fuzz.log" |
+	grep -E '^# (mt: .*(calls from|sessions)|errors:|succeeded:|.*not in the ABI|.* took [0-9.]+ s:)' "$out/fuzz.log" |
 		sed "s/^# /# [$1] /"
 	[ $rc = 0 ] || fail "$1: ioctl_fuzz mt: $(grep -m1 -E '^(not ok|Bail)' "$out/fuzz.log")" \
 		"$(grep -m3 'not in the ABI' "$out/fuzz.log")"
