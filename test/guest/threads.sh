@@ -22,7 +22,7 @@
 #      an ioctl session moves data, nothing is left, rmmod is clean.
 # The guest's dmesg is scanned for kernel bugs (KASAN, lockdep, WARNING,
 # hung tasks) by the suite.  Counts: make check 4000 ioctls and 800
-# control lines in (a), 2 removals in (b) (6.12, rxe: 22 to 26 s); make
+# control lines in (a), 2 removals in (b) (6.12, rxe: 22 to 27 s); make
 # stress (KRDMA_STRESS=1) 100,000 and 100,000, 20 removals (tools/stress
 # sets fewer on the debug kernel, where even 1000 and 200 take 87 s).  (b) and (c) run the ioctls and
 # writers for as long as their removals and rmmod take.  Knobs: KRDMA_MT_ITERS,
