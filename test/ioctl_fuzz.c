@@ -14,8 +14,31 @@
  *	A bounded random pass: ITERATIONS (default 2000) ioctls with random
  *	command numbers and random fields, mixed with valid handles, on
  *	ports PORT..PORT+3.  The seed is printed; the same seed replays the
- *	same calls.  Afterwards a fresh session must still work and every
- *	connection must be gone once the sessions are closed.
+ *	same calls.  Every call must succeed or fail with an errno the ABI
+ *	allows for its command (fz_allowed()).  Afterwards a fresh session
+ *	must still work and every connection must be gone once the sessions
+ *	are closed.
+ *
+ *   ioctl_fuzz mt IP PORT [SEED [ITERATIONS [THREADS]]]
+ *	The same random calls from THREADS threads (default 4) at once,
+ *	ITERATIONS (default 4000) in all, each thread with its own seed
+ *	derived from SEED (printed): half of them on one session all the
+ *	threads share, half on the thread's own.  The calls hit live
+ *	objects: every listener, connection and registration a session
+ *	made is remembered, handles and tokens are picked from those, so
+ *	that threads send, receive, register, write and read on them and
+ *	close them under each other; each session populated sends and
+ *	writes on its connection meanwhile; every 200 calls a thread ends a
+ *	session (the shared one is replaced while other threads' calls run
+ *	in it).  Every errno must be one the ABI allows; a call blocked
+ *	for 5 s gets a signal and is printed, and none may take 60 s.
+ *	SIGUSR1 stops the threads early (the calls made are checked the
+ *	same).  No health check: the device may be gone meanwhile (see
+ *	health).  Uses ports PORT..PORT+3+2*THREADS.
+ *
+ *   ioctl_fuzz health IP PORT
+ *	A fresh session connects to itself, sends, registers and writes,
+ *	byte for byte; once it is closed no connection is left.
  *
  *   ioctl_fuzz memlock IP PORT
  *	Pinned pages against RLIMIT_MEMLOCK; run under a small "ulimit -l"
@@ -115,7 +138,7 @@ static void bail(const char *fmt, ...)
 
 static const char *errname(int e)
 {
-	static char buf[16];
+	static __thread char buf[16];
 
 	switch (e) {
 	case 0:			return "0";
@@ -1954,7 +1977,7 @@ static int run_atomics(void)
 
 /* ---- fuzz ----------------------------------------------------------- */
 
-static __u64 rng;
+static __thread __u64 rng;	/* each thread its own sequence */
 
 static __u64 rnd(void)
 {
@@ -1980,6 +2003,25 @@ static const unsigned long cmds[] = {
 
 static unsigned char *fz_buf;		/* 1 MiB of valid memory */
 static void *fz_hole;			/* an unmapped page */
+
+/*
+ * mt: what a session has live (handles that LISTEN, CONNECT, ACCEPT and
+ * REG returned, tokens of its registrations), so that random calls hit
+ * live objects even after its handle numbers have moved past the small
+ * ones.  Stale entries are fine: they are random handles then.
+ */
+#define FZ_LIVE_H	16
+#define FZ_LIVE_TOK	8
+struct fz_live {
+	pthread_mutex_t		lock;
+	__u32			h[FZ_LIVE_H];
+	struct krdma_ioc_token	tok[FZ_LIVE_TOK];
+	unsigned int		nh, ntok;	/* entries recorded so far */
+};
+
+/* The calling thread's session; NULL in the single-threaded fuzz. */
+static __thread struct fz_live *fz_cur;
+static __thread unsigned long fz_last_cmd;	/* of the last fz_call() */
 
 static __u64 fz_ptr(void)
 {
@@ -2045,6 +2087,61 @@ static __u32 fz_msg(void)
 	}
 }
 
+/* A handle: small numbers, or (mt) one of the session's live ones. */
+static __u32 fz_handle(__u64 n)
+{
+	struct fz_live *lv = fz_cur;
+	__u32 h;
+
+	if (!lv || !lv->nh || !rnd_below(4))
+		return rnd_below(n);
+	pthread_mutex_lock(&lv->lock);
+	h = lv->h[rnd_below(lv->nh < FZ_LIVE_H ? lv->nh : FZ_LIVE_H)];
+	pthread_mutex_unlock(&lv->lock);
+	return h;
+}
+
+/*
+ * mt: mostly a live token, and an offset inside it; for WRITE and READ
+ * (@buf) a length inside it too, from valid memory.
+ */
+static void fz_token(struct krdma_ioc_token *t, __u64 *offset, __u64 *buf,
+		     __u64 *len)
+{
+	struct fz_live *lv = fz_cur;
+
+	if (!lv || !lv->ntok || !rnd_below(4))
+		return;
+	pthread_mutex_lock(&lv->lock);
+	*t = lv->tok[rnd_below(lv->ntok < FZ_LIVE_TOK ? lv->ntok : FZ_LIVE_TOK)];
+	pthread_mutex_unlock(&lv->lock);
+	*offset = rnd_below(t->length);
+	if (buf) {
+		*buf = (uintptr_t)fz_buf + rnd_below(4096);
+		*len = 1 + rnd_below(t->length - *offset < (1 << 20) ?
+				     t->length - *offset : 1 << 20);
+	}
+}
+
+static void fz_record(__u32 h, const struct krdma_ioc_token *t)
+{
+	struct fz_live *lv = fz_cur;
+
+	pthread_mutex_lock(&lv->lock);
+	lv->h[lv->nh++ % FZ_LIVE_H] = h;
+	if (t)
+		lv->tok[lv->ntok++ % FZ_LIVE_TOK] = *t;
+	pthread_mutex_unlock(&lv->lock);
+}
+
+static void fz_forget(struct fz_live *lv)
+{
+	pthread_mutex_lock(&lv->lock);
+	lv->nh = 0;
+	lv->ntok = 0;
+	pthread_mutex_unlock(&lv->lock);
+}
+
 /* Random fields, then mostly-plausible values for some of them. */
 static void fz_fill(unsigned long cmd, void *arg)
 {
@@ -2076,7 +2173,7 @@ static void fz_fill(unsigned long cmd, void *arg)
 
 			memset(x->reserved, 0, sizeof(x->reserved));
 			x->flags = 0;
-			x->handle = rnd_below(10);
+			x->handle = fz_handle(10);
 			x->timeout_ms = rnd_below(20);
 			break;
 		}
@@ -2099,7 +2196,7 @@ static void fz_fill(unsigned long cmd, void *arg)
 
 			x->flags = 0;
 			x->reserved = 0;
-			x->handle = rnd_below(12);
+			x->handle = fz_handle(12);
 			break;
 		}
 		case 0x05: case 0x06: {
@@ -2108,7 +2205,7 @@ static void fz_fill(unsigned long cmd, void *arg)
 			x->flags = 0;
 			x->msg_flags = 0;
 			x->imm = 0;
-			x->handle = rnd_below(10);
+			x->handle = fz_handle(10);
 			x->buf = fz_ptr();
 			x->len = fz_len();
 			x->timeout_ms = rnd_below(20);
@@ -2119,7 +2216,7 @@ static void fz_fill(unsigned long cmd, void *arg)
 
 			x->flags = 0;
 			memset(x->reserved, 0, sizeof(x->reserved));
-			x->handle = rnd_below(10);
+			x->handle = fz_handle(10);
 			x->buf = fz_ptr();
 			x->len = fz_len();
 			x->access = rnd_below(4) ? 1 + rnd_below(3) : (__u32)rnd();
@@ -2132,7 +2229,7 @@ static void fz_fill(unsigned long cmd, void *arg)
 			if (_IOC_NR(cmd) != 0x0f)
 				x->imm = 0;
 			memset(x->reserved, 0, sizeof(x->reserved));
-			x->handle = rnd_below(10);
+			x->handle = fz_handle(10);
 			x->buf = fz_ptr();
 			x->len = fz_len();
 			x->timeout_ms = 1000 + rnd_below(1000);
@@ -2140,6 +2237,7 @@ static void fz_fill(unsigned long cmd, void *arg)
 				x->offset = rnd_below(4096);
 				x->token.length = (__u32)rnd_below(1 << 21);
 			}
+			fz_token(&x->token, &x->offset, &x->buf, &x->len);
 			break;
 		}
 		case 0x0c: {
@@ -2147,7 +2245,7 @@ static void fz_fill(unsigned long cmd, void *arg)
 
 			x->flags = 0;
 			memset(x->reserved, 0, sizeof(x->reserved));
-			x->handle = rnd_below(12);
+			x->handle = fz_handle(12);
 			break;
 		}
 		case 0x0d: case 0x0e: {
@@ -2158,40 +2256,257 @@ static void fz_fill(unsigned long cmd, void *arg)
 			memset(x->reserved, 0, sizeof(x->reserved));
 			if (_IOC_NR(cmd) == 0x0d && rnd_below(4))
 				x->swap = 0;
-			x->handle = rnd_below(10);
+			x->handle = fz_handle(10);
 			x->timeout_ms = 1000 + rnd_below(1000);
 			if (rnd_below(2)) {
 				x->offset = rnd_below(4) ? rnd_below(512) * 8 :
 					    rnd_below(4096);
 				x->token.length = (__u32)rnd_below(1 << 17);
 			}
+			fz_token(&x->token, &x->offset, NULL, NULL);
+			if (fz_cur && rnd_below(2))
+				x->offset &= ~7ULL;
 			break;
 		}
 		}
 	}
 }
 
-/* Make sure the session has a few live objects for random calls to hit. */
+/* mt: sessions populated, and sends and writes that worked on them. */
+static unsigned long fz_populated, fz_live_ops;
+
+/*
+ * Make sure the session has a few live objects for random calls to hit
+ * (mt: records them in the thread's fz_cur, and moves data on them while
+ * the other threads' calls run).
+ */
 static void fz_populate(int fd, unsigned int off)
 {
 	struct krdma_ioc_listen l = { .addr = addr_port(off) };
 	struct krdma_ioc_connect c = { .dst = addr_port(off) };
 	struct krdma_ioc_accept a = { .timeout_ms = 5000 };
+	struct krdma_ioc_reg r;
+	unsigned char *src = fz_buf + (1 << 20);
 
 	if (io(fd, KRDMA_IOC_LISTEN, &l))
 		return;		/* the port may be taken by a random LISTEN */
+	if (fz_cur)
+		fz_record(l.handle, NULL);
 	if (io(fd, KRDMA_IOC_CONNECT, &c))
 		return;
+	if (fz_cur)
+		fz_record(c.handle, NULL);
 	a.handle = l.handle;
 	if (io(fd, KRDMA_IOC_ACCEPT, &a))
 		return;
-	reg(fd, a.conn, fz_buf, 1 << 16, KRDMA_IOC_ACCESS_REMOTE_READ |
-	    KRDMA_IOC_ACCESS_REMOTE_WRITE, NULL);
+	if (fz_cur)
+		fz_record(a.conn, NULL);
+	if (reg(fd, a.conn, fz_buf, 1 << 16, KRDMA_IOC_ACCESS_REMOTE_READ |
+		KRDMA_IOC_ACCESS_REMOTE_WRITE, &r) || !fz_cur)
+		return;
+	fz_record(r.mr, &r.token);
+	__atomic_add_fetch(&fz_populated, 1, __ATOMIC_RELAXED);
+	if (!send_msg(fd, c.handle, src, 64))
+		__atomic_add_fetch(&fz_live_ops, 1, __ATOMIC_RELAXED);
+	if (!rdma(fd, c.handle, true, src, 1 << 16, &r.token, 0))
+		__atomic_add_fetch(&fz_live_ops, 1, __ATOMIC_RELAXED);
 }
 
 static void on_alarm(int sig)
 {
 	(void)sig;
+}
+
+/*
+ * What the ABI (include/uapi/linux/krdma.h) lets each command fail with,
+ * beside the errors common to all commands; indexed by _IOC_NR().  A
+ * command on a connection that has ended fails with the error that ended
+ * it, one of fz_conn_errs.
+ */
+static const int fz_conn_errs[] = {
+	ECONNRESET, ENODEV, ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, EPROTO,
+	EACCES, EREMOTEIO, EIO, ENOTCONN, 0
+};
+
+static const int *const fz_errs[] = {
+	[0x01] = (const int[]){ EADDRINUSE, EADDRNOTAVAIL, ENODEV, EAFNOSUPPORT,
+				0 },
+	[0x02] = (const int[]){ EAGAIN, ETIMEDOUT, ENODEV, 0 },
+	[0x03] = (const int[]){ ECONNREFUSED, EBUSY, ETIMEDOUT, EHOSTUNREACH,
+				ENODEV, EPROTO, EPROTONOSUPPORT, EAFNOSUPPORT,
+				ECONNRESET, 0 },
+	[0x05] = (const int[]){ EMSGSIZE, EAGAIN, 0 },
+	[0x06] = (const int[]){ EMSGSIZE, EAGAIN, 0 },
+	[0x07] = (const int[]){ EOPNOTSUPP, ENOMEM, 0 },
+	[0x0a] = (const int[]){ ERANGE, EACCES, 0 },
+	[0x0b] = (const int[]){ ERANGE, EACCES, 0 },
+	[0x0d] = (const int[]){ ERANGE, EOPNOTSUPP, EACCES, 0 },
+	[0x0e] = (const int[]){ ERANGE, EOPNOTSUPP, EACCES, 0 },
+	[0x0f] = (const int[]){ ERANGE, EACCES, EOPNOTSUPP, 0 },
+};
+
+/* The commands that work on a connection. */
+static const bool fz_on_conn[] = {
+	[0x05] = true, [0x06] = true, [0x07] = true, [0x0a] = true,
+	[0x0b] = true, [0x0d] = true, [0x0e] = true, [0x0f] = true,
+};
+
+static const char *const fz_names[] = {
+	"VERSION", "LISTEN", "ACCEPT", "CONNECT", "CLOSE", "SEND", "RECV",
+	"REG", "UNREG", "REVOKE", "WRITE", "READ", "QUERY", "FADD", "CAS",
+	"WRITE_IMM",
+};
+
+static const char *fz_name(unsigned long cmd)
+{
+	unsigned int nr = _IOC_NR(cmd);
+
+	if (_IOC_TYPE(cmd) == KRDMA_IOC_MAGIC && nr < ARRAY_SIZE(cmds) &&
+	    cmd == cmds[nr])
+		return fz_names[nr];
+	return "unknown";
+}
+
+static bool fz_in(const int *list, int e)
+{
+	for (; list && *list; list++)
+		if (*list == e)
+			return true;
+	return false;
+}
+
+/* Whether the ABI allows ioctl @cmd to fail with @e. */
+static bool fz_allowed(unsigned long cmd, int e)
+{
+	static const int common[] = { EFAULT, EINVAL, EBADF, E2BIG, EMFILE,
+				      EINTR, 0 };
+	unsigned int nr = _IOC_NR(cmd);
+
+	if (!e)
+		return true;
+	if (_IOC_TYPE(cmd) != KRDMA_IOC_MAGIC) {
+		/*
+		 * The VFS takes a few commands of these types before the
+		 * driver (fs/ioctl.c do_vfs_ioctl(): FIOCLEX, FIFREEZE, ...).
+		 */
+		if (strchr("TXf\x94\x15", (int)_IOC_TYPE(cmd)) ||
+		    !_IOC_TYPE(cmd))
+			return true;
+		return e == ENOTTY;
+	}
+	if (nr >= ARRAY_SIZE(cmds))
+		return e == ENOTTY;
+	if (cmd != cmds[nr])
+		return e == EINVAL;
+	return fz_in(common, e) ||
+	       (nr < ARRAY_SIZE(fz_errs) && fz_in(fz_errs[nr], e)) ||
+	       (nr < ARRAY_SIZE(fz_on_conn) && fz_on_conn[nr] &&
+		fz_in(fz_conn_errs, e));
+}
+
+struct fz_stats {
+	unsigned long	calls, counts[3], okc, nerr[160];
+	unsigned long	ok_cmd[ARRAY_SIZE(cmds)];	/* successes */
+	unsigned long	bad;		/* errnos the ABI does not allow */
+};
+
+/*
+ * One random call on @fd: a random command number, a random krdma-like
+ * one or a real command (random fields, mostly plausible: fz_fill()),
+ * now and then on a bad argument pointer.  Its errno must be one the ABI
+ * allows for the command.  Returns the errno (0: it succeeded).
+ */
+static int fz_call(int fd, struct fz_stats *st, const char *who)
+{
+	union {
+		unsigned char raw[512];
+		struct krdma_ioc_listen listen;
+		struct krdma_ioc_accept accept;
+		struct krdma_ioc_connect connect;
+		struct krdma_ioc_reg reg;
+	} arg;
+	int kind = rnd_below(10) < 2 ? 0 : rnd_below(10) < 2 ? 1 : 2;
+	void *p = arg.raw;
+	unsigned long cmd;
+	int e;
+
+	if (kind == 0)
+		cmd = (__u32)rnd();
+	else if (kind == 1)
+		cmd = _IOC(rnd_below(4), KRDMA_IOC_MAGIC, rnd_below(32),
+			   rnd_below(400));
+	else
+		cmd = cmds[rnd_below(ARRAY_SIZE(cmds))];
+	st->counts[kind]++;
+	st->calls++;
+	fz_last_cmd = cmd;
+	if (kind == 2)
+		fz_fill(cmd, arg.raw);
+	else
+		for (e = 0; e < (int)sizeof(arg.raw); e++)
+			arg.raw[e] = (unsigned char)rnd();
+	switch (rnd_below(40)) {
+	case 0:
+		p = NULL;
+		break;
+	case 1:
+		p = (void *)(uintptr_t)KADDR;
+		break;
+	case 2:
+		p = fz_hole;
+		break;
+	}
+	if (!fz_cur)
+		alarm(5);
+	e = ioctl(fd, cmd, p) ? errno : 0;
+	if (!fz_cur)
+		alarm(0);
+	if (!e)
+		st->okc++;
+	else
+		st->nerr[e < 160 ? e : 0]++;
+	if (!fz_allowed(cmd, e) && ++st->bad <= 10)
+		printf("# %s: ioctl 0x%lx (%s) failed with %s: not in the ABI\n",
+		       who, cmd, fz_name(cmd), errname(e));
+	if (e || kind != 2 || p != arg.raw)
+		return e;
+	st->ok_cmd[_IOC_NR(cmd)]++;
+	if (!fz_cur)
+		return 0;
+	switch (_IOC_NR(cmd)) {
+	case 0x01:
+		fz_record(arg.listen.handle, NULL);
+		break;
+	case 0x02:
+		fz_record(arg.accept.conn, NULL);
+		break;
+	case 0x03:
+		fz_record(arg.connect.handle, NULL);
+		break;
+	case 0x07:
+		fz_record(arg.reg.mr, &arg.reg.token);
+		break;
+	}
+	return 0;
+}
+
+static void fz_report(const struct fz_stats *st)
+{
+	unsigned int e;
+
+	printf("# %lu random, %lu random krdma, %lu krdma commands\n",
+	       st->counts[0], st->counts[1], st->counts[2]);
+	printf("# errors:");
+	for (e = 0; e < 160; e++)
+		if (st->nerr[e])
+			printf(" %s=%lu", e ? errname(e) : "other", st->nerr[e]);
+	printf("\n# succeeded:");
+	for (e = 0; e < ARRAY_SIZE(cmds); e++)
+		if (st->ok_cmd[e])
+			printf(" %s=%lu", fz_names[e], st->ok_cmd[e]);
+	printf("\n");
+	ok(!st->bad, "%lu calls, %lu failed with an errno the ABI does not allow",
+	   st->calls, st->bad);
 }
 
 /* A fresh session still does everything right. */
@@ -2217,26 +2532,38 @@ static void health_check(unsigned int off)
 	free(src);
 }
 
+static void fz_setup(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+
+	sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART: EINTR */
+	/* Twice: 4 KiB into it, a length of up to 1 MiB stays inside. */
+	fz_buf = aligned_alloc(4096, 2 << 20);
+	memset(fz_buf, 0x5a, 2 << 20);
+	fz_hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(fz_hole, 4096);
+}
+
+static double secs_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 static int run_fuzz(__u64 seed, unsigned long iters)
 {
-	unsigned long counts[3] = {}, i, nerr[160] = {}, okc = 0;
-	union {
-		unsigned char raw[512];
-		struct krdma_ioc_query q;
-	} arg;
-	struct sigaction sa = { .sa_handler = on_alarm };
-	int fds[3], e, k;
-	struct timespec t0, t1;
+	struct fz_stats st = {};
+	unsigned long i;
+	struct timespec t0;
+	int fds[3], k;
 
 	rng = seed ? seed : 1;
 	printf("# fuzz: seed %llu, %lu iterations\n", (unsigned long long)seed,
 	       iters);
 	fflush(stdout);
-	sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART: EINTR */
-	fz_buf = aligned_alloc(4096, 1 << 20);
-	memset(fz_buf, 0x5a, 1 << 20);
-	fz_hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	munmap(fz_hole, 4096);
+	fz_setup();
 
 	for (k = 0; k < 3; k++)
 		fds[k] = dev_open();
@@ -2244,43 +2571,8 @@ static int run_fuzz(__u64 seed, unsigned long iters)
 	fz_populate(fds[1], 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; i < iters; i++) {
-		unsigned long cmd;
-		int fd, kind = rnd_below(10) < 2 ? 0 : rnd_below(10) < 2 ? 1 : 2;
-		void *p = arg.raw;
-
 		k = rnd_below(10) < 7 ? 0 : rnd_below(2) + 1;
-		fd = fds[k];
-		if (kind == 0)
-			cmd = (__u32)rnd();
-		else if (kind == 1)
-			cmd = _IOC(rnd_below(4), KRDMA_IOC_MAGIC, rnd_below(32),
-				   rnd_below(400));
-		else
-			cmd = cmds[rnd_below(ARRAY_SIZE(cmds))];
-		counts[kind]++;
-		if (kind == 2)
-			fz_fill(cmd, arg.raw);
-		else
-			for (e = 0; e < (int)sizeof(arg.raw); e++)
-				arg.raw[e] = (unsigned char)rnd();
-		switch (rnd_below(40)) {
-		case 0:
-			p = NULL;
-			break;
-		case 1:
-			p = (void *)(uintptr_t)KADDR;
-			break;
-		case 2:
-			p = fz_hole;
-			break;
-		}
-		alarm(5);
-		e = ioctl(fd, cmd, p) ? errno : 0;
-		alarm(0);
-		if (!e)
-			okc++;
-		else
-			nerr[e < 160 ? e : 0]++;
+		fz_call(fds[k], &st, "fuzz");
 		/* Now and then: a session ends with whatever it holds. */
 		if (rnd_below(150) == 0) {
 			close(fds[k]);
@@ -2293,20 +2585,234 @@ static int run_fuzz(__u64 seed, unsigned long iters)
 			fflush(stdout);
 		}
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("# %lu calls in %.1f s, %lu succeeded\n", iters,
-	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, okc);
-	printf("# %lu random, %lu random krdma, %lu krdma commands\n",
-	       counts[0], counts[1], counts[2]);
-	printf("# errors:");
-	for (e = 0; e < 160; e++)
-		if (nerr[e])
-			printf(" %s=%lu", e ? errname(e) : "other", nerr[e]);
-	printf("\n");
+	printf("# %lu calls in %.1f s, %lu succeeded\n", iters, secs_since(&t0),
+	       st.okc);
+	fz_report(&st);
 	for (k = 0; k < 3; k++)
 		close(fds[k]);
 	expect_no_conns("after the fuzz sessions closed");
 	health_check(3);
+	expect_no_conns("after the health check");
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
+
+/* ---- mt: the random calls from many threads at once ----------------- */
+
+/*
+ * A call this long gets a SIGALRM; one past MT_STUCK_S is a failure.  The
+ * module waits for a work request it posted (a registration, its
+ * revocation, a send) for up to KRDMA_POST_TIMEOUT (30 s, krdma_core.h)
+ * without heeding signals: siw's send queue, behind a silent peer, can
+ * take that long (seen once in 100,000 calls over siw: 31.5 s).
+ */
+#define MT_KICK_NS	5000000000LL
+#define MT_STUCK_S	60.0
+
+struct mt_thread {
+	pthread_t	tid;
+	unsigned int	id;
+	__u64		seed;
+	unsigned long	iters;
+	struct fz_stats	st;
+	struct fz_live	own;		/* the thread's own session */
+	long long	t0;		/* ns: start of the call in progress */
+	long long	kicked;		/* the call the watchdog signalled */
+	long long	max_ns;		/* the longest call */
+	unsigned long	kicks, sessions;
+};
+
+static int mt_fd;			/* the session every thread uses */
+static struct fz_live mt_shared;
+static unsigned int mt_nthreads;
+static int mt_stop;			/* SIGUSR1: stop early */
+static int mt_done;			/* the watchdog's end */
+static unsigned long mt_progress;	/* calls made, all threads */
+
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	__atomic_store_n(&mt_stop, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * A session ends with whatever it holds, calls of other threads in it
+ * included: the shared one is replaced under them (dup2(): the old file
+ * is released when the last call in it returns), the own one closed.
+ */
+static int mt_new_session(struct mt_thread *t, bool shared, int own)
+{
+	int fd = dev_open();
+
+	t->sessions++;
+	if (shared) {
+		if (dup2(fd, mt_fd) < 0)
+			bail("dup2");
+		close(fd);
+		fz_forget(&mt_shared);
+		fz_cur = &mt_shared;
+		fz_populate(mt_fd, 4 + mt_nthreads + t->id);
+		return own;
+	}
+	close(own);
+	fz_forget(&t->own);
+	fz_cur = &t->own;
+	fz_populate(fd, 4 + t->id);
+	return fd;
+}
+
+static void *mt_worker(void *arg)
+{
+	struct mt_thread *t = arg;
+	int own = dev_open();
+	unsigned long i;
+	char who[16];
+	int e;
+
+	snprintf(who, sizeof(who), "thread %u", t->id);
+	rng = t->seed;
+	fz_cur = &t->own;
+	fz_populate(own, 4 + t->id);
+	fz_cur = &mt_shared;
+	fz_populate(mt_fd, 4 + mt_nthreads + t->id);
+	for (i = 0; i < t->iters && !__atomic_load_n(&mt_stop, __ATOMIC_RELAXED);
+	     i++) {
+		bool shared = rnd_below(2);
+		long long t0 = now_ns(), d;
+
+		fz_cur = shared ? &mt_shared : &t->own;
+		__atomic_store_n(&t->t0, t0, __ATOMIC_RELEASE);
+		e = fz_call(shared ? mt_fd : own, &t->st, who);
+		__atomic_store_n(&t->t0, 0, __ATOMIC_RELEASE);
+		d = now_ns() - t0;
+		if (d > MT_KICK_NS)
+			printf("# %s: ioctl 0x%lx (%s) took %.1f s: %s\n", who,
+			       fz_last_cmd, fz_name(fz_last_cmd), d / 1e9,
+			       errname(e));
+		if (d > t->max_ns)
+			t->max_ns = d;
+		if (!rnd_below(200))
+			own = mt_new_session(t, shared, own);
+		if (__atomic_add_fetch(&mt_progress, 1, __ATOMIC_RELAXED) % 1000 == 0) {
+			printf("# mt: %lu calls\n", mt_progress);
+			fflush(stdout);
+		}
+	}
+	close(own);
+	return NULL;
+}
+
+/* A call blocked past MT_KICK_NS gets a signal: it must return EINTR. */
+static void *mt_watchdog(void *arg)
+{
+	struct mt_thread *ts = arg;
+	unsigned int i;
+
+	while (!__atomic_load_n(&mt_done, __ATOMIC_ACQUIRE)) {
+		usleep(100 * 1000);
+		for (i = 0; i < mt_nthreads; i++) {
+			long long t0 = __atomic_load_n(&ts[i].t0, __ATOMIC_ACQUIRE);
+
+			if (t0 && t0 != ts[i].kicked &&
+			    now_ns() - t0 > MT_KICK_NS) {
+				ts[i].kicked = t0;
+				ts[i].kicks++;
+				pthread_kill(ts[i].tid, SIGALRM);
+			}
+		}
+	}
+	return NULL;
+}
+
+static int run_mt(__u64 seed, unsigned long iters, unsigned int nthreads)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct fz_stats all = {};
+	struct mt_thread *ts;
+	struct timespec t0;
+	pthread_t wd;
+	long long max_ns = 0;
+	unsigned long kicks = 0, sessions = 0;
+	unsigned int i, e;
+
+	if (nthreads < 1 || nthreads > 64) {
+		fprintf(stderr, "mt: 1 to 64 threads\n");
+		return 2;
+	}
+	mt_nthreads = nthreads;
+	fz_setup();
+	sigaction(SIGUSR1, &sa, NULL);
+	ts = calloc(nthreads, sizeof(*ts));
+	pthread_mutex_init(&mt_shared.lock, NULL);
+	mt_fd = dev_open();
+	printf("# mt: seed %llu, %lu calls from %u threads, ports %u..%u\n",
+	       (unsigned long long)seed, iters, nthreads, base_port,
+	       base_port + 3 + 2 * nthreads);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < nthreads; i++) {
+		struct mt_thread *t = &ts[i];
+
+		t->id = i;
+		/* Deterministic, different, never 0 (xorshift's fixed point). */
+		t->seed = (seed ^ (0x9E3779B97F4A7C15ULL * (i + 1))) ?: 1;
+		t->iters = iters / nthreads + (i < iters % nthreads);
+		pthread_mutex_init(&t->own.lock, NULL);
+		printf("# thread %u: seed %llu, %lu calls\n", i,
+		       (unsigned long long)t->seed, t->iters);
+		if (pthread_create(&t->tid, NULL, mt_worker, t))
+			bail("pthread_create");
+	}
+	if (pthread_create(&wd, NULL, mt_watchdog, ts))
+		bail("pthread_create");
+	for (i = 0; i < nthreads; i++)
+		pthread_join(ts[i].tid, NULL);
+	__atomic_store_n(&mt_done, 1, __ATOMIC_RELEASE);
+	pthread_join(wd, NULL);
+	close(mt_fd);
+	for (i = 0; i < nthreads; i++) {
+		const struct fz_stats *st = &ts[i].st;
+
+		all.calls += st->calls;
+		all.okc += st->okc;
+		all.bad += st->bad;
+		for (e = 0; e < 3; e++)
+			all.counts[e] += st->counts[e];
+		for (e = 0; e < 160; e++)
+			all.nerr[e] += st->nerr[e];
+		for (e = 0; e < ARRAY_SIZE(cmds); e++)
+			all.ok_cmd[e] += st->ok_cmd[e];
+		if (ts[i].max_ns > max_ns)
+			max_ns = ts[i].max_ns;
+		kicks += ts[i].kicks;
+		sessions += ts[i].sessions;
+	}
+	printf("# mt: %lu calls from %u threads in %.1f s%s, %lu succeeded\n",
+	       all.calls, nthreads, secs_since(&t0), mt_stop ? " (stopped)" : "",
+	       all.okc);
+	printf("# mt: %lu sessions ended under the calls, %lu calls signalled\n",
+	       sessions, kicks);
+	printf("# mt: live: %lu sessions populated, %lu sends and writes on them\n",
+	       fz_populated, fz_live_ops);
+	fz_report(&all);
+	ok(max_ns / 1e9 < MT_STUCK_S, "no call took %.0f s (the longest: %.1f s)",
+	   MT_STUCK_S, max_ns / 1e9);
+	printf("%d checks, %d failed\n", checks, failures);
+	free(ts);
+	return failures ? 1 : 0;
+}
+
+/* A fresh session works, and nothing is left once it is closed. */
+static int run_health(void)
+{
+	health_check(0);
 	expect_no_conns("after the health check");
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
@@ -2319,7 +2825,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4) {
 		fprintf(stderr,
-			"usage: %s errors|fuzz|memlock|backlog|atomics IP PORT [SEED [ITERATIONS]]\n",
+			"usage: %s errors|fuzz|mt|health|memlock|backlog|atomics IP PORT [SEED [ITERATIONS [THREADS]]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -2341,6 +2847,12 @@ int main(int argc, char **argv)
 		return run_backlog();
 	if (!strcmp(argv[1], "atomics"))
 		return run_atomics();
+	if (!strcmp(argv[1], "health"))
+		return run_health();
+	if (!strcmp(argv[1], "mt"))
+		return run_mt(argc > 4 ? strtoull(argv[4], NULL, 0) : 1,
+			      argc > 5 ? strtoul(argv[5], NULL, 0) : 4000,
+			      argc > 6 ? strtoul(argv[6], NULL, 0) : 4);
 	if (!strcmp(argv[1], "fuzz")) {
 		__u64 seed = argc > 4 ? strtoull(argv[4], NULL, 0) :
 				(__u64)time(NULL);

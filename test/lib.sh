@@ -219,3 +219,62 @@ get_val() {
 	done
 	cat "$LAB/sync/$TEST_ID.val.$1"
 }
+
+# ctl_random_cmd [PORT]: a random control command, well-formed or not, in
+# $cmd, and the name it gives in $cname ("-": none).  The well-formed ones
+# make and use real objects: listener ql on PORT (default 7170),
+# connections q1..q3 to it (and to PORT+9, where nobody listens), self-tests
+# and benches on them and on ql's accepted ones, disconnects of both.
+# Bash builtins only (a fork costs milliseconds under TCG); seeded by
+# RANDOM.
+ctl_random_cmd() {
+	local p=${1:-7170} q=q$((RANDOM % 3 + 1)) j
+	case $((RANDOM % 16)) in
+	0)	cmd="listen name=ql addr=$MY_IP:$p depth=$((1 << RANDOM % 7))" ;;
+	1)	cmd="unlisten name=ql" ;;
+	2|3|4)	cmd="connect name=$q addr=$PEER_IP:$p depth=$((1 << RANDOM % 7)) msg=4K timeout_ms=3000" ;;
+	5)	cmd="connect name=$q addr=$PEER_IP:$((p + 9)) timeout_ms=3000" ;;	# nobody listens
+	6|7)	cmd="disconnect name=$q" ;;
+	8)	cmd="disconnect name=ql.$((RANDOM % 4))" ;;
+	9|10)	j=(send write read all send,write)
+		cmd="test name=$q op=${j[RANDOM % 5]} size=$((1 << RANDOM % 17)) count=$((RANDOM % 3 + 1))" ;;
+	11)	cmd="test name=ql.$((RANDOM % 4)) op=send count=1" ;;
+	12|13)	j=(write read send)
+		cmd="bench name=$q op=${j[RANDOM % 3]} size=$((64 << RANDOM % 8)) count=$((RANDOM % 200 + 1))" ;;
+	*)	local w=(listen unlisten connect disconnect test bench name=q1
+			 name=ql.0 name= addr=$MY_IP:$p addr=x depth=99999 depth=4
+			 msg=2M op=read, op=all size=0 size=4K count=0 sge=65
+			 timeout_ms=1 "=" '' $'\x01' 'count=1k')
+		cmd=
+		for ((j = RANDOM % 4; j >= 0; j--)); do
+			cmd+="${w[RANDOM % ${#w[@]}]} "
+		done ;;
+	esac
+	cname=-
+	[[ " $cmd" =~ \ name=([A-Za-z0-9_.-]+)( |$) ]] && cname=${BASH_REMATCH[1]}
+}
+
+# ctl_clean_up: close every connection and listener (the control file's;
+# a write for any other fails and says so on stderr).
+ctl_clean_up() {
+	local o
+	for o in "$KRDMA_SYS"/conns/*; do
+		[ ! -e "$o" ] || ctl disconnect name="${o##*/}"
+	done
+	for o in "$KRDMA_SYS"/listeners/*; do
+		[ ! -e "$o" ] || ctl unlisten name="${o##*/}"
+	done
+}
+
+# ctl_health PORT WHEN: a control-file listener (hl) on PORT and a
+# connection to it (hc) pass a self-test of send, write and read; the
+# connection is closed after (the listener's accepted one closes itself).
+ctl_health() {
+	ctl listen name=hl addr=$MY_IP:$1 || fail "listen $2"
+	ctl connect name=hc addr=$PEER_IP:$1 || fail "connect $2"
+	ctl test name=hc op=send,write,read size=8K count=2 || fail "test $2"
+	wait_for 120 not_running $KRDMA_SYS/conns/hc/test_status
+	expect_eq "$(cat $KRDMA_SYS/conns/hc/test_status)" passed "self-test $2"
+	ctl disconnect name=hc || fail "disconnect hc $2"
+	ctl unlisten name=hl || fail "unlisten hl $2"
+}

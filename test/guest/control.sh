@@ -127,38 +127,13 @@ refused ANY "bench: rc: connection is down: " bench name=rc op=write size=4K
 for c in rl.1 rc rb; do ctl disconnect name=$c || fail "disconnect $c"; done
 ctl unlisten name=rl || fail "unlisten rl"
 
-# Random well-formed and malformed commands, each written on its own and
-# followed by a marker line in the kernel log ("krdma-ctl: I RC NAME"):
+# Random well-formed and malformed commands (test/lib.sh ctl_random_cmd),
+# each written on its own and followed by a marker line in the kernel log
+# ("krdma-ctl: I RC NAME"):
 # every write that failed must have, between its marker and the one
 # before, a krdma line that names the command's connection or listener
 # (or the parser's "control: ..." line).  The refusals are spaced out
 # (ratelimit_pace), so no line can be rate-limited away.
-qwords=(listen unlisten connect disconnect test bench name=q1 name=ql.0 name=
-	addr=$MY_IP:7170 addr=x depth=99999 depth=4 msg=2M op=read, op=all
-	size=0 size=4K count=0 sge=65 timeout_ms=1 "=" '' $'\x01' 'count=1k')
-# gen_cmd: a random command in $cmd, the name it gives in $cname ("-": none).
-gen_cmd() {
-	local q=q$((RANDOM % 3 + 1)) j
-	case $((RANDOM % 16)) in
-	0)	cmd="listen name=ql addr=$MY_IP:7170 depth=$((1 << RANDOM % 7))" ;;
-	1)	cmd="unlisten name=ql" ;;
-	2|3|4)	cmd="connect name=$q addr=$PEER_IP:7170 depth=$((1 << RANDOM % 7)) msg=4K timeout_ms=3000" ;;
-	5)	cmd="connect name=$q addr=$PEER_IP:7179 timeout_ms=3000" ;;	# nobody listens
-	6|7)	cmd="disconnect name=$q" ;;
-	8)	cmd="disconnect name=ql.$((RANDOM % 4))" ;;
-	9|10)	j=(send write read all send,write)
-		cmd="test name=$q op=${j[RANDOM % 5]} size=$((1 << RANDOM % 17)) count=$((RANDOM % 3 + 1))" ;;
-	11)	cmd="test name=ql.$((RANDOM % 4)) op=send count=1" ;;
-	12|13)	j=(write read send)
-		cmd="bench name=$q op=${j[RANDOM % 3]} size=$((64 << RANDOM % 8)) count=$((RANDOM % 200 + 1))" ;;
-	*)	cmd=
-		for ((j = RANDOM % 4; j >= 0; j--)); do
-			cmd+="${qwords[RANDOM % ${#qwords[@]}]} "
-		done ;;
-	esac
-	cname=-
-	[[ " $cmd" =~ \ name=([A-Za-z0-9_.-]+)( |$) ]] && cname=${BASH_REMATCH[1]}
-}
 # run_cmds N: N random commands as above; cmds[] keeps them and errs[]
 # how each write failed ("" if it did not), nfailed and nomem count the
 # failed writes and those that failed with ENOMEM.
@@ -167,7 +142,7 @@ run_cmds() {
 	local i rc err
 	cmds=() errs=() nfailed=0 nomem=0
 	for ((i = 0; i < $1; i++)); do
-		gen_cmd
+		ctl_random_cmd
 		ratelimit_pace
 		[ ${#fs_prob[@]} = 0 ] ||
 			echo "${fs_prob[RANDOM % ${#fs_prob[@]}]}" >$fs/probability
@@ -225,16 +200,6 @@ check_run() {
 	i=${bad%%[!0-9]*}
 	[ -z "$bad" ] || fail "$1: $(wc -w <<<"$bad") of $nfailed failed writes left no line naming the command, the first: '${cmds[i]}' (${errs[i]})"
 }
-# clean_up: close every connection and listener.
-clean_up() {
-	local o
-	for o in "$KRDMA_SYS"/conns/*; do
-		[ ! -e "$o" ] || ctl disconnect name="${o##*/}"
-	done
-	for o in "$KRDMA_SYS"/listeners/*; do
-		[ ! -e "$o" ] || ctl unlisten name="${o##*/}"
-	done
-}
 seed=${KRDMA_CONTROL_SEED:-$((10#$(date +%j)))}
 fs=/sys/kernel/debug/failslab fs_prob=()
 
@@ -243,7 +208,7 @@ dmesg_mark
 run_cmds "${KRDMA_CONTROL_CHECKED:-40}"
 check_run "random commands (seed $seed)"
 log "random commands (seed $seed): ${#cmds[@]} written, $nfailed refused, each with its line"
-clean_up
+ctl_clean_up
 
 # The same under failslab, on the debug kernel: slab allocations made on
 # behalf of krdma's code (any caller within krdma's text in their stack)
@@ -275,7 +240,7 @@ if [ -e $fs/require-start ] && [ -e /proc/self/make-it-fail ]; then
 		echo "${set#*=}" >$fs/"${set%%=*}" || fail "failslab: cannot set $set"
 	done
 	fs_prob=(1 3 10 30)
-	# clean_up's refusals (a connection reaped meanwhile) were not spaced
+	# ctl_clean_up's refusals (a connection reaped meanwhile) were not spaced
 	# out: a limit they filled starts afresh after 5 s.
 	nap 5.5
 	RANDOM=$((seed + 1))
@@ -292,14 +257,10 @@ if [ -e $fs/require-start ] && [ -e /proc/self/make-it-fail ]; then
 	log "under failslab (krdma's text 0x$lo-$end): ${#cmds[@]} written, $injected allocations failed, $nfailed writes refused ($nomem with ENOMEM), each with its line"
 	[ "$injected" -gt 0 ] || fail "failslab failed no allocation in krdma's text 0x$lo-$end"
 	[ "$nomem" -gt 0 ] || fail "no write failed with ENOMEM under failslab ($injected allocations failed)"
-	clean_up
+	ctl_clean_up
 	# Nothing it did harms the next connection.
-	ctl listen name=hl addr=$MY_IP:7175 || fail "listen after failslab"
-	ctl connect name=hc addr=$PEER_IP:7175 || fail "connect after failslab"
-	ctl test name=hc op=send,write,read size=8K count=2 || fail "test after failslab"
-	wait_for 120 not_running $KRDMA_SYS/conns/hc/test_status
-	expect_eq "$(cat $KRDMA_SYS/conns/hc/test_status)" passed "self-test after failslab"
-	clean_up
+	ctl_health 7175 "after failslab"
+	ctl_clean_up
 else
 	log "no failslab with a stack filter in $(uname -r): the fault-injection burst runs on the debug kernel"
 fi
@@ -319,6 +280,6 @@ for ((i = 0; i < ${KRDMA_CONTROL_RANDOM:-1500}; i++)); do
 	done
 	echo "$cmd" >$KRDMA_CTL 2>/dev/null
 done
-clean_up
+ctl_clean_up
 rm -f "$errf"
 cat $KRDMA_SYS/version >/dev/null || fail "module unhealthy after random input"

@@ -34,6 +34,14 @@
  *   EMFILE   the session has KRDMA_IOC_MAX_HANDLES handles already
  * Commands that wait return EINTR (or restart) on a signal.
  *
+ * A command on a connection that has ended (SEND, RECV once the messages
+ * that came before are taken, REG, WRITE, READ, WRITE_IMM, FADD, CAS)
+ * fails with the errno that ended it, the one KRDMA_IOC_QUERY reports in
+ * @error: ECONNRESET (a disconnect), ENODEV (its device was removed),
+ * ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, EPROTO (the peer broke krdma's
+ * protocol), or that of a failed operation (EACCES, EREMOTEIO, EIO);
+ * ENOTCONN when it has no error to tell.
+ *
  * poll()/epoll on the file: EPOLLIN | EPOLLRDNORM while a message waits on
  * one of the session's connections or an established connection waits on
  * one of its listeners for ACCEPT; EPOLLHUP while one of its connections
@@ -140,7 +148,9 @@ struct krdma_ioc_version {
  * @reserved32: in: 0
  * @reserved: in: 0
  *
- * Errors: EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT (unknown family), EINVAL.
+ * Errors: EADDRINUSE, EADDRNOTAVAIL, ENODEV (no RDMA device has the
+ * address, e.g. while its device is being removed), EAFNOSUPPORT (unknown
+ * family), EINVAL.
  */
 struct krdma_ioc_listen {
 	struct krdma_ioc_addr	addr;
@@ -186,7 +196,8 @@ struct krdma_ioc_accept {
  * @reserved: in: 0
  *
  * Errors: ECONNREFUSED, EBUSY (the listener's backlog is full), ETIMEDOUT,
- * EHOSTUNREACH, ENODEV, EPROTO, EPROTONOSUPPORT, EAFNOSUPPORT, EINVAL.
+ * EHOSTUNREACH, ENODEV, EPROTO, EPROTONOSUPPORT, EAFNOSUPPORT, EINVAL,
+ * ECONNRESET (the connection failed as it came up: its peer closed it).
  */
 struct krdma_ioc_connect {
 	struct krdma_ioc_addr	dst;
