@@ -16,6 +16,11 @@
 #include "krdma_trace.h"
 
 LIST_HEAD(krdma_conns);
+/*
+ * Connections taken off krdma_conns whose sysfs directory is still there:
+ * their names stay taken until it is gone (krdma_conn_unpublish()).
+ */
+static LIST_HEAD(krdma_conns_dying);
 LIST_HEAD(krdma_listeners);
 atomic64_t krdma_total_conns;
 static atomic_t krdma_next_id = ATOMIC_INIT(0);
@@ -181,14 +186,12 @@ static int krdma_conn_publish(struct krdma_conn *conn)
 	int ret;
 
 	mutex_lock(&krdma_lock);
-	list_for_each_entry(c, &krdma_conns, list) {
-		if (!strcmp(c->name, conn->name)) {
-			mutex_unlock(&krdma_lock);
-			pr_warn_ratelimited("connection name '%s' already in use\n",
-					    conn->name);
-			return -EEXIST;
-		}
-	}
+	list_for_each_entry(c, &krdma_conns, list)
+		if (!strcmp(c->name, conn->name))
+			goto taken;
+	list_for_each_entry(c, &krdma_conns_dying, list)
+		if (!strcmp(c->name, conn->name))
+			goto taken;
 	ret = krdma_sysfs_add_conn(conn);
 	if (!ret) {
 		list_add_tail(&conn->list, &krdma_conns);
@@ -196,6 +199,11 @@ static int krdma_conn_publish(struct krdma_conn *conn)
 	}
 	mutex_unlock(&krdma_lock);
 	return ret;
+
+taken:
+	mutex_unlock(&krdma_lock);
+	pr_warn_ratelimited("connection name '%s' already in use\n", conn->name);
+	return -EEXIST;
 }
 
 /* Returns true for the one caller that took @conn off the list. */
@@ -223,15 +231,27 @@ static bool krdma_conn_unpublish(struct krdma_conn *conn)
 
 	krdma_conn_unhold(conn);
 
+	/*
+	 * Off the list, so that nobody finds it by name any more, but its
+	 * name stays taken until its directory is gone: a connection of the
+	 * same name made meanwhile would meet the old directory in sysfs.
+	 * The directory goes outside krdma_lock, which kobject_del() could
+	 * wait on through a sysfs handler.
+	 */
 	mutex_lock(&krdma_lock);
-	if (!list_empty(&conn->list)) {
-		list_del_init(&conn->list);
+	if (!list_empty(&conn->list) && !conn->unpublished) {
+		conn->unpublished = true;
+		list_move_tail(&conn->list, &krdma_conns_dying);
 		was = true;
 	}
 	mutex_unlock(&krdma_lock);
-	if (was)
-		krdma_sysfs_del_conn(conn);
-	return was;
+	if (!was)
+		return false;
+	krdma_sysfs_del_conn(conn);
+	mutex_lock(&krdma_lock);
+	list_del_init(&conn->list);
+	mutex_unlock(&krdma_lock);
+	return true;
 }
 
 struct krdma_conn *krdma_conn_find(const char *name)
@@ -1916,11 +1936,16 @@ void krdma_listener_close(struct krdma_listener *l)
 		krdma_close(conn);
 	}
 
+	/*
+	 * Its directory first: the name stays taken (on the list) until it
+	 * is gone, or a listener of the same name made meanwhile would meet
+	 * it in sysfs.
+	 */
+	krdma_sysfs_del_listener(l);
 	mutex_lock(&krdma_lock);
 	if (!list_empty(&l->list))
 		list_del_init(&l->list);
 	mutex_unlock(&krdma_lock);
-	krdma_sysfs_del_listener(l);
 	pr_debug_ratelimited("%s: closed\n", l->name);
 	kobject_put(&l->kobj);
 }

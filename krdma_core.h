@@ -140,6 +140,7 @@ struct krdma_conn {
 	u32			id;
 	char			name[48];	/* listener name + ".N" fits */
 	struct list_head	list;		/* krdma_conns, krdma_lock */
+	bool			unpublished;	/* off it, krdma_lock */
 	struct list_head	accept_entry;	/* listener's accept queue */
 	struct krdma_listener	*listener;	/* passive side: where from */
 	bool			held;		/* in listener->held */
