@@ -275,15 +275,19 @@ log "read back after $t s, one reconnect"
 
 # ---- fio verify across reconnects -----------------------------------------
 # Replies dropped while fio writes and verifies: each costs a reconnect of
-# its queue, and not one I/O error reaches fio.
-log "fio verify across reconnects"
-echo 3 >$P/test_drop_replies
-dmesg_mark
-fio_verify 4M 64k
-expect_eq "$(cat $P/test_drop_replies)" 0 "replies left to drop"
-n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected')
-[ "$n" -ge 1 ] || { dmesg_new; fail "fio ran across no reconnect"; }
-log "$n reconnects during fio verify"
+# its queue, and not one I/O error reaches fio.  On the debug kernel in
+# make stress only (15 s): make check has the single dropped reply above
+# and the injected failures below.
+if [ "$KLINE" != debug ] || [ "${KRDMA_STRESS:-0}" = 1 ]; then
+	log "fio verify across reconnects"
+	echo 3 >$P/test_drop_replies
+	dmesg_mark
+	fio_verify 4M 64k
+	expect_eq "$(cat $P/test_drop_replies)" 0 "replies left to drop"
+	n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected')
+	[ "$n" -ge 1 ] || { dmesg_new; fail "fio ran across no reconnect"; }
+	log "$n reconnects during fio verify"
+fi
 
 # ---- fio verify across injected completion failures -----------------------
 # Each queue's connection is armed (conns/NAME/inject) to fail its 10th

@@ -28,10 +28,12 @@
 #     (the self-test service's ST_VERIFY; the module's header).
 # KRDMA_HOSTILE_PARTS (default "1 2 3"): only those parts.
 # Timings (one boot, one device): 6.12 rxe 43 s, 6.12 siw 35 s, debug rxe
-# 101 s: make check runs it on 6.12 only, over both devices.
+# 101 s: make check runs it on 6.12 over rxe (make stress: siw, and
+# every line).
 # topo: single
 # dev: rxe siw
 # check-kernel: 6.12
+# check-dev: rxe
 . "$(dirname "$0")/../lib.sh"
 
 hko=$BUILD/hostile/krdma_hostile.ko
