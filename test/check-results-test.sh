@@ -259,5 +259,18 @@ else
 	echo "not ok - KRDMA_DEBUG_RXE leaves rxe's one-guest tests to debug"
 fi
 
+# A test that needs its boot alone ("# alone: yes", poweroff) runs only
+# when named, in make stress too.
+al=$(KRDMA_STRESS=1 "$top/test/list-tests.sh" pair "rxe siw" 6.12)
+aln=$("$top/test/list-tests.sh" pair "rxe siw" 6.12 "poweroff")
+if ! grep -q poweroff <<<"$al" && [ "$aln" = "rxe poweroff
+siw poweroff" ]; then
+	pass=$((pass + 1))
+	[ "$verbose" = 0 ] || echo "ok - an alone test runs only when named"
+else
+	fail=$((fail + 1))
+	echo "not ok - an alone test runs only when named: '$aln'"
+fi
+
 echo "check-results self-test: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -12,7 +12,9 @@
 # lines; "# check-kernel: LINE..." limits it further in make check, where
 # time is short, and "# check-dev: DEV..." to those devices (KRDMA_STRESS=1,
 # make stress, runs it on every line its "# kernel:" allows, with every
-# device of its "# dev:").  The debug line adds "kmemleak" (test/kmemleak.sh, once per boot,
+# device of its "# dev:").  "# alone: yes" marks a test that must have
+# its boot to itself (poweroff: the peer does not survive it): it runs only
+# when FILTER names it.  The debug line adds "kmemleak" (test/kmemleak.sh, once per boot,
 # after the last device's tests).  FILTER (tools/check --tests, KRDMA_TESTS):
 # only the tests it names.  Only bash, no fork per test: it runs in the
 # guest under TCG too.
@@ -50,10 +52,10 @@ topo=$1 devs=$2 kline=$3 filter=${4:-}
 [ -d "$dir" ] || { echo "list-tests.sh: no $dir" >&2; exit 1; }
 
 # The header lines of every test, read once.
-names=() topos=() tdevs=() klines=()
+names=() topos=() tdevs=() klines=() alones=()
 for f in "$dir"/*.sh; do
 	[ -f "$f" ] || continue
-	t=${f##*/} tp='' dv='' kl='' ck='' cd=''
+	t=${f##*/} tp='' dv='' kl='' ck='' cd='' al=''
 	while IFS= read -r l; do
 		case "$l" in
 		"# topo:"*)	tp+=" ${l#"# topo:"}" ;;
@@ -62,13 +64,14 @@ for f in "$dir"/*.sh; do
 		"# kernel:"*)	kl+=" - ${l#"# kernel:"}" ;;
 		"# check-kernel:"*) ck+=" - ${l#"# check-kernel:"}" ;;
 		"# check-dev:"*) cd+=" ${l#"# check-dev:"}" ;;
+		"# alone: yes") al=1 ;;
 		esac
 	done <"$f"
 	if [ "${KRDMA_STRESS:-0}" != 1 ]; then
 		kl=${ck:-$kl}
 		dv=${cd:-$dv}
 	fi
-	names+=("${t%.sh}") topos+=("$tp") tdevs+=("$dv") klines+=("$kl")
+	names+=("${t%.sh}") topos+=("$tp") tdevs+=("$dv") klines+=("$kl") alones+=("$al")
 done
 
 # KRDMA_DEBUG_RXE=1 (tools/check sets it in make check when the debug line
@@ -91,6 +94,9 @@ for d in $devs; do
 		if [ "$dedup" = 1 ] && [ "$d" = rxe ] && has single "${topos[$i]}" &&
 		   { [ -z "${klines[$i]}" ] || has debug "${klines[$i]}"; }; then
 			continue
+		fi
+		if [ -n "${alones[$i]}" ]; then
+			has "$t" "$filter" || continue
 		fi
 		[ -z "$filter" ] || has "$t" "$filter" || continue
 		echo "$d $t"
