@@ -1571,6 +1571,25 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 /* ---- connect ------------------------------------------------------- */
 
+/*
+ * A connect that timed out (or was interrupted) may have its CM handler
+ * still running: on iWARP, rdma_connect() makes the TCP connection before
+ * it returns, and siw's takes as long as TCP takes to give up on a host
+ * that is gone (66 s measured, test/guest/poweroff.sh), and the teardown
+ * would wait for it (rdma_lock_handler(), rdma_destroy_id()).  So the
+ * caller's timeout holds: the connection becomes an orphan, with no
+ * callback, and the teardown work closes and frees it when the handler
+ * lets it (the module's exit waits for that work).
+ */
+static void krdma_connect_give_up(struct krdma_conn *conn, int err)
+{
+	spin_lock_bh(&conn->lock);
+	conn->ev_off = true;
+	conn->orphan = true;
+	spin_unlock_bh(&conn->lock);
+	krdma_conn_schedule_teardown(conn, err);
+}
+
 struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 				   const struct sockaddr *src,
 				   const struct krdma_conn_opts *in_opts,
@@ -1630,17 +1649,15 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 
 	left = wait_for_completion_killable_timeout(&conn->cm_done,
 						    msecs_to_jiffies(opts.timeout_ms));
-	if (left < 0) {
-		pr_warn_ratelimited("%s: connecting to %pISpc interrupted\n",
-				    conn->name, dst);
-		ret = left;
-		goto fail;
-	}
-	if (!left) {
-		pr_warn_ratelimited("%s: connecting to %pISpc timed out\n",
-				    conn->name, dst);
-		ret = -ETIMEDOUT;
-		goto fail;
+	if (left <= 0) {
+		if (left < 0)
+			pr_warn_ratelimited("%s: connecting to %pISpc interrupted\n",
+					    conn->name, dst);
+		else
+			pr_warn_ratelimited("%s: connecting to %pISpc timed out\n",
+					    conn->name, dst);
+		krdma_connect_give_up(conn, left ?: -ETIMEDOUT);
+		return ERR_PTR(left ?: -ETIMEDOUT);
 	}
 	ret = conn->cm_status;
 	if (ret)
