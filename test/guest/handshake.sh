@@ -69,3 +69,21 @@ expect_ctl_err EEXIST listen name=l1 addr=$MY_IP:7003
 ctl test name=c4 op=send,write,read size=1 || fail "test c4"
 wait_for 60 not_running $KRDMA_SYS/conns/c4/test_status
 expect_eq "$(cat $KRDMA_SYS/conns/c4/test_status)" passed "c4 self-test"
+
+# A connect that times out returns at its timeout and leaves nothing
+# once its teardown work ran (krdma_connect_give_up()): an address on the
+# device's subnet that nobody has, so that address resolution (ARP) is
+# still under way when 300 ms are up.
+nobody=${MY_IP%.*}.77
+dmesg_mark
+t0=${EPOCHREALTIME/./}
+expect_ctl_err ETIMEDOUT connect name=c5 addr=$nobody:7001 timeout_ms=300
+ms=$(( (${EPOCHREALTIME/./} - t0) / 1000 ))
+log "connect to $nobody timed out after $ms ms"
+[ $ms -lt 3000 ] || fail "connect with timeout_ms=300 took $ms ms"
+dmesg_new | grep -q "c5: connecting to $nobody:7001 timed out" ||
+	fail "no dmesg line for c5's timeout"
+wait_for 10 test ! -e $KRDMA_SYS/conns/c5 || fail "c5 still in sysfs 10 s after its timeout"
+# Its name is free again.
+expect_ctl_err ETIMEDOUT connect name=c5 addr=$nobody:7001 timeout_ms=300
+wait_for 10 test ! -e $KRDMA_SYS/conns/c5 || fail "c5 (again) still in sysfs 10 s after its timeout"
