@@ -36,8 +36,9 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <uapi/linux/krdma.h>
+#include <krdma.h>
 
-#include "krdma_core.h"
+#include "krdma_chardev.h"
 #include "krdma_abi.h"
 #include "krdma_plan.h"
 
@@ -189,7 +190,7 @@ static void krdma_cd_obj_shutdown(struct krdma_cd_obj *obj)
 		krdma_listener_close(obj->l);
 		break;
 	case KRDMA_IOC_TYPE_CONN:
-		krdma_conn_teardown(obj->conn, 0);
+		krdma_conn_shutdown(obj->conn);
 		break;
 	}
 }
@@ -352,9 +353,9 @@ static long krdma_cd_listen(struct krdma_cd_session *s, union krdma_cd_arg *a,
 		return PTR_ERR(l);
 	}
 	/* Ours, beyond the owner's that krdma_listener_close() drops. */
-	kobject_get(&l->kobj);
+	krdma_listener_get(l);
 	obj->l = l;
-	krdma_cd_watch(obj, &l->wq);
+	krdma_cd_watch(obj, krdma_listener_waitq(l));
 	ret = krdma_cd_install(s, obj, "LISTEN");
 	if (ret) {
 		krdma_cd_obj_shutdown(obj);
@@ -379,7 +380,7 @@ static int krdma_cd_add_conn(struct krdma_cd_session *s,
 		return -ENOMEM;
 	}
 	obj->conn = conn;
-	krdma_cd_watch(obj, &conn->wq);
+	krdma_cd_watch(obj, krdma_conn_waitq(conn));
 	ret = krdma_cd_install(s, obj, cmd);
 	if (ret) {
 		krdma_cd_obj_shutdown(obj);
@@ -743,9 +744,9 @@ static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	if (!obj)
 		return -EBADF;
 	/* Before any byte moves: krdma_write_imm() would refuse only the last. */
-	if (imm && obj->conn->iwarp) {
+	if (imm && krdma_conn_is_iwarp(obj->conn)) {
 		krdma_cd_warn("%s: %s is iWARP, which has no immediate data\n",
-			      cmd, obj->conn->devname);
+			      cmd, krdma_conn_device_name(obj->conn));
 		ret = -EOPNOTSUPP;
 		goto out;
 	}
@@ -850,7 +851,7 @@ static long krdma_cd_atomic(struct krdma_cd_session *s, union krdma_cd_arg *a,
 					x->compare_add, &old, timeout);
 	if (ret == -EOPNOTSUPP)
 		krdma_cd_warn("%s: %s has no atomics\n", cmd,
-			      obj->conn->devname);
+			      krdma_conn_device_name(obj->conn));
 	if (!ret)
 		x->old = old;
 	krdma_cd_obj_put(obj);
@@ -884,43 +885,51 @@ static u32 krdma_cd_state(enum krdma_conn_state st)
 static void krdma_cd_query_conn(struct krdma_conn *conn,
 				struct krdma_ioc_query *q)
 {
-	struct krdma_stats *st = &conn->stats;
+	struct krdma_conn_info *i;
 
-	spin_lock_bh(&conn->lock);
-	q->state = krdma_cd_state(conn->state);
-	q->error = conn->error;
-	q->wc_status = conn->error_wc;
-	q->credits = conn->cr.credits;
-	spin_unlock_bh(&conn->lock);
-	q->queue_depth = conn->depth;
-	q->max_msg_size = conn->max_msg;
-	krdma_cd_addr_out(&conn->laddr, &q->local);
-	krdma_cd_addr_out(&conn->raddr, &q->peer);
-	strscpy(q->name, conn->name, sizeof(q->name));
-	strscpy(q->device, conn->devname, sizeof(q->device));
-	q->send_ops = atomic64_read(&st->send_ops);
-	q->send_bytes = atomic64_read(&st->send_bytes);
-	q->recv_ops = atomic64_read(&st->recv_ops);
-	q->recv_bytes = atomic64_read(&st->recv_bytes);
-	q->write_ops = atomic64_read(&st->write_ops);
-	q->write_bytes = atomic64_read(&st->write_bytes);
-	q->read_ops = atomic64_read(&st->read_ops);
-	q->read_bytes = atomic64_read(&st->read_bytes);
-	q->atomic_ops = atomic64_read(&st->atomic_ops);
-	q->errors = atomic64_read(&st->errors);
+	/* About 400 bytes: not on the ioctl's stack. */
+	i = kmalloc(sizeof(*i), GFP_KERNEL);
+	if (!i) {
+		q->state = KRDMA_IOC_STATE_ERROR;
+		q->error = krdma_conn_error(conn);
+		return;
+	}
+	krdma_conn_query(conn, i);
+	q->state = krdma_cd_state(i->state);
+	q->error = i->error;
+	q->wc_status = i->wc_status;
+	q->credits = i->credits;
+	q->queue_depth = i->queue_depth;
+	q->max_msg_size = i->max_msg_size;
+	krdma_cd_addr_out(&i->local, &q->local);
+	krdma_cd_addr_out(&i->peer, &q->peer);
+	strscpy(q->name, i->name, sizeof(q->name));
+	strscpy(q->device, i->device, sizeof(q->device));
+	q->send_ops = i->send_ops;
+	q->send_bytes = i->send_bytes;
+	q->recv_ops = i->recv_ops;
+	q->recv_bytes = i->recv_bytes;
+	q->write_ops = i->write_ops;
+	q->write_bytes = i->write_bytes;
+	q->read_ops = i->read_ops;
+	q->read_bytes = i->read_bytes;
+	q->atomic_ops = i->atomic_ops;
+	q->errors = i->errors;
+	kfree(i);
 }
 
 static void krdma_cd_query_listener(struct krdma_listener *l,
 				    struct krdma_ioc_query *q)
 {
-	int err = READ_ONCE(l->error);
+	struct krdma_listener_info i;
 
-	q->state = err ? KRDMA_IOC_STATE_STOPPED : KRDMA_IOC_STATE_LISTENING;
-	q->error = err;
-	q->queue_depth = l->opts.queue_depth;
-	q->max_msg_size = l->opts.max_msg_size;
-	krdma_cd_addr_out(&l->addr, &q->local);
-	strscpy(q->name, l->name, sizeof(q->name));
+	krdma_listener_query(l, &i);
+	q->state = i.error ? KRDMA_IOC_STATE_STOPPED : KRDMA_IOC_STATE_LISTENING;
+	q->error = i.error;
+	q->queue_depth = i.queue_depth;
+	q->max_msg_size = i.max_msg_size;
+	krdma_cd_addr_out(&i.local, &q->local);
+	strscpy(q->name, i.name, sizeof(q->name));
 }
 
 static long krdma_cd_query(struct krdma_cd_session *s, union krdma_cd_arg *a,
@@ -1022,7 +1031,7 @@ static __poll_t krdma_cd_poll(struct file *file, poll_table *wait)
 	xa_lock(&s->handles);
 	xa_for_each(&s->handles, h, obj) {
 		if (obj->type == KRDMA_IOC_TYPE_CONN) {
-			if (krdma_msg_ready(obj->conn))
+			if (krdma_recv_ready(obj->conn))
 				mask |= EPOLLIN | EPOLLRDNORM;
 			if (krdma_conn_error(obj->conn))
 				mask |= EPOLLHUP;

@@ -52,10 +52,33 @@ void krdma_conn_put(struct krdma_conn *conn)
 	kobject_put(&conn->kobj);
 }
 
+/**
+ * krdma_listener_get - keep a listener's memory
+ * @l: the listener
+ *
+ * For a consumer whose other threads may still wait on @l (krdma_accept(),
+ * krdma_listener_waitq()) after krdma_listener_close(): @l stays valid,
+ * closed, until the matching krdma_listener_put().
+ *
+ * Context: any.
+ */
+void krdma_listener_get(struct krdma_listener *l)
+{
+	kobject_get(&l->kobj);
+}
+EXPORT_SYMBOL_GPL(krdma_listener_get);
+
+/**
+ * krdma_listener_put - drop what krdma_listener_get() took
+ * @l: the listener
+ *
+ * Context: process context (the last one frees @l).
+ */
 void krdma_listener_put(struct krdma_listener *l)
 {
 	kobject_put(&l->kobj);
 }
+EXPORT_SYMBOL_GPL(krdma_listener_put);
 
 static void krdma_conn_opts_fill(struct krdma_conn_opts *o,
 				 const struct krdma_conn_opts *in)
@@ -483,6 +506,34 @@ const char *krdma_conn_name(struct krdma_conn *conn)
 	return conn->name;
 }
 EXPORT_SYMBOL_GPL(krdma_conn_name);
+
+/**
+ * krdma_conn_device_name - the name of a connection's RDMA device
+ * @conn: a connection from krdma_connect() or a listener
+ *
+ * Context: any.
+ * Return: "rxe0", say; valid until the connection is closed.
+ */
+const char *krdma_conn_device_name(struct krdma_conn *conn)
+{
+	return conn->devname;
+}
+EXPORT_SYMBOL_GPL(krdma_conn_device_name);
+
+/**
+ * krdma_conn_is_iwarp - is a connection on an iWARP device?
+ * @conn: a connection from krdma_connect() or a listener
+ *
+ * iWARP has no immediate data (krdma_write_imm() fails with -EOPNOTSUPP)
+ * and needs remote write rights on a READ's target.
+ *
+ * Context: any.
+ */
+bool krdma_conn_is_iwarp(struct krdma_conn *conn)
+{
+	return conn->iwarp;
+}
+EXPORT_SYMBOL_GPL(krdma_conn_is_iwarp);
 
 /* Set conn->state, with conn->lock held, and trace a change. */
 static void krdma_conn_set_state_locked(struct krdma_conn *conn,
@@ -981,6 +1032,80 @@ void krdma_conn_fail(struct krdma_conn *conn, int err)
 	krdma_conn_schedule_teardown(conn, err);
 }
 EXPORT_SYMBOL_GPL(krdma_conn_fail);
+
+/**
+ * krdma_conn_shutdown - stop a connection now, without releasing it
+ * @conn: the connection
+ *
+ * Disconnects: every operation still out completes with an error, and
+ * every waiter (krdma_recv(), a synchronous transfer) returns, before
+ * this returns.  For a consumer whose other threads may still hold @conn:
+ * they get errors from here on, and its owner calls krdma_close() once
+ * they are done.
+ *
+ * Context: process context; sleeps.  Not from @conn's own callbacks.
+ */
+void krdma_conn_shutdown(struct krdma_conn *conn)
+{
+	krdma_conn_teardown(conn, 0);
+}
+EXPORT_SYMBOL_GPL(krdma_conn_shutdown);
+
+/**
+ * krdma_conn_waitq - where a connection's waiters sleep
+ * @conn: the connection
+ *
+ * Woken when a message is ready for krdma_recv() and when the connection
+ * changes state (fails, disconnects): for a consumer that waits on several
+ * objects at once (poll() of /dev/krdma) with its own wait entry.
+ * Remove the entry before krdma_close().
+ *
+ * Context: any.
+ * Return: the wait queue head.
+ */
+wait_queue_head_t *krdma_conn_waitq(struct krdma_conn *conn)
+{
+	return &conn->wq;
+}
+EXPORT_SYMBOL_GPL(krdma_conn_waitq);
+
+/**
+ * krdma_conn_query - a snapshot of a connection
+ * @conn: the connection
+ * @info: filled in
+ *
+ * Context: any but hard interrupt; does not sleep.
+ */
+void krdma_conn_query(struct krdma_conn *conn, struct krdma_conn_info *info)
+{
+	struct krdma_stats *st = &conn->stats;
+
+	memset(info, 0, sizeof(*info));
+	spin_lock_bh(&conn->lock);
+	info->state = conn->state;
+	info->error = conn->error;
+	info->wc_status = conn->error_wc;
+	info->credits = conn->cr.credits;
+	spin_unlock_bh(&conn->lock);
+	info->queue_depth = conn->depth;
+	info->max_msg_size = conn->max_msg;
+	info->iwarp = conn->iwarp;
+	memcpy(&info->local, &conn->laddr, sizeof(info->local));
+	memcpy(&info->peer, &conn->raddr, sizeof(info->peer));
+	strscpy(info->name, conn->name, sizeof(info->name));
+	strscpy(info->device, conn->devname, sizeof(info->device));
+	info->send_ops = atomic64_read(&st->send_ops);
+	info->send_bytes = atomic64_read(&st->send_bytes);
+	info->recv_ops = atomic64_read(&st->recv_ops);
+	info->recv_bytes = atomic64_read(&st->recv_bytes);
+	info->write_ops = atomic64_read(&st->write_ops);
+	info->write_bytes = atomic64_read(&st->write_bytes);
+	info->read_ops = atomic64_read(&st->read_ops);
+	info->read_bytes = atomic64_read(&st->read_bytes);
+	info->atomic_ops = atomic64_read(&st->atomic_ops);
+	info->errors = atomic64_read(&st->errors);
+}
+EXPORT_SYMBOL_GPL(krdma_conn_query);
 
 /**
  * krdma_conn_error - why a connection stopped working
@@ -1880,6 +2005,47 @@ bool krdma_accept_ready(struct krdma_listener *l)
 	spin_unlock_bh(&l->lock);
 	return ready;
 }
+EXPORT_SYMBOL_GPL(krdma_accept_ready);
+
+/**
+ * krdma_listener_waitq - where a listener's waiters sleep
+ * @l: the listener
+ *
+ * Woken when a connection is ready for krdma_accept() and when @l stops
+ * listening: for a consumer that waits on several objects at once (poll()
+ * of /dev/krdma) with its own wait entry.  Remove the entry before the
+ * last krdma_listener_put().
+ *
+ * Context: any.
+ * Return: the wait queue head.
+ */
+wait_queue_head_t *krdma_listener_waitq(struct krdma_listener *l)
+{
+	return &l->wq;
+}
+EXPORT_SYMBOL_GPL(krdma_listener_waitq);
+
+/**
+ * krdma_listener_query - a snapshot of a listener
+ * @l: the listener
+ * @info: filled in
+ *
+ * Context: any but hard interrupt; does not sleep.
+ */
+void krdma_listener_query(struct krdma_listener *l,
+			  struct krdma_listener_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	spin_lock_bh(&l->lock);
+	info->error = l->error;
+	info->listening = !l->closed && !l->error;
+	spin_unlock_bh(&l->lock);
+	info->queue_depth = l->opts.queue_depth;
+	info->max_msg_size = l->opts.max_msg_size;
+	memcpy(&info->local, &l->addr, sizeof(info->local));
+	strscpy(info->name, l->name, sizeof(info->name));
+}
+EXPORT_SYMBOL_GPL(krdma_listener_query);
 
 /**
  * krdma_listener_close - stop listening and release the listener

@@ -319,7 +319,6 @@ void krdma_conn_put(struct krdma_conn *conn);
 void krdma_conn_get(struct krdma_conn *conn);
 struct krdma_conn *krdma_conn_find(const char *name);
 struct krdma_listener *krdma_listener_find(const char *name);
-void krdma_listener_put(struct krdma_listener *l);
 /* A session's name: sessN, or one the control file gave (1-31 bytes). */
 #define KRDMA_SESSION_NAME_MAX	32
 struct krdma_session *__krdma_session_create(const struct sockaddr *dst,
@@ -344,7 +343,6 @@ static inline int krdma_conn_qp_get(struct krdma_conn *conn)
 }
 
 void krdma_conn_qp_put(struct krdma_conn *conn);
-bool krdma_accept_ready(struct krdma_listener *l);
 
 /* krdma_cq.c: queue pair, CQ, buffers and the message datapath */
 int krdma_conn_create_qp(struct krdma_conn *conn);
@@ -355,7 +353,6 @@ u32 krdma_rx_queued(struct krdma_conn *conn);
 int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		   long timeout);
 void krdma_conn_flush_waiters(struct krdma_conn *conn);
-bool krdma_msg_ready(struct krdma_conn *conn);
 void krdma_rx_cb_start(struct krdma_conn *conn);
 void krdma_conn_free_rx_gone(struct krdma_conn *conn);
 int krdma_wc_errno(enum ib_wc_status status);
@@ -413,9 +410,5 @@ void krdma_sysfs_conn_remove_group(struct krdma_conn *conn,
 				   const struct attribute_group *grp);
 int krdma_sysfs_add_listener(struct krdma_listener *l);
 void krdma_sysfs_del_listener(struct krdma_listener *l);
-
-/* krdma_chardev.c: /dev/krdma */
-int krdma_chardev_init(void);
-void krdma_chardev_exit(void);
 
 #endif /* KRDMA_CORE_H */

@@ -834,14 +834,16 @@ u32 krdma_rx_queued(struct krdma_conn *conn)
 }
 
 /**
- * krdma_msg_ready - is a message waiting to be received?
- * @conn: the connection
+ * krdma_recv_ready - is a message waiting to be received?
+ * @conn: the connection (without a recv callback)
  *
- * For poll(): neither consumes the message nor sleeps.
+ * For poll(): neither consumes the message nor sleeps.  Wait for it on
+ * krdma_conn_waitq().
  *
+ * Context: any but hard interrupt.
  * Return: true when krdma_recv() would return a message at once.
  */
-bool krdma_msg_ready(struct krdma_conn *conn)
+bool krdma_recv_ready(struct krdma_conn *conn)
 {
 	bool ready;
 
@@ -850,6 +852,7 @@ bool krdma_msg_ready(struct krdma_conn *conn)
 	spin_unlock_bh(&conn->lock);
 	return ready;
 }
+EXPORT_SYMBOL_GPL(krdma_recv_ready);
 
 /**
  * krdma_recv_ex - receive the next message or write-with-immediate notice

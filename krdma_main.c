@@ -11,6 +11,7 @@
 #include "krdma_core.h"
 #include "krdma_dma.h"
 #include "krdma_ctl.h"
+#include "krdma_chardev.h"
 
 #define CREATE_TRACE_POINTS
 #include "krdma_trace.h"

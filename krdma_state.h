@@ -9,14 +9,7 @@
 #define KRDMA_STATE_H
 
 #include <linux/errno.h>
-
-enum krdma_conn_state {
-	KRDMA_CONN_CONNECTING,
-	KRDMA_CONN_CONNECTED,
-	KRDMA_CONN_DISCONNECTED,	/* the peer or we disconnected */
-	KRDMA_CONN_ERROR,		/* failed; conn->error says why */
-	KRDMA_CONN_CLOSED,		/* resources released (never set yet) */
-};
+#include <krdma.h>	/* enum krdma_conn_state */
 
 enum krdma_conn_event {
 	KRDMA_CONN_EV_ESTABLISHED,	/* the CM finished the handshake */

@@ -29,6 +29,8 @@
 #include <linux/socket.h>
 #include <linux/scatterlist.h>
 #include <linux/uuid.h>
+#include <linux/wait.h>
+#include <rdma/ib_verbs.h>
 
 struct krdma_conn;
 struct krdma_listener;
@@ -530,5 +532,105 @@ const char *krdma_session_name(struct krdma_session *s);
 int krdma_session_id_from_req(const struct krdma_conn_req *req, uuid_t *id,
 			      u32 *gen);
 const char *krdma_conn_name(struct krdma_conn *conn);
+const char *krdma_conn_device_name(struct krdma_conn *conn);
+bool krdma_conn_is_iwarp(struct krdma_conn *conn);
+
+/* ---- looking at connections and listeners, and waiting on them -------- */
+
+/**
+ * enum krdma_conn_state - where a connection is
+ * @KRDMA_CONN_CONNECTING: the handshake is under way
+ * @KRDMA_CONN_CONNECTED: usable
+ * @KRDMA_CONN_DISCONNECTED: the peer or its owner disconnected
+ * @KRDMA_CONN_ERROR: failed; krdma_conn_error() says why
+ * @KRDMA_CONN_CLOSED: resources released (not reported yet)
+ *
+ * DISCONNECTED and ERROR are final.
+ */
+enum krdma_conn_state {
+	KRDMA_CONN_CONNECTING,
+	KRDMA_CONN_CONNECTED,
+	KRDMA_CONN_DISCONNECTED,
+	KRDMA_CONN_ERROR,
+	KRDMA_CONN_CLOSED,
+};
+
+#define KRDMA_CONN_NAME_MAX	48
+
+/**
+ * struct krdma_conn_info - a snapshot of a connection (krdma_conn_query())
+ * @state: where it is
+ * @error: 0, or the negative errno that ended it
+ * @wc_status: the failed work completion's status behind @error, or
+ *	IB_WC_SUCCESS when no completion failed
+ * @credits: the messages it may send now
+ * @queue_depth: negotiated depth
+ * @max_msg_size: negotiated largest message
+ * @iwarp: on an iWARP device (no immediate data, READ targets need remote
+ *	write rights)
+ * @local: its own address
+ * @peer: the peer's
+ * @name: its name (its directory under /sys/kernel/krdma/conns/)
+ * @device: its RDMA device's name, "" before address resolution
+ * @send_ops: messages sent (and so on for the other counters: operations
+ *	completed and their bytes)
+ * @send_bytes: bytes of @send_ops
+ * @recv_ops: messages received
+ * @recv_bytes: bytes of @recv_ops
+ * @write_ops: RDMA WRITEs
+ * @write_bytes: bytes of @write_ops
+ * @read_ops: RDMA READs
+ * @read_bytes: bytes of @read_ops
+ * @atomic_ops: atomics
+ * @errors: operations that failed
+ */
+struct krdma_conn_info {
+	enum krdma_conn_state	state;
+	int			error;
+	enum ib_wc_status	wc_status;
+	u32			credits;
+	u32			queue_depth;
+	u32			max_msg_size;
+	bool			iwarp;
+	struct sockaddr_storage	local, peer;
+	char			name[KRDMA_CONN_NAME_MAX];
+	char			device[IB_DEVICE_NAME_MAX];
+	u64			send_ops, send_bytes;
+	u64			recv_ops, recv_bytes;
+	u64			write_ops, write_bytes;
+	u64			read_ops, read_bytes;
+	u64			atomic_ops, errors;
+};
+
+/**
+ * struct krdma_listener_info - a snapshot of a listener
+ *	(krdma_listener_query())
+ * @error: 0 while it listens, else why it stopped (-ENODEV: its device
+ *	went away; 0 is also what a closed listener reports, see @listening)
+ * @listening: it still takes connections
+ * @queue_depth: the depth it offers
+ * @max_msg_size: the largest message it offers
+ * @local: the address it listens on
+ * @name: its name (its directory under /sys/kernel/krdma/listeners/)
+ */
+struct krdma_listener_info {
+	int			error;
+	bool			listening;
+	u32			queue_depth;
+	u32			max_msg_size;
+	struct sockaddr_storage	local;
+	char			name[KRDMA_CONN_NAME_MAX];
+};
+
+void krdma_conn_query(struct krdma_conn *conn, struct krdma_conn_info *info);
+void krdma_listener_query(struct krdma_listener *l,
+			  struct krdma_listener_info *info);
+bool krdma_recv_ready(struct krdma_conn *conn);
+bool krdma_accept_ready(struct krdma_listener *l);
+wait_queue_head_t *krdma_conn_waitq(struct krdma_conn *conn);
+wait_queue_head_t *krdma_listener_waitq(struct krdma_listener *l);
+void krdma_conn_shutdown(struct krdma_conn *conn);
+void krdma_listener_get(struct krdma_listener *l);
+void krdma_listener_put(struct krdma_listener *l);
 
 #endif /* _KRDMA_H */
