@@ -929,6 +929,13 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	 */
 	if (conn->qp)
 		ib_drain_qp(conn->qp);
+	/*
+	 * Completions inject's delay= holds back go to their handlers now,
+	 * before the ops, MRs and buffers they point to are freed.  The
+	 * drain's own completion is not krdma's and was never held: every
+	 * completion of the QP came before it, so none can come after.
+	 */
+	krdma_inject_drain(&conn->inj);
 	krdma_rw_reap(conn);
 	krdma_conn_release_mrs(conn);
 	krdma_conn_destroy_qp(conn);

@@ -552,7 +552,8 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	bool wake = false, deliver = false;
 	int ret;
 
-	krdma_inject_wc(conn, &conn->inj, wc, KRDMA_INJ_RECV);
+	if (krdma_inject_wc(conn, &conn->inj, cq, wc, KRDMA_INJ_RECV))
+		return;
 	if (wc->status != IB_WC_SUCCESS) {
 		trace_krdma_recv_done(conn->name, 0, wc->status);
 		krdma_wc_error(conn, wc, "receive");
@@ -993,7 +994,8 @@ static void krdma_credit_msg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_tx *tx = container_of(wc->wr_cqe, struct krdma_tx, cqe);
 
-	krdma_inject_wc(tx->conn, &tx->conn->inj, wc, KRDMA_INJ_SEND);
+	if (krdma_inject_wc(tx->conn, &tx->conn->inj, cq, wc, KRDMA_INJ_SEND))
+		return;
 	if (wc->status != IB_WC_SUCCESS)
 		krdma_wc_error(tx->conn, wc, "credit message");
 }
@@ -1006,7 +1008,8 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	int status = 0;
 	bool wake;
 
-	krdma_inject_wc(conn, &conn->inj, wc, KRDMA_INJ_SEND);
+	if (krdma_inject_wc(conn, &conn->inj, cq, wc, KRDMA_INJ_SEND))
+		return;
 	trace_krdma_send_done(conn->name,
 			      wc->status == IB_WC_SUCCESS ? tx->len : 0,
 			      wc->status);
@@ -1352,6 +1355,8 @@ static void krdma_imm_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_imm_ctx *c = container_of(wc->wr_cqe,
 					       struct krdma_imm_ctx, cqe);
 
+	if (krdma_inject_wc(c->conn, &c->conn->inj, cq, wc, KRDMA_INJ_RDMA))
+		return;
 	trace_krdma_rdma_done(c->conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0,
 			      wc->status);
 	c->status = 0;

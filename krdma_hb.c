@@ -64,7 +64,8 @@ void krdma_hb_sent(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_tx *tx = container_of(wc->wr_cqe, struct krdma_tx, cqe);
 	struct krdma_conn *conn = tx->conn;
 
-	krdma_inject_wc(conn, &conn->inj, wc, KRDMA_INJ_HB);
+	if (krdma_inject_wc(conn, &conn->inj, cq, wc, KRDMA_INJ_HB))
+		return;
 	if (wc->status != IB_WC_SUCCESS)
 		krdma_wc_error(conn, wc, "heartbeat");
 	spin_lock(&conn->lock);

@@ -64,7 +64,8 @@ static void krdma_mr_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_mr *kmr = container_of(wc->wr_cqe, struct krdma_mr, cqe);
 
-	krdma_inject_wc(kmr->conn, &kmr->conn->inj, wc, KRDMA_INJ_REG);
+	if (krdma_inject_wc(kmr->conn, &kmr->conn->inj, cq, wc, KRDMA_INJ_REG))
+		return;
 	kmr->status = 0;
 	if (wc->status != IB_WC_SUCCESS) {
 		krdma_wc_error(kmr->conn, wc, "memory registration");
@@ -603,7 +604,8 @@ static void krdma_pool_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_mr *kmr = container_of(wc->wr_cqe, struct krdma_mr, cqe);
 
-	krdma_inject_wc(kmr->conn, &kmr->conn->inj, wc, KRDMA_INJ_REG);
+	if (krdma_inject_wc(kmr->conn, &kmr->conn->inj, cq, wc, KRDMA_INJ_REG))
+		return;
 	/* The connection fails with the cause, an ERROR event. */
 	if (wc->status != IB_WC_SUCCESS)
 		krdma_wc_error(kmr->conn, wc, "memory registration");
@@ -617,7 +619,8 @@ static void krdma_pool_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_conn *conn = kmr->conn;
 	int status = 0;
 
-	krdma_inject_wc(conn, &conn->inj, wc, KRDMA_INJ_REG);
+	if (krdma_inject_wc(conn, &conn->inj, cq, wc, KRDMA_INJ_REG))
+		return;
 	if (wc->status != IB_WC_SUCCESS) {
 		krdma_wc_error(conn, wc, "memory invalidation");
 		status = krdma_op_errno(conn, wc);

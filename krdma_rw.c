@@ -171,8 +171,9 @@ static void krdma_rw_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_rdma *op = container_of(wc->wr_cqe, struct krdma_rdma,
 					      cqe);
 
-	if (!op->finished)
-		krdma_inject_wc(op->conn, &op->conn->inj, wc, KRDMA_INJ_RDMA);
+	if (!op->finished &&
+	    krdma_inject_wc(op->conn, &op->conn->inj, cq, wc, KRDMA_INJ_RDMA))
+		return;
 	__krdma_rw_done(cq, wc);
 	if (unlikely(fault_dup_flush) && wc->status != IB_WC_SUCCESS)
 		__krdma_rw_done(cq, wc);
@@ -187,6 +188,9 @@ static void krdma_rw_err_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_rdma *op = container_of(wc->wr_cqe, struct krdma_rdma,
 					      err_cqe);
 
+	/* Never chosen itself, but it keeps its place behind a delayed one. */
+	if (!op->finished && krdma_inject_wc(op->conn, &op->conn->inj, cq, wc, 0))
+		return;
 	if (!op->finished)
 		krdma_rw_wc_status(op, wc);
 }
@@ -905,7 +909,8 @@ static void krdma_atomic_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct krdma_atomic_ctx *a = container_of(wc->wr_cqe,
 						  struct krdma_atomic_ctx, cqe);
 
-	krdma_inject_wc(a->conn, &a->conn->inj, wc, KRDMA_INJ_ATOMIC);
+	if (krdma_inject_wc(a->conn, &a->conn->inj, cq, wc, KRDMA_INJ_ATOMIC))
+		return;
 	trace_krdma_rdma_done(a->conn->name, a->op, sizeof(u64), wc->status);
 	a->status = 0;
 	if (wc->status != IB_WC_SUCCESS) {

@@ -79,6 +79,11 @@ struct krdma_selftest {
 	spinlock_t		stat_lock;	/* taken in softirq too */
 	atomic_t		send_inflight;
 	int			send_err;
+	u32			send_next;	/* the send completing next */
+	/* the service: the ST_DATA batch coming in, in order */
+	u64			data_next;	/* the seed expected next */
+	bool			data_mid;	/* a batch has begun */
+	bool			data_bad;	/* one came out of order */
 	u64			done_ops;
 	u64			bytes;
 	u64			usecs;
@@ -271,13 +276,22 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 	case ST_DATA:
 		bad = krdma_pattern_check((const u8 *)m + sizeof(*m),
 					  len - sizeof(*m), seed, 0);
+		/* A batch's seeds follow each other: the order is checked. */
+		if (st->data_mid && seed != st->data_next && !st->data_bad) {
+			pr_warn_ratelimited("%s: self-test message %llu came where %llu was due\n",
+					    conn->name, seed, st->data_next);
+			st->data_bad = true;
+		}
+		st->data_next = seed + 1;
+		st->data_mid = !be32_to_cpu(m->arg);
 		if (bad >= 0 || mlen != len - sizeof(*m)) {
 			pr_warn_ratelimited("%s: self-test message %llu bad at byte %lld\n",
 					    conn->name, seed, bad);
 			st_reply(conn, -EILSEQ, bad);
 		} else if (be32_to_cpu(m->arg)) {
 			/* The last of a batch: one reply for all of them. */
-			st_reply(conn, 0, 0);
+			st_reply(conn, st->data_bad ? -EBADMSG : 0, 0);
+			st->data_bad = false;
 		} else if (m->flags & ST_F_HOLD) {
 			st_hold(conn);
 		}
@@ -622,6 +636,7 @@ struct st_sreq {
 	struct krdma_req	req;
 	ktime_t			t0;
 	struct krdma_selftest	*st;
+	u32			i;		/* its place in the test */
 };
 
 static void st_send_done(struct krdma_req *req)
@@ -629,10 +644,18 @@ static void st_send_done(struct krdma_req *req)
 	struct st_sreq *s = container_of(req, struct st_sreq, req);
 	struct krdma_selftest *st = s->st;
 
-	if (req->status)
+	if (req->status) {
 		cmpxchg(&st->send_err, 0, req->status);
-	else
+	} else {
+		/* A QP's send completions come in order (#18: inject delay=). */
+		if (s->i != st->send_next) {
+			pr_warn_ratelimited("%s: self-test send %u completed where %u was due\n",
+					    st->conn->name, s->i, st->send_next);
+			cmpxchg(&st->send_err, 0, -EBADMSG);
+		}
 		st_lat(st, s->t0, req->len - sizeof(struct st_msg));
+	}
+	st->send_next = s->i + 1;
 	atomic_dec(&st->send_inflight);
 	wake_up_all(&st->conn->wq);
 }
@@ -667,6 +690,7 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 	}
 	atomic_set(&st->send_inflight, 0);
 	st->send_err = 0;
+	st->send_next = 0;
 	for (i = 0; i < st->count && !ret; i++) {
 		struct st_sreq *s = &reqs[i % nslots];
 
@@ -681,6 +705,7 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 			m->flags = ST_F_HOLD;
 		krdma_pattern_fill((u8 *)m + sizeof(*m), payload, seed0 + i, 0);
 		s->st = st;
+		s->i = i;
 		s->req.done = st_send_done;
 		s->t0 = ktime_get();
 		atomic_inc(&st->send_inflight);
@@ -721,7 +746,13 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 				snprintf(st->status, sizeof(st->status),
 					 "failed: message differs at peer byte %llu",
 					 bad);
+			else if (ret == -EBADMSG)
+				snprintf(st->status, sizeof(st->status),
+					 "failed: messages out of order at the peer");
 		}
+	} else if (ret == -EBADMSG) {
+		snprintf(st->status, sizeof(st->status),
+			 "failed: send completions out of order");
 	}
 	kfree(reqs);
 	kvfree(m);

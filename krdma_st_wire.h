@@ -29,6 +29,10 @@ enum st_op {
  * ST_DATA: the receiver stops taking messages until the sender must have
  * run out of credits, so that a send test always meets backpressure
  * (however fast the receiver is) and flow control is what it exercises.
+ * A batch's seeds follow each other; the last has arg 1.  The receiver
+ * checks every payload and the order: its one reply, to the last, is 0,
+ * -EILSEQ (a payload differs; off: where) or -EBADMSG (one came out of
+ * order).
  */
 #define ST_F_HOLD	0x01
 

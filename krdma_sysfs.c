@@ -426,6 +426,7 @@ static void krdma_conn_kobj_release(struct kobject *kobj)
 
 	krdma_conn_free_rx_gone(conn);
 	krdma_conn_pool_free(conn);
+	krdma_inject_free(&conn->inj);
 	if (conn->listener)
 		kobject_put(&conn->listener->kobj);
 	kfree(conn);
