@@ -507,7 +507,9 @@ struct krdma_session_ops {
  *	KRDMA_SESSION_MIN_DELAY_MS, at most KRDMA_SESSION_MAX_DELAY_MS)
  * @loss_tmo_ms: how long after a failure the session keeps trying before
  *	it is lost (0: KRDMA_SESSION_DEFAULT_LOSS_TMO_MS;
- *	KRDMA_SESSION_LOSS_TMO_NEVER: never lost)
+ *	KRDMA_SESSION_LOSS_TMO_NEVER: never lost).  An attempt under way
+ *	when the time comes ends first: the loss can come up to one
+ *	@conn.timeout_ms late.
  * @ops: the callbacks, or NULL
  * @priv: the consumer's pointer, for krdma_session_priv()
  */
