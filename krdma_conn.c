@@ -229,7 +229,6 @@ taken:
 	return -EEXIST;
 }
 
-/* Returns true for the one caller that took @conn off the list. */
 /*
  * The connection is no longer its listener's to hold (krdma_accept() took
  * it, or it is gone): it stops counting against the backlog.
@@ -248,6 +247,7 @@ static void krdma_conn_unhold(struct krdma_conn *conn)
 	spin_unlock_bh(&l->lock);
 }
 
+/* Returns true for the one caller that took @conn off the list. */
 static bool krdma_conn_unpublish(struct krdma_conn *conn)
 {
 	bool was = false;
