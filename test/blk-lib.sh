@@ -31,3 +31,18 @@ fio_verify() {
 		{ cat "$W/fio.err"; fail "fio complained"; }
 	return 0
 }
+
+# io_loop ERRFILE: in the background, write and read back $D (256 KiB
+# direct I/O, 100 MiB a pass) until an I/O fails, then exit 3; dd's
+# complaints go to ERRFILE.  Sets bgpid.
+io_loop() {
+	(
+		while :; do
+			dd if=/dev/urandom of="$D" bs=256k count=400 oflag=direct status=none ||
+				exit 3
+			dd if="$D" of=/dev/null bs=256k count=400 iflag=direct status=none ||
+				exit 3
+		done
+	) 2>"$1" &
+	bgpid=$!
+}

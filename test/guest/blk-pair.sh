@@ -290,15 +290,7 @@ dmesg_new | grep -E 'krdma(_blk)?: ' | grep -vE 'krdma: .*(deferred|port up)' | 
 during_io() {
 	local what=$1 cmd=$2 t0 rc
 	log "$what during I/O"
-	(
-		while :; do
-			dd if=/dev/urandom of="$D" bs=256k count=400 oflag=direct status=none ||
-				exit 3
-			dd if="$D" of=/dev/null bs=256k count=400 iflag=direct status=none ||
-				exit 3
-		done
-	) 2>"$W/dd.err" &
-	bgpid=$!
+	io_loop "$W/dd.err"
 	nap 3
 	kill -0 "$bgpid" 2>/dev/null || fail "I/O ended before $what: $(cat "$W/dd.err")"
 	t0=$SECONDS

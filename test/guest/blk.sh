@@ -447,15 +447,7 @@ blk "unexport name=ero" || fail "unexport ero"
 during_io() {
 	local what=$1 cmd=$2 t0 rc
 	log "$what during I/O"
-	(
-		while :; do
-			dd if=/dev/urandom of="$D" bs=256k count=400 oflag=direct status=none ||
-				exit 3
-			dd if="$D" of=/dev/null bs=256k count=400 iflag=direct status=none ||
-				exit 3
-		done
-	) 2>/dev/null &
-	bgpid=$!
+	io_loop /dev/null
 	nap 3
 	kill -0 "$bgpid" 2>/dev/null || fail "I/O ended before $what"
 	t0=$SECONDS

@@ -92,15 +92,7 @@ head -c 64K /dev/urandom >"$W/rand"
 	>"$W/client.out" 2>&1 &
 ctlpid=$!
 # krdma-blk: writes and reads until an I/O fails.
-(
-	while :; do
-		dd if=/dev/urandom of="$D" bs=256k count=400 oflag=direct status=none ||
-			exit 3
-		dd if="$D" of=/dev/null bs=256k count=400 iflag=direct status=none ||
-			exit 3
-	done
-) 2>"$W/dd.err" &
-bgpid=$!
+io_loop "$W/dd.err"
 ctl test name=c1 op=write,read,send size=64K count=1000000 timeout_ms=5000 ||
 	fail "start the self-test on c1"
 nap 2
