@@ -1222,6 +1222,7 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 		if (!inl)
 			krdma_dma_sync_for_device(conn->kdev->ibdev, tx->dma,
 						  KRDMA_HDR_LEN, DMA_TO_DEVICE);
+		/* Mapped, the elements are in sge[1..n] already. */
 		for (i = 0, n = 0; inl && i < nr; i++) {
 			if (!iov[i].iov_len)
 				continue;
@@ -1230,7 +1231,7 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 			sge[n].length = iov[i].iov_len;
 			sge[n].lkey = lkey;
 		}
-		wr.num_sge = 1 + n;
+		wr.num_sge = 1 + (inl ? n : tx->nmap);
 	} else {
 		char *p = tx->buf + KRDMA_HDR_LEN;
 
