@@ -1180,8 +1180,9 @@ static bool krdma_tx_map(struct krdma_conn *conn, struct krdma_tx *tx,
  * with the credit already taken; the header tells the peer what credits
  * and ack we owe.  The payload goes, in this order of preference:
  *  - inline (IB_SEND_INLINE), when header and payload fit in what the
- *    QP grants: the device copies from the kernel addresses while it
- *    posts, so nothing is mapped and the memory is free at return;
+ *    QP grants and it is no SEND_WITH_INV: the device copies from the
+ *    kernel addresses while it posts, so nothing is mapped and the
+ *    memory is free at return;
  *  - from where it is (@zcopy: the caller keeps it until the send
  *    completes), one SGE per element after the header's, when they are
  *    few enough for the QP and all mappable;
@@ -1212,7 +1213,13 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 			 krdma_credit_hdr_credits(&conn->cr), len);
 	for (i = 0; i < nr; i++)
 		n += iov[i].iov_len != 0;
-	inl = KRDMA_HDR_LEN + len <= conn->max_inline;
+	/*
+	 * Not a SEND_WITH_INV: siw queues one with inline data, then fails
+	 * the post when it starts it (siw_activate_tx_from_sq() takes
+	 * inline data for SEND and WRITE only), and later completes the
+	 * work request whose post failed.
+	 */
+	inl = KRDMA_HDR_LEN + len <= conn->max_inline && kind != KRDMA_TX_INV;
 	direct = 1 + n <= conn->send_sge &&
 		 (inl || (zcopy && krdma_tx_map(conn, tx, iov, nr)));
 	if (direct) {
