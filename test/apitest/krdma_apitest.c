@@ -5631,6 +5631,17 @@ struct at_si {
 	u64			seed[AT_SI_N];	/* of the bytes expected */
 };
 
+/* at_check() without its cond_resched(): for softirq context. */
+static s64 at_si_bad(const u8 *p, u32 len, u64 seed)
+{
+	u32 i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != at_pat(seed, i))
+			return i;
+	return -1;
+}
+
 static int at_si_recv(struct krdma_conn *c, struct krdma_msg *m)
 {
 	struct at_si *r = krdma_conn_priv(c);
@@ -5643,7 +5654,7 @@ static int at_si_recv(struct krdma_conn *c, struct krdma_msg *m)
 		x->imm_valid = m->imm_valid;
 		x->imm = m->imm;
 		x->has_data = m->data;
-		x->bad = m->data ? at_check(m->data, m->len, r->seed[r->n], 0) :
+		x->bad = m->data ? at_si_bad(m->data, m->len, r->seed[r->n]) :
 			 -2;
 	}
 	r->n++;
