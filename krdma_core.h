@@ -41,6 +41,14 @@
 #define KRDMA_MAX_SEND_SGE	32
 
 /*
+ * Inline data asked of the QP: a message whose header and payload fit in
+ * what the device grants is posted IB_SEND_INLINE (the device copies it
+ * at post time; no DMA from the buffer).  siw takes at most 80 bytes and
+ * fails a QP that asks for more; rxe grants 512 whatever is asked.
+ */
+#define KRDMA_INLINE_ASK	80
+
+/*
  * One per RDMA device krdma has seen.  The ib_client holds the first
  * reference; every connection on the device holds another.  Removal of the
  * device tears down the connections, drops the client's reference and waits
@@ -79,7 +87,8 @@ struct krdma_rx {
 	void			*buf;
 	u64			dma;
 	u32			byte_len;
-	bool			has_imm;	/* RDMA WRITE with immediate */
+	bool			has_imm;	/* an immediate came with it */
+	bool			notice;		/* write-with-imm: no bytes */
 	u32			imm;
 	bool			inv_valid;	/* invalidated a pool MR of ours */
 	u32			inv_rkey;
@@ -99,6 +108,13 @@ struct krdma_tx {
 	struct krdma_req	*req;
 	u32			len;		/* payload posted */
 	struct list_head	list;		/* conn->tx_free */
+	/*
+	 * conn->send_sge SGEs for a gather send; the caller's memory
+	 * krdma_sendv_async() mapped is sge[1..nmap], unmapped when the
+	 * send completes.
+	 */
+	struct ib_sge		*sge;
+	u32			nmap;
 };
 
 struct krdma_stats {
@@ -111,6 +127,8 @@ struct krdma_stats {
 	atomic64_t	errors;
 	atomic64_t	credit_waits;
 	atomic64_t	imm_msgs;	/* notices sent as KRDMA_MSG_IMM */
+	atomic64_t	send_inline;	/* messages posted IB_SEND_INLINE */
+	atomic64_t	send_zcopy;	/* sent from the caller's memory */
 	atomic64_t	hb_sent, hb_received;	/* pings and pongs */
 };
 
@@ -205,6 +223,9 @@ struct krdma_conn {
 	bool			dev_atomics;	/* the device does atomics */
 	bool			dev_inv;	/* and SEND_WITH_INV */
 	bool			iwarp;		/* no immediate data */
+	u32			send_sge;	/* SGEs in a send work request */
+	u32			max_inline;	/* header + payload sent inline */
+	struct ib_sge		*tx_sge;	/* tx[].sge's array */
 	struct list_head	rw_ops;		/* one-sided ops posted */
 	int			qp_event_err;	/* a fatal QP event's errno */
 	/* error is a placeholder: a flush's, or the peer's disconnect */

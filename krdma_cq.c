@@ -148,6 +148,17 @@ static void krdma_free_hdr_tx(struct krdma_conn *conn, struct krdma_tx *tx)
 	tx->buf = NULL;
 }
 
+/* The caller's memory a gather send mapped (krdma_post_msg_locked()). */
+static void krdma_tx_unmap(struct krdma_conn *conn, struct krdma_tx *tx)
+{
+	u32 i;
+
+	for (i = 1; i <= tx->nmap; i++)
+		krdma_dma_unmap_single(conn->kdev->ibdev, tx->sge[i].addr,
+				       tx->sge[i].length, DMA_TO_DEVICE);
+	tx->nmap = 0;
+}
+
 static void krdma_free_bufs(struct krdma_conn *conn)
 {
 	struct ib_device *ibdev = conn->kdev->ibdev;
@@ -192,6 +203,8 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 	spin_unlock_bh(&conn->lock);
 	kfree(rx_arr);
 	for (i = 0; conn->tx && i < conn->nr_tx; i++) {
+		/* Every send completed, flushed at worst: none is mapped. */
+		krdma_tx_unmap(conn, &conn->tx[i]);
 		if (!conn->tx[i].buf)
 			continue;
 		krdma_dma_unmap_single(ibdev, conn->tx[i].dma, conn->buf_size,
@@ -200,6 +213,8 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 	}
 	kfree(conn->tx);
 	conn->tx = NULL;
+	kvfree(conn->tx_sge);
+	conn->tx_sge = NULL;
 	krdma_free_hdr_tx(conn, &conn->ctl_tx);
 	krdma_free_hdr_tx(conn, &conn->hb_tx);
 }
@@ -250,7 +265,9 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 	conn->nr_tx = conn->depth;
 	conn->rx = kcalloc(conn->nr_rx, sizeof(*conn->rx), GFP_KERNEL);
 	conn->tx = kcalloc(conn->nr_tx, sizeof(*conn->tx), GFP_KERNEL);
-	if (!conn->rx || !conn->tx)
+	conn->tx_sge = kvcalloc((size_t)conn->nr_tx * conn->send_sge,
+				sizeof(*conn->tx_sge), GFP_KERNEL);
+	if (!conn->rx || !conn->tx || !conn->tx_sge)
 		return -ENOMEM;
 
 	for (i = 0; i < conn->nr_rx; i++) {
@@ -283,6 +300,7 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 		}
 		tx->conn = conn;
 		tx->cqe.done = krdma_send_done;
+		tx->sge = &conn->tx_sge[(size_t)i * conn->send_sge];
 		list_add_tail(&tx->list, &conn->tx_free);
 	}
 	if (krdma_alloc_hdr_tx(conn, &conn->ctl_tx, krdma_credit_msg_done) ||
@@ -299,6 +317,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	const struct ib_device_attr *a = &ibdev->attrs;
 	struct ib_qp_init_attr qa = {};
 	struct krdma_queue_sizes q;
+	u32 inline_ask;
 	int ret;
 
 	/* Every kind of work request has its slots (krdma_queue.h). */
@@ -315,6 +334,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	conn->dev_atomics = a->atomic_cap != IB_ATOMIC_NONE;
 	conn->dev_inv = a->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS;
 	conn->iwarp = rdma_protocol_iwarp(ibdev, conn->port);
+	conn->send_sge = q.send_sge;
 
 	/*
 	 * A PD per connection (#22 item 2): rxe and siw, like HCAs, admit a
@@ -351,18 +371,31 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	qa.sq_sig_type = IB_SIGNAL_REQ_WR;
 	qa.qp_type = IB_QPT_RC;
 	qa.port_num = conn->port;
-	qa.cap.max_send_wr = q.send_wr;
-	qa.cap.max_recv_wr = q.recv_wr;
-	qa.cap.max_send_sge = q.send_sge;
-	qa.cap.max_recv_sge = 1;
-	qa.cap.max_rdma_ctxs = conn->depth;
-	ret = rdma_create_qp(conn->cm_id, conn->pd, &qa);
+	/*
+	 * Inline data: ib_device_attr does not say how much a device takes,
+	 * so ask for KRDMA_INLINE_ASK and, refused, for none.  The QP's
+	 * capabilities say what was granted (rxe grants more than asked).
+	 */
+	for (inline_ask = KRDMA_INLINE_ASK; ; inline_ask = 0) {
+		qa.cap.max_send_wr = q.send_wr;
+		qa.cap.max_recv_wr = q.recv_wr;
+		qa.cap.max_send_sge = q.send_sge;
+		qa.cap.max_recv_sge = 1;
+		qa.cap.max_inline_data = inline_ask;
+		qa.cap.max_rdma_ctxs = conn->depth;
+		ret = rdma_create_qp(conn->cm_id, conn->pd, &qa);
+		if (!ret || !inline_ask)
+			break;
+		pr_debug("%s: no QP with %u bytes of inline data (%d), asking for none\n",
+			 conn->name, inline_ask, ret);
+	}
 	if (ret) {
 		pr_warn_ratelimited("%s: rdma_create_qp failed: %d\n",
 				    conn->name, ret);
 		goto out_cq;
 	}
 	conn->qp = conn->cm_id->qp;
+	conn->max_inline = qa.cap.max_inline_data;
 	conn->rw_slots = 0;
 	/* The MR pool's MRs, in the connection's PD, listed on the QP. */
 	ret = krdma_conn_pool_init(conn);
@@ -574,6 +607,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		conn->hb_rx++;
 		rx->byte_len = 0;
 		rx->has_imm = true;
+		rx->notice = true;
 		rx->inv_valid = false;
 		rx->inv_rkey = 0;
 		rx->imm = be32_to_cpu(wc->ex.imm_data);
@@ -588,10 +622,17 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	krdma_dma_sync_for_cpu(conn->kdev->ibdev, rx->dma, wc->byte_len,
 			       DMA_FROM_DEVICE);
-	if (krdma_msg_decode(rx->buf, wc->byte_len, conn->max_msg, &info)) {
+	/*
+	 * A SEND_WITH_IMM (krdma_sendv_async()) carries a data message;
+	 * krdma sends nothing else with an immediate.
+	 */
+	if (krdma_msg_decode(rx->buf, wc->byte_len, conn->max_msg, &info) ||
+	    ((wc->wc_flags & IB_WC_WITH_IMM) && info.type != KRDMA_MSG_DATA)) {
 		if (!krdma_conn_failed(conn))
-			pr_warn_ratelimited("%s: malformed message from the peer (%u bytes)\n",
-					    conn->name, wc->byte_len);
+			pr_warn_ratelimited("%s: malformed message from the peer (%u bytes%s)\n",
+					    conn->name, wc->byte_len,
+					    wc->wc_flags & IB_WC_WITH_IMM ?
+					    ", with an immediate" : "");
 		atomic64_inc(&conn->stats.errors);
 		krdma_conn_set_error(conn, -EPROTO);
 		return;
@@ -668,13 +709,16 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		memcpy(&imm, rx->buf + KRDMA_HDR_LEN, sizeof(imm));
 		rx->byte_len = 0;
 		rx->has_imm = true;
+		rx->notice = true;
 		rx->imm = be32_to_cpu(imm);
 		deliver = krdma_rx_ready_locked(conn, rx);
 		atomic64_inc(&conn->stats.recv_ops);
 		wake = true;
 	} else {
 		rx->byte_len = info.len;
-		rx->has_imm = false;
+		rx->notice = false;
+		rx->has_imm = wc->wc_flags & IB_WC_WITH_IMM;
+		rx->imm = rx->has_imm ? be32_to_cpu(wc->ex.imm_data) : 0;
 		deliver = krdma_rx_ready_locked(conn, rx);
 		atomic64_inc(&conn->stats.recv_ops);
 		atomic64_add(info.len, &conn->stats.recv_bytes);
@@ -701,7 +745,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 static bool krdma_rx_ready_locked(struct krdma_conn *conn,
 				  struct krdma_rx *rx)
 {
-	rx->msg.data = rx->has_imm ? NULL : rx->buf + KRDMA_HDR_LEN;
+	rx->msg.data = rx->notice ? NULL : rx->buf + KRDMA_HDR_LEN;
 	rx->msg.len = rx->byte_len;
 	rx->msg.imm_valid = rx->has_imm;
 	rx->msg.imm = rx->imm;
@@ -861,8 +905,9 @@ EXPORT_SYMBOL_GPL(krdma_recv_ready);
  * @buf: where to copy the message
  * @len: size of @buf; a longer message fails with -EMSGSIZE and stays queued
  * @info: filled in: imm_valid and imm for a notice from krdma_write_imm()
- *	(which arrives as an empty message, in order with the others); may
- *	be NULL
+ *	(which arrives as an empty message, in order with the others) and
+ *	for a message the peer sent with KRDMA_SEND_IMM (its bytes are
+ *	returned as any message's); may be NULL
  * @timeout: jiffies to wait (MAX_SCHEDULE_TIMEOUT: forever); interruptible
  *
  * Messages that arrived before the connection failed are still delivered.
@@ -1017,6 +1062,8 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_wc_error(conn, wc, "send");
 		status = krdma_op_errno(conn, wc);
 	}
+	/* The caller's memory is its own again once ->done runs. */
+	krdma_tx_unmap(conn, tx);
 	spin_lock(&conn->lock);
 	req = tx->req;
 	tx->req = NULL;
@@ -1078,61 +1125,230 @@ static int krdma_credit_wait(struct krdma_conn *conn, long *left)
 	return 0;
 }
 
+/* What kind of SEND a message goes as (krdma_post_msg_locked()). */
+enum krdma_tx_kind {
+	KRDMA_TX_PLAIN,
+	KRDMA_TX_INV,		/* SEND_WITH_INV of the rkey given */
+	KRDMA_TX_IMM,		/* SEND_WITH_IMM of the value given */
+};
+
 /*
- * Post a message in a free tx buffer, with the credit already taken; the
- * header tells the peer what credits and ack we owe.  Called with
- * conn->lock held; on failure the buffer and the credit are given back.
+ * May @v be sent from where it is, mapped for the device as one SGE?
+ * Only memory of the kernel's linear map, which is physically contiguous:
+ * vmalloc, vmap'ed stacks and module memory are copied instead.
+ */
+static bool krdma_kvec_mappable(const struct kvec *v)
+{
+	const char *p = v->iov_base;
+
+	return virt_addr_valid(p) && virt_addr_valid(p + v->iov_len - 1);
+}
+
+/*
+ * Map the elements of @iov that have bytes into @tx's sge[1..] (tx->nmap
+ * of them).  False, with nothing left mapped, when one is not mappable:
+ * the message is copied then.
+ */
+static bool krdma_tx_map(struct krdma_conn *conn, struct krdma_tx *tx,
+			 const struct kvec *iov, int nr)
+{
+	struct ib_sge *sge = tx->sge;
+	int i;
+
+	for (i = 0; i < nr; i++)
+		if (iov[i].iov_len && !krdma_kvec_mappable(&iov[i]))
+			return false;
+	for (i = 0; i < nr; i++) {
+		struct ib_sge *s = &sge[tx->nmap + 1];
+		u64 dma;
+
+		if (!iov[i].iov_len)
+			continue;
+		if (krdma_dma_map_single(conn->kdev->ibdev, iov[i].iov_base,
+					 iov[i].iov_len, DMA_TO_DEVICE,
+					 &dma)) {
+			krdma_tx_unmap(conn, tx);
+			return false;
+		}
+		s->addr = dma;
+		s->length = iov[i].iov_len;
+		s->lkey = conn->pd->local_dma_lkey;
+		tx->nmap++;
+	}
+	return true;
+}
+
+/*
+ * Post a message of @len bytes gathered from @iov in a free tx buffer,
+ * with the credit already taken; the header tells the peer what credits
+ * and ack we owe.  The payload goes, in this order of preference:
+ *  - inline (IB_SEND_INLINE), when header and payload fit in what the
+ *    QP grants and it is no SEND_WITH_INV: the device copies from the
+ *    kernel addresses while it posts, so nothing is mapped and the
+ *    memory is free at return;
+ *  - from where it is (@zcopy: the caller keeps it until the send
+ *    completes), one SGE per element after the header's, when they are
+ *    few enough for the QP and all mappable;
+ *  - copied behind the header, one SGE.
+ * Called with conn->lock held; on failure the buffer and the credit are
+ * given back.
  */
 static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
-				 const void *buf, size_t len,
-				 struct krdma_req *req, bool inv, u32 inv_rkey)
+				 const struct kvec *iov, int nr, size_t len,
+				 struct krdma_req *req, enum krdma_tx_kind kind,
+				 u32 ex, bool zcopy)
 {
+	u32 lkey = conn->pd->local_dma_lkey;
 	struct ib_send_wr wr = {};
 	struct krdma_tx *tx;
-	struct ib_sge sge;
-	u32 flags;
-	int ret;
+	struct ib_sge *sge;
+	u32 flags, n = 0;
+	bool inl, direct;
+	int ret, i;
 
 	tx = list_first_entry(&conn->tx_free, struct krdma_tx, list);
 	list_del_init(&tx->list);
+	sge = tx->sge;
 	flags = krdma_credit_hdr_ctl_ack(&conn->cr) ? KRDMA_MSG_F_CTL_ACK : 0;
-	if (krdma_fault_malformed(buf, len))
+	if (nr && krdma_fault_malformed(iov[0].iov_base, iov[0].iov_len))
 		type = KRDMA_MSG_BAD;
 	krdma_msg_encode(tx->buf, type, flags,
 			 krdma_credit_hdr_credits(&conn->cr), len);
-	memcpy(tx->buf + KRDMA_HDR_LEN, buf, len);
-	krdma_dma_sync_for_device(conn->kdev->ibdev, tx->dma,
-				  KRDMA_HDR_LEN + len, DMA_TO_DEVICE);
+	for (i = 0; i < nr; i++)
+		n += iov[i].iov_len != 0;
+	/*
+	 * Not a SEND_WITH_INV: siw queues one with inline data, then fails
+	 * the post when it starts it (siw_activate_tx_from_sq() takes
+	 * inline data for SEND and WRITE only), and later completes the
+	 * work request whose post failed.
+	 */
+	inl = KRDMA_HDR_LEN + len <= conn->max_inline && kind != KRDMA_TX_INV;
+	direct = 1 + n <= conn->send_sge &&
+		 (inl || (zcopy && krdma_tx_map(conn, tx, iov, nr)));
+	if (direct) {
+		sge[0].addr = inl ? (uintptr_t)tx->buf : tx->dma;
+		sge[0].length = KRDMA_HDR_LEN;
+		sge[0].lkey = lkey;
+		if (!inl)
+			krdma_dma_sync_for_device(conn->kdev->ibdev, tx->dma,
+						  KRDMA_HDR_LEN, DMA_TO_DEVICE);
+		/* Mapped, the elements are in sge[1..n] already. */
+		for (i = 0, n = 0; inl && i < nr; i++) {
+			if (!iov[i].iov_len)
+				continue;
+			n++;
+			sge[n].addr = (uintptr_t)iov[i].iov_base;
+			sge[n].length = iov[i].iov_len;
+			sge[n].lkey = lkey;
+		}
+		wr.num_sge = 1 + (inl ? n : tx->nmap);
+	} else {
+		char *p = tx->buf + KRDMA_HDR_LEN;
+
+		for (i = 0; i < nr; i++) {
+			memcpy(p, iov[i].iov_base, iov[i].iov_len);
+			p += iov[i].iov_len;
+		}
+		sge[0].addr = inl ? (uintptr_t)tx->buf : tx->dma;
+		sge[0].length = KRDMA_HDR_LEN + len;
+		sge[0].lkey = lkey;
+		if (!inl)
+			krdma_dma_sync_for_device(conn->kdev->ibdev, tx->dma,
+						  KRDMA_HDR_LEN + len,
+						  DMA_TO_DEVICE);
+		wr.num_sge = 1;
+	}
 	if (req)
 		req->len = len;
 	tx->req = req;
 	tx->len = len;
-	sge.addr = tx->dma;
-	sge.length = KRDMA_HDR_LEN + len;
-	sge.lkey = conn->pd->local_dma_lkey;
 	wr.wr_cqe = &tx->cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr.sg_list = sge;
 	wr.opcode = IB_WR_SEND;
-	if (inv) {
+	if (kind == KRDMA_TX_INV) {
 		wr.opcode = IB_WR_SEND_WITH_INV;
-		wr.ex.invalidate_rkey = inv_rkey;
+		wr.ex.invalidate_rkey = ex;
+	} else if (kind == KRDMA_TX_IMM) {
+		wr.opcode = IB_WR_SEND_WITH_IMM;
+		wr.ex.imm_data = cpu_to_be32(ex);
 	}
-	wr.send_flags = IB_SEND_SIGNALED;
+	wr.send_flags = IB_SEND_SIGNALED | (inl ? IB_SEND_INLINE : 0);
 	ret = ib_post_send(conn->qp, &wr, NULL);
 	if (ret) {
+		krdma_tx_unmap(conn, tx);
 		tx->req = NULL;
 		list_add(&tx->list, &conn->tx_free);
 		krdma_credit_undo(&conn->cr);
 		return ret;
 	}
 	krdma_credit_sent(&conn->cr, false);
+	if (inl)
+		atomic64_inc(&conn->stats.send_inline);
+	else if (tx->nmap)
+		atomic64_inc(&conn->stats.send_zcopy);
+	return 0;
+}
+
+/*
+ * Post a message (@kind and @ex as krdma_post_msg_locked()'s), waiting
+ * for a credit unless @nowait.  @len is the total of @iov, checked by
+ * the caller against nothing but the connection's maximum.
+ */
+static int __krdma_sendv_async(struct krdma_conn *conn,
+			       const struct kvec *iov, int nr, size_t len,
+			       struct krdma_req *req, bool nowait,
+			       enum krdma_tx_kind kind, u32 ex, bool zcopy)
+{
+	long left = KRDMA_POST_TIMEOUT;
+	int ret;
+
+	if (len > conn->max_msg)
+		return -EMSGSIZE;
+	for (;;) {
+		spin_lock_bh(&conn->lock);
+		if (!krdma_conn_usable(conn)) {
+			ret = conn->error ?: -ENOTCONN;
+			spin_unlock_bh(&conn->lock);
+			return ret;
+		}
+		if (!list_empty(&conn->tx_free) && krdma_credit_take(&conn->cr))
+			break;
+		/*
+		 * Counted whether the caller sleeps or takes -EAGAIN: it is
+		 * the receiver's backpressure either way.
+		 */
+		if (!conn->cr.credits)
+			atomic64_inc(&conn->stats.credit_waits);
+		spin_unlock_bh(&conn->lock);
+		if (nowait)
+			return -EAGAIN;
+		ret = krdma_credit_wait(conn, &left);
+		if (ret)
+			return ret;
+	}
+	ret = krdma_post_msg_locked(conn, KRDMA_MSG_DATA, iov, nr, len, req,
+				    kind, ex, zcopy);
+	spin_unlock_bh(&conn->lock);
+	if (ret) {
+		pr_warn_ratelimited("%s: ib_post_send failed: %d\n",
+				    conn->name, ret);
+		krdma_conn_set_error(conn, ret);
+		return ret;
+	}
+	atomic64_inc(&conn->stats.send_ops);
+	atomic64_add(len, &conn->stats.send_bytes);
 	return 0;
 }
 
 static int __krdma_send_async(struct krdma_conn *conn, const void *buf,
 			      size_t len, struct krdma_req *req, bool nowait,
-			      bool inv, u32 inv_rkey);
+			      enum krdma_tx_kind kind, u32 ex)
+{
+	struct kvec v = { .iov_base = (void *)buf, .iov_len = len };
+
+	return __krdma_sendv_async(conn, &v, 1, len, req, nowait, kind, ex,
+				   false);
+}
 
 /**
  * krdma_send_async - send a message, completing through a callback
@@ -1155,7 +1371,8 @@ static int __krdma_send_async(struct krdma_conn *conn, const void *buf,
 int krdma_send_async(struct krdma_conn *conn, const void *buf, size_t len,
 		     struct krdma_req *req, bool nowait)
 {
-	return __krdma_send_async(conn, buf, len, req, nowait, false, 0);
+	return __krdma_send_async(conn, buf, len, req, nowait, KRDMA_TX_PLAIN,
+				  0);
 }
 EXPORT_SYMBOL_GPL(krdma_send_async);
 
@@ -1189,54 +1406,128 @@ int krdma_send_inv_async(struct krdma_conn *conn, const void *buf, size_t len,
 {
 	if (!conn->dev_inv)
 		return -EOPNOTSUPP;
-	return __krdma_send_async(conn, buf, len, req, nowait, true, inv_rkey);
+	return __krdma_send_async(conn, buf, len, req, nowait, KRDMA_TX_INV,
+				  inv_rkey);
 }
 EXPORT_SYMBOL_GPL(krdma_send_inv_async);
 
-static int __krdma_send_async(struct krdma_conn *conn, const void *buf,
-			      size_t len, struct krdma_req *req, bool nowait,
-			      bool inv, u32 inv_rkey)
+/*
+ * A gather send's arguments: 0 with the total in *@len, or a negative
+ * errno and one line saying what is wrong.
+ */
+static int krdma_sendv_check(struct krdma_conn *conn, const struct kvec *iov,
+			     int nr, u32 flags, size_t *len)
 {
-	long left = KRDMA_POST_TIMEOUT;
-	int ret;
+	size_t total = 0;
+	int i;
 
-	if (len > conn->max_msg)
-		return -EMSGSIZE;
-	for (;;) {
-		spin_lock_bh(&conn->lock);
-		if (!krdma_conn_usable(conn)) {
-			ret = conn->error ?: -ENOTCONN;
-			spin_unlock_bh(&conn->lock);
-			return ret;
+	if (flags & ~KRDMA_SEND_IMM) {
+		pr_warn_ratelimited("%s: gather send: unknown flags %#x\n",
+				    conn->name, flags);
+		return -EINVAL;
+	}
+	if (nr < 0 || nr > KRDMA_MAX_SENDV_IOV || (nr && !iov)) {
+		pr_warn_ratelimited("%s: gather send: %d elements%s, at most %d\n",
+				    conn->name, nr, iov ? "" : " at NULL",
+				    KRDMA_MAX_SENDV_IOV);
+		return -EINVAL;
+	}
+	for (i = 0; i < nr; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base) {
+			pr_warn_ratelimited("%s: gather send: element %d has %zu bytes at NULL\n",
+					    conn->name, i, iov[i].iov_len);
+			return -EINVAL;
 		}
-		if (!list_empty(&conn->tx_free) && krdma_credit_take(&conn->cr))
-			break;
-		/*
-		 * Counted whether the caller sleeps or takes -EAGAIN: it is
-		 * the receiver's backpressure either way.
-		 */
-		if (!conn->cr.credits)
-			atomic64_inc(&conn->stats.credit_waits);
-		spin_unlock_bh(&conn->lock);
-		if (nowait)
-			return -EAGAIN;
-		ret = krdma_credit_wait(conn, &left);
-		if (ret)
-			return ret;
+		if (iov[i].iov_len > conn->max_msg - total) {
+			pr_warn_ratelimited("%s: gather send: more than %u bytes, the connection's largest message\n",
+					    conn->name, conn->max_msg);
+			return -EMSGSIZE;
+		}
+		total += iov[i].iov_len;
 	}
-	ret = krdma_post_msg_locked(conn, KRDMA_MSG_DATA, buf, len, req, inv,
-				    inv_rkey);
-	spin_unlock_bh(&conn->lock);
-	if (ret) {
-		pr_warn_ratelimited("%s: ib_post_send failed: %d\n",
-				    conn->name, ret);
-		krdma_conn_set_error(conn, ret);
-		return ret;
+	if ((flags & KRDMA_SEND_IMM) && conn->iwarp) {
+		pr_warn_ratelimited("%s: gather send: no immediate data on iWARP (%s)\n",
+				    conn->name, conn->devname);
+		return -EOPNOTSUPP;
 	}
-	atomic64_inc(&conn->stats.send_ops);
-	atomic64_add(len, &conn->stats.send_bytes);
+	*len = total;
 	return 0;
 }
+
+/**
+ * krdma_sendv_async - send one message gathered from several buffers
+ * @conn: the connection
+ * @iov: the message's pieces, in order; an element may have 0 bytes
+ * @nr: how many, 0 to KRDMA_MAX_SENDV_IOV
+ * @flags: 0, or KRDMA_SEND_IMM
+ * @imm: with KRDMA_SEND_IMM, the immediate value that goes with the
+ *	message (a SEND_WITH_IMM): the peer's recv callback finds it in
+ *	struct krdma_msg's imm_valid and imm (krdma_recv_ex(): struct
+ *	krdma_recv_info), with the message's bytes in data and len
+ * @req: request whose ->done runs (softirq) when the peer has the
+ *	message, or NULL
+ * @nowait: fail with -EAGAIN instead of sleeping when no credit is free
+ *
+ * The peer receives one message: the elements' bytes one after the
+ * other, at most krdma_max_msg_size() in all, with the same flow control
+ * and ordering as krdma_send_async().  How the bytes leave:
+ *  - when the message fits in the QP's inline data, the device copies
+ *    it while this call posts it;
+ *  - else, with @req, when the elements that have bytes are at most
+ *    krdma_max_send_sge() and all are in the kernel's linear map
+ *    (kmalloc, page allocator; not vmalloc, not a vmap'ed stack, not
+ *    module data), each is mapped and sent from where it is, without a
+ *    copy: the memory must stay unchanged until ->done runs;
+ *  - else it is copied into the connection's send buffer before this
+ *    returns.
+ * So with @req the elements belong to krdma until ->done; without, they
+ * are free at return.  The immediate travels in the work request, beside
+ * krdma's own header (which carries the credits): it takes nothing from
+ * flow control and the message costs the one credit any message costs.
+ * iWARP has no immediate data: KRDMA_SEND_IMM fails there.
+ *
+ * Context: with @nowait, process or softirq context, or with a spinlock
+ * held; it never sleeps (a mapping allocates, if at all, atomically).
+ * Without @nowait, process context only: it waits at most
+ * KRDMA_POST_TIMEOUT (30 s) for a credit.
+ *
+ * Return: 0 if posted (->done will run), else a negative errno and ->done
+ * will not run: -EINVAL (unknown @flags, @nr out of range, an element
+ * with bytes and no address), -EMSGSIZE (more than krdma_max_msg_size()
+ * in all; nothing is sent and the connection stays up), -EOPNOTSUPP
+ * (KRDMA_SEND_IMM on iWARP), -EAGAIN, -ETIMEDOUT, -ERESTARTSYS, or the
+ * connection's error.
+ */
+int krdma_sendv_async(struct krdma_conn *conn, const struct kvec *iov, int nr,
+		      u32 flags, u32 imm, struct krdma_req *req, bool nowait)
+{
+	size_t len;
+	int ret;
+
+	ret = krdma_sendv_check(conn, iov, nr, flags, &len);
+	if (ret)
+		return ret;
+	return __krdma_sendv_async(conn, iov, nr, len, req, nowait,
+				   flags & KRDMA_SEND_IMM ? KRDMA_TX_IMM :
+				   KRDMA_TX_PLAIN, imm, req);
+}
+EXPORT_SYMBOL_GPL(krdma_sendv_async);
+
+/**
+ * krdma_max_send_sge - elements a gather send sends without a copy
+ * @conn: an established connection
+ *
+ * How many elements with bytes krdma_sendv_async() and krdma_sendv()
+ * post from where they are (the QP's send SGEs less the header's; 0: a
+ * gather send always copies).  More are copied into one buffer.
+ *
+ * Context: any; does not sleep.
+ */
+u32 krdma_max_send_sge(struct krdma_conn *conn)
+{
+	return conn->send_sge ? conn->send_sge - 1 : 0;
+}
+EXPORT_SYMBOL_GPL(krdma_max_send_sge);
 
 struct krdma_sync_req {
 	struct krdma_req	req;
@@ -1266,9 +1557,14 @@ static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 	return -ETIMEDOUT;
 }
 
-/* Post a send (a SEND_WITH_INV of @inv_rkey when @inv) and wait for it. */
-static int __krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
-			long timeout, bool inv, u32 inv_rkey)
+/*
+ * Post a message (as __krdma_sendv_async()) and wait for it.  The wait
+ * lasts until the device completes the send, so @iov may go out without a
+ * copy (@zcopy).
+ */
+static int __krdma_sendv(struct krdma_conn *conn, const struct kvec *iov,
+			 int nr, size_t len, long timeout,
+			 enum krdma_tx_kind kind, u32 ex, bool zcopy)
 {
 	struct krdma_sync_req s;
 	long left = timeout;
@@ -1279,8 +1575,8 @@ static int __krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	init_completion(&s.done);
 	s.req.done = krdma_sync_done;
 	for (;;) {
-		ret = __krdma_send_async(conn, buf, len, &s.req, true, inv,
-					 inv_rkey);
+		ret = __krdma_sendv_async(conn, iov, nr, len, &s.req, true,
+					  kind, ex, zcopy);
 		if (ret != -EAGAIN)
 			break;
 		ret = krdma_credit_wait(conn, &left);
@@ -1291,6 +1587,14 @@ static int __krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 		return ret;
 	ret = krdma_wait_posted(conn, &s.done, "send");
 	return ret ?: s.req.status;
+}
+
+static int __krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
+			long timeout, enum krdma_tx_kind kind, u32 ex)
+{
+	struct kvec v = { .iov_base = (void *)buf, .iov_len = len };
+
+	return __krdma_sendv(conn, &v, 1, len, timeout, kind, ex, false);
 }
 
 /**
@@ -1313,9 +1617,41 @@ static int __krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	       long timeout)
 {
-	return __krdma_send(conn, buf, len, timeout, false, 0);
+	return __krdma_send(conn, buf, len, timeout, KRDMA_TX_PLAIN, 0);
 }
 EXPORT_SYMBOL_GPL(krdma_send);
+
+/**
+ * krdma_sendv - send one message gathered from several buffers, and wait
+ * @conn: the connection
+ * @iov: the message's pieces, in order
+ * @nr: how many, 0 to KRDMA_MAX_SENDV_IOV
+ * @flags: 0, or KRDMA_SEND_IMM
+ * @imm: with KRDMA_SEND_IMM, the immediate value that goes with it
+ * @timeout: jiffies to wait for a credit, as krdma_send()'s
+ *
+ * krdma_sendv_async() with a request of its own, waited for as
+ * krdma_send() waits: the elements are sent from where they are when
+ * krdma_sendv_async() says they can be, and are free again at return.
+ *
+ * Context: process; sleeps.
+ *
+ * Return: 0, or the errnos of krdma_sendv_async() and krdma_send().
+ */
+int krdma_sendv(struct krdma_conn *conn, const struct kvec *iov, int nr,
+		u32 flags, u32 imm, long timeout)
+{
+	size_t len;
+	int ret;
+
+	ret = krdma_sendv_check(conn, iov, nr, flags, &len);
+	if (ret)
+		return ret;
+	return __krdma_sendv(conn, iov, nr, len, timeout,
+			     flags & KRDMA_SEND_IMM ? KRDMA_TX_IMM :
+			     KRDMA_TX_PLAIN, imm, true);
+}
+EXPORT_SYMBOL_GPL(krdma_sendv);
 
 /**
  * krdma_send_inv - send a message that invalidates a peer's rkey, and wait
@@ -1339,7 +1675,7 @@ int krdma_send_inv(struct krdma_conn *conn, const void *buf, size_t len,
 {
 	if (!conn->dev_inv)
 		return -EOPNOTSUPP;
-	return __krdma_send(conn, buf, len, timeout, true, inv_rkey);
+	return __krdma_send(conn, buf, len, timeout, KRDMA_TX_INV, inv_rkey);
 }
 EXPORT_SYMBOL_GPL(krdma_send_inv);
 
@@ -1412,10 +1748,13 @@ static int __krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey,
 			return ret;
 	}
 	if (as_msg) {
+		struct kvec v = { .iov_base = &wire, .iov_len = sizeof(wire) };
+
 		init_completion(&s.done);
 		s.req.done = krdma_sync_done;
-		ret = krdma_post_msg_locked(conn, KRDMA_MSG_IMM, &wire,
-					    sizeof(wire), &s.req, false, 0);
+		ret = krdma_post_msg_locked(conn, KRDMA_MSG_IMM, &v, 1,
+					    sizeof(wire), &s.req,
+					    KRDMA_TX_PLAIN, 0, false);
 	} else {
 		trace_krdma_rdma_start(conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0);
 		ret = ib_post_send(conn->qp, &wr.wr, NULL);

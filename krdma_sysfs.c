@@ -305,6 +305,18 @@ static ssize_t conn_max_msg_size_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", to_conn(kobj)->max_msg);
 }
 
+static ssize_t conn_max_inline_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_conn(kobj)->max_inline);
+}
+
+static ssize_t conn_max_send_sge_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", krdma_max_send_sge(to_conn(kobj)));
+}
+
 static ssize_t conn_credits_show(struct kobject *kobj,
 				 struct kobj_attribute *attr, char *buf)
 {
@@ -347,6 +359,8 @@ KRDMA_CONN_STAT(atomic_ops, KRDMA_STAT_OFF(atomic_ops));
 KRDMA_CONN_STAT(credit_msgs, KRDMA_STAT_OFF(credit_msgs));
 KRDMA_CONN_STAT(credit_waits, KRDMA_STAT_OFF(credit_waits));
 KRDMA_CONN_STAT(imm_msgs, KRDMA_STAT_OFF(imm_msgs));
+KRDMA_CONN_STAT(send_inline, KRDMA_STAT_OFF(send_inline));
+KRDMA_CONN_STAT(send_zcopy, KRDMA_STAT_OFF(send_zcopy));
 KRDMA_CONN_STAT(hb_sent, KRDMA_STAT_OFF(hb_sent));
 KRDMA_CONN_STAT(hb_received, KRDMA_STAT_OFF(hb_received));
 KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
@@ -385,6 +399,8 @@ KRDMA_CONN_ATTR(qp_num);
 KRDMA_CONN_ATTR(queue_depth);
 KRDMA_CONN_ATTR(max_msg_size);
 KRDMA_CONN_ATTR(credits);
+KRDMA_CONN_ATTR(max_inline);
+KRDMA_CONN_ATTR(max_send_sge);
 KRDMA_CONN_ATTR(heartbeat_ms);
 
 static struct attribute *krdma_conn_attrs[] = {
@@ -410,6 +426,10 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_atomic_ops.attr,
 	&conn_attr_credit_msgs.attr,
 	&conn_attr_imm_msgs.attr,
+	&conn_attr_max_inline.attr,
+	&conn_attr_max_send_sge.attr,
+	&conn_attr_send_inline.attr,
+	&conn_attr_send_zcopy.attr,
 	&conn_attr_credit_waits.attr,
 	&conn_attr_heartbeat_ms.attr,
 	&conn_attr_hb_sent.attr,

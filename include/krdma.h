@@ -6,7 +6,10 @@
  * peer, set up through rdma_cm.  On it krdma offers:
  *  - messages: krdma_send()/krdma_recv(), whole and in order, up to the
  *    negotiated maximum size, with credit-based flow control so that a sender
- *    never overruns the receiver;
+ *    never overruns the receiver; krdma_sendv_async() gathers one message
+ *    from several buffers (sent from where they are, without a copy, where
+ *    the device allows) and may carry a 32-bit immediate (SEND_WITH_IMM);
+ *    small messages go as the device's inline data;
  *  - memory exposure: krdma_reg_buf()/krdma_reg_sg() register local memory
  *    for remote access and give a token (addr, rkey, length) to send to the
  *    peer; krdma_mr_revoke() invalidates it.  For an I/O path that must
@@ -28,6 +31,7 @@
 #include <linux/types.h>
 #include <linux/socket.h>
 #include <linux/scatterlist.h>
+#include <linux/uio.h>
 #include <linux/uuid.h>
 #include <linux/wait.h>
 #include <rdma/ib_verbs.h>
@@ -92,10 +96,12 @@ enum krdma_event {
 
 /**
  * struct krdma_msg - a received message, as the recv callback sees it
- * @data: the message's bytes (NULL for a notice)
+ * @data: the message's bytes (NULL for a krdma_write_imm() notice)
  * @len: how many
- * @imm_valid: a krdma_write_imm() notice: no bytes, @imm
- * @imm: the notice's immediate value
+ * @imm_valid: @imm is valid: a krdma_write_imm() notice (@data NULL, no
+ *	bytes), or a message the peer sent with KRDMA_SEND_IMM
+ *	(krdma_sendv_async(); @data and @len are its bytes)
+ * @imm: the immediate value
  * @inv_valid: the message came with a remote invalidation
  *	(krdma_send_inv_async() on the peer) of @inv_rkey, and that is the
  *	rkey of a registration from this connection's MR pool
@@ -308,7 +314,8 @@ struct krdma_rdma_vec {
 
 /* What krdma_recv_ex() received besides the bytes. */
 struct krdma_recv_info {
-	bool	imm_valid;	/* a krdma_write_imm() notice, no bytes */
+	/* a krdma_write_imm() notice (no bytes), or KRDMA_SEND_IMM's */
+	bool	imm_valid;
 	u32	imm;
 	bool	inv_valid;	/* as in struct krdma_msg */
 	u32	inv_rkey;
@@ -343,6 +350,14 @@ int krdma_send_inv(struct krdma_conn *conn, const void *buf, size_t len,
 		   u32 inv_rkey, long timeout);
 int krdma_send_inv_async(struct krdma_conn *conn, const void *buf, size_t len,
 			 u32 inv_rkey, struct krdma_req *req, bool nowait);
+/* Gather sends: krdma_sendv_async()'s flags. */
+#define KRDMA_SEND_IMM		0x1	/* SEND_WITH_IMM of the imm given */
+#define KRDMA_MAX_SENDV_IOV	1024	/* elements in one gather send */
+int krdma_sendv(struct krdma_conn *conn, const struct kvec *iov, int nr,
+		u32 flags, u32 imm, long timeout);
+int krdma_sendv_async(struct krdma_conn *conn, const struct kvec *iov, int nr,
+		      u32 flags, u32 imm, struct krdma_req *req, bool nowait);
+u32 krdma_max_send_sge(struct krdma_conn *conn);
 int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout);
 int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		  struct krdma_recv_info *info, long timeout);

@@ -5241,6 +5241,551 @@ static void sc_session_flap(struct at_test *t)
 	kfree(e);
 }
 
+/*
+ * #17: gather sends (krdma_sendv(), krdma_sendv_async()).  On one guest:
+ * a listener of the scenario's own without callbacks, its connection
+ * taken with krdma_accept() and read with krdma_recv_ex().  Each case
+ * sends one message gathered from elements of mixed sizes and memory
+ * (kmalloc, vmalloc, empty ones), and the receiver compares every byte.
+ * The sender's conns/NAME/send_inline and send_zcopy say which way each
+ * went, and must be the way include/krdma.h promises: inline when header
+ * and bytes fit in max_inline; else from where they are when the
+ * elements with bytes are at most krdma_max_send_sge() and none is
+ * vmalloc'ed; else copied.  Then bad arguments (-EINVAL), a message one
+ * byte over the maximum (-EMSGSIZE, and the next one arrives intact, as
+ * the next), and a gather send posted from a timer (softirq, nowait).
+ */
+#define AT_SV_MSG	65536
+#define AT_SV_HDR	8	/* krdma's header, for the inline bound */
+#define AT_SV_MAX_IOV	40
+
+struct at_sv {
+	struct krdma_conn	*c, *p;
+	u8			*src;	/* kmalloc: the elements' bytes */
+	u8			*vsrc;	/* vmalloc */
+	u8			*rbuf;
+	u32			max_inline, max_sge;
+	struct kvec		iov[AT_SV_MAX_IOV];
+	bool			vm[AT_SV_MAX_IOV];
+	int			nr;
+	/* the timer case */
+	struct timer_list	timer;
+	struct krdma_req	req;
+	int			post_ret;
+	atomic_t		posted, done;
+	wait_queue_head_t	wq;
+};
+
+static bool at_conn_stat(struct at_test *t, struct krdma_conn *c,
+			 const char *file, u64 *v)
+{
+	char got[32];
+
+	if (!at_sysfs_read(t, "conns", krdma_conn_name(c), file, got,
+			   sizeof(got)))
+		return false;
+	if (kstrtou64(got, 10, v)) {
+		at_fail(t, "conns/%s/%s: '%s'", krdma_conn_name(c), file, got);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Lay out @nr elements of @sizes for the message of @seed: element i from
+ * vmalloc'ed memory when bit i of @vmask is set, else from the kmalloc'ed
+ * buffer; an element of 0 bytes has no address.  Returns the total.
+ */
+static u32 at_sv_layout(struct at_sv *s, const u32 *sizes, int nr, u64 vmask,
+			u64 seed)
+{
+	u32 koff = 0, voff = 0, pos = 0;
+	int i;
+
+	s->nr = nr;
+	for (i = 0; i < nr; i++) {
+		u8 *p = NULL;
+
+		s->vm[i] = vmask & BIT_ULL(i);
+		if (sizes[i] && s->vm[i]) {
+			p = s->vsrc + voff;
+			voff += sizes[i] + 1;
+		} else if (sizes[i]) {
+			/* an odd gap: no two elements share a start */
+			p = s->src + koff;
+			koff += sizes[i] + 3;
+		}
+		if (p)
+			at_fill(p, sizes[i], seed, pos);
+		s->iov[i].iov_base = p;
+		s->iov[i].iov_len = sizes[i];
+		pos += sizes[i];
+	}
+	return pos;
+}
+
+/* Receive the next message on @s->p: @len bytes of pattern @seed. */
+static bool at_sv_expect_msg(struct at_test *t, struct at_sv *s, u32 len,
+			     u64 seed, const char *what)
+{
+	struct krdma_recv_info info = {};
+	unsigned long end = jiffies + AT_TIMEOUT;
+	s64 bad;
+	int ret;
+
+	do {
+		ret = krdma_recv_ex(s->p, s->rbuf, AT_SV_MSG, &info, AT_SLICE);
+	} while (ret == -ETIMEDOUT && !krdma_conn_error(s->p) &&
+		 !kthread_should_stop() && time_before(jiffies, end));
+	if (!at_expect(t, ret, len, "%s: bytes received", what) ||
+	    !at_expect(t, info.imm_valid, 0, "%s: imm_valid", what))
+		return false;
+	bad = at_check(s->rbuf, len, seed, 0);
+	if (bad >= 0) {
+		at_fail(t, "%s: byte %lld of %u is 0x%02x, expected 0x%02x",
+			what, bad, len, s->rbuf[bad], at_pat(seed, bad));
+		return false;
+	}
+	return true;
+}
+
+/* Send @s's elements with krdma_sendv(); the way they went must be @how. */
+static bool at_sv_case(struct at_test *t, struct at_sv *s, const u32 *sizes,
+		       int nr, u64 vmask, u64 seed, const char *what)
+{
+	u64 inl0, zc0, inl1, zc1;
+	u32 len, nz = 0;
+	bool vm = false, want_inl, want_zc;
+	int i, ret;
+
+	len = at_sv_layout(s, sizes, nr, vmask, seed);
+	for (i = 0; i < nr; i++) {
+		nz += sizes[i] != 0;
+		vm |= sizes[i] && s->vm[i];
+	}
+	want_inl = AT_SV_HDR + len <= s->max_inline;
+	want_zc = !want_inl && nz <= s->max_sge && !vm;
+	if (!at_conn_stat(t, s->c, "send_inline", &inl0) ||
+	    !at_conn_stat(t, s->c, "send_zcopy", &zc0))
+		return false;
+	ret = krdma_sendv(s->c, s->iov, nr, 0, 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "%s: krdma_sendv of %d elements, %u bytes",
+		       what, nr, len) ||
+	    !at_sv_expect_msg(t, s, len, seed, what))
+		return false;
+	if (!at_conn_stat(t, s->c, "send_inline", &inl1) ||
+	    !at_conn_stat(t, s->c, "send_zcopy", &zc1))
+		return false;
+	if (!at_expect(t, inl1 - inl0, want_inl, "%s: sent inline", what) ||
+	    !at_expect(t, zc1 - zc0, want_zc, "%s: sent without a copy", what))
+		return false;
+	pr_info("%s: %s: %d elements, %u bytes, %s\n", t->name, what, nr, len,
+		want_inl ? "inline" : want_zc ? "from where they are" :
+		"copied");
+	return true;
+}
+
+static void at_sv_done(struct krdma_req *req)
+{
+	struct at_sv *s = container_of(req, struct at_sv, req);
+
+	atomic_inc(&s->done);
+	wake_up_all(&s->wq);
+}
+
+/* Softirq: post what at_sv_layout() laid out, never sleeping. */
+static void at_sv_timer(struct timer_list *tm)
+{
+	struct at_sv *s = from_timer(s, tm, timer);
+
+	s->post_ret = krdma_sendv_async(s->c, s->iov, s->nr, 0, 0, &s->req,
+					true);
+	atomic_inc(&s->posted);
+	wake_up_all(&s->wq);
+}
+
+/* The connected pair of a gather scenario; false (and failed) if none. */
+static bool at_sv_open(struct at_test *t, struct at_sv *s,
+		       struct krdma_listener **lp, int portoff,
+		       const struct krdma_conn_ops *ops, void *priv)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = ops,
+		.timeout_ms = 10000,
+		.max_msg_size = AT_SV_MSG,
+	};
+	struct krdma_conn_opts copts = {
+		.timeout_ms = 10000,
+		.max_msg_size = AT_SV_MSG,
+	};
+	struct krdma_listener *l;
+	u64 v;
+
+	l = at_listen_local(t, &laddr, port + portoff, &lopts, priv, "");
+	if (!l)
+		return false;
+	*lp = l;
+	s->c = krdma_connect((struct sockaddr *)&laddr, NULL, &copts);
+	if (IS_ERR(s->c)) {
+		at_fail(t, "connect: %ld", PTR_ERR(s->c));
+		s->c = NULL;
+		return false;
+	}
+	if (!ops) {
+		s->p = krdma_accept(l, AT_TIMEOUT);
+		if (IS_ERR(s->p)) {
+			at_fail(t, "accept: %ld", PTR_ERR(s->p));
+			s->p = NULL;
+			return false;
+		}
+	}
+	if (!at_expect(t, krdma_max_msg_size(s->c), AT_SV_MSG,
+		       "negotiated message size"))
+		return false;
+	s->max_sge = krdma_max_send_sge(s->c);
+	if (!at_conn_stat(t, s->c, "max_inline", &v))
+		return false;
+	s->max_inline = v;
+	pr_info("%s: %s: max_send_sge %u, max_inline %u\n", t->name,
+		krdma_conn_name(s->c), s->max_sge, s->max_inline);
+	if (!s->max_sge || s->max_sge + 1 >= AT_SV_MAX_IOV) {
+		at_fail(t, "krdma_max_send_sge %u: expected 1 to %d", s->max_sge,
+			AT_SV_MAX_IOV - 2);
+		return false;
+	}
+	return true;
+}
+
+static struct at_sv *at_sv_alloc(struct at_test *t)
+{
+	struct at_sv *s = kzalloc(sizeof(*s), GFP_KERNEL);
+
+	if (s) {
+		s->src = kmalloc(2 * AT_SV_MSG, GFP_KERNEL);
+		s->vsrc = vmalloc(AT_SV_MSG + AT_SV_MAX_IOV);
+		s->rbuf = kvmalloc(AT_SV_MSG, GFP_KERNEL);
+		init_waitqueue_head(&s->wq);
+	}
+	if (!s || !s->src || !s->vsrc || !s->rbuf) {
+		at_fail(t, "out of memory");
+		if (s) {
+			kfree(s->src);
+			vfree(s->vsrc);
+			kvfree(s->rbuf);
+		}
+		kfree(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void at_sv_free(struct at_sv *s)
+{
+	kfree(s->src);
+	vfree(s->vsrc);
+	kvfree(s->rbuf);
+	kfree(s);
+}
+
+static void sc_sendv(struct at_test *t)
+{
+	struct krdma_listener *l = NULL;
+	u32 sz[AT_SV_MAX_IOV];
+	struct kvec bad[2];
+	struct at_sv *s;
+	u64 seed = 0x53454e44ULL;	/* "SEND" */
+	u32 ms, len;
+	int i, n, ret;
+
+	if (at_needs_one_guest(t))
+		return;
+	s = at_sv_alloc(t);
+	if (!s)
+		return;
+	if (!at_sv_open(t, s, &l, 12, NULL, NULL))
+		goto out;
+	ms = s->max_sge;
+
+	sz[0] = 3000;
+	if (!at_sv_case(t, s, sz, 1, 0, seed++, "one element"))
+		goto out;
+	sz[0] = 1;
+	sz[1] = 5000;
+	if (!at_sv_case(t, s, sz, 2, 0, seed++, "two elements"))
+		goto out;
+	/* max_send_sge with bytes, and an empty one among them */
+	for (i = 0, n = 0; n < ms; i++) {
+		sz[i] = i == 1 ? 0 : 1 + (i * 373 + 600) % 1500;
+		n += sz[i] != 0;
+	}
+	if (!at_sv_case(t, s, sz, i, 0, seed++, "max_send_sge elements"))
+		goto out;
+	for (i = 0; i <= ms; i++)
+		sz[i] = 1 + (i * 211 + 700) % 1200;
+	if (!at_sv_case(t, s, sz, ms + 1, 0, seed++,
+			"max_send_sge + 1 elements"))
+		goto out;
+	sz[0] = 700;
+	sz[1] = 3000;
+	sz[2] = 9;
+	if (!at_sv_case(t, s, sz, 3, BIT_ULL(1), seed++, "a vmalloc element"))
+		goto out;
+	sz[0] = 3;
+	sz[1] = 0;
+	sz[2] = 20;
+	sz[3] = 30;
+	if (!at_sv_case(t, s, sz, 4, 0, seed++, "small, for inline"))
+		goto out;
+	if (!at_sv_case(t, s, sz, 0, 0, seed++, "no element"))
+		goto out;
+	sz[0] = AT_SV_MSG - 10000;
+	sz[1] = 9999;
+	sz[2] = 1;
+	if (!at_sv_case(t, s, sz, 3, 0, seed++, "the largest message"))
+		goto out;
+
+	/* Refused, each with its errno, and nothing sent. */
+	sz[0] = AT_SV_MSG - 5;
+	sz[1] = 6;
+	len = at_sv_layout(s, sz, 2, 0, seed);
+	if (!at_expect(t, krdma_sendv(s->c, s->iov, 2, 0, 0, AT_TIMEOUT),
+		       -EMSGSIZE, "krdma_sendv of %u bytes", len) ||
+	    !at_expect(t, krdma_sendv_async(s->c, s->iov, 2, 0, 0, &s->req,
+					    true),
+		       -EMSGSIZE, "krdma_sendv_async of %u bytes", len))
+		goto out;
+	bad[0].iov_base = NULL;
+	bad[0].iov_len = 5;
+	if (!at_expect(t, krdma_sendv(s->c, s->iov, 1, 0x80, 0, AT_TIMEOUT),
+		       -EINVAL, "krdma_sendv with unknown flags") ||
+	    !at_expect(t, krdma_sendv(s->c, s->iov, -1, 0, 0, AT_TIMEOUT),
+		       -EINVAL, "krdma_sendv of -1 elements") ||
+	    !at_expect(t, krdma_sendv(s->c, s->iov, KRDMA_MAX_SENDV_IOV + 1,
+				      0, 0, AT_TIMEOUT),
+		       -EINVAL, "krdma_sendv of too many elements") ||
+	    !at_expect(t, krdma_sendv(s->c, bad, 1, 0, 0, AT_TIMEOUT),
+		       -EINVAL, "krdma_sendv of 5 bytes at NULL"))
+		goto out;
+	sz[0] = 100;
+	sz[1] = 2000;
+	if (!at_sv_case(t, s, sz, 2, 0, seed++, "after the refusals"))
+		goto out;
+
+	/* From a timer: softirq, nowait, the request says when it is done. */
+	sz[0] = 1500;
+	sz[1] = 0;
+	sz[2] = 2500;
+	len = at_sv_layout(s, sz, 3, 0, seed);
+	s->req.done = at_sv_done;
+	s->req.status = -EINPROGRESS;
+	timer_setup(&s->timer, at_sv_timer, 0);
+	mod_timer(&s->timer, jiffies + 1);
+	wait_event_timeout(s->wq, atomic_read(&s->done) ||
+			   (atomic_read(&s->posted) && s->post_ret), AT_TIMEOUT);
+	del_timer_sync(&s->timer);
+	if (!at_expect(t, atomic_read(&s->posted), 1, "timer posts") ||
+	    !at_expect(t, s->post_ret, 0, "krdma_sendv_async from a timer"))
+		goto out;
+	if (!at_expect(t, atomic_read(&s->done), 1, "->done calls") ||
+	    !at_expect(t, s->req.status, 0, "->done status") ||
+	    !at_expect(t, s->req.len, len, "->done len") ||
+	    !at_sv_expect_msg(t, s, len, seed, "from a timer"))
+		goto out;
+	ret = krdma_conn_error(s->c) ?: krdma_conn_error(s->p);
+	at_expect(t, ret, 0, "connection error after the scenario");
+out:
+	if (s->c)
+		krdma_close(s->c);
+	if (s->p)
+		krdma_close(s->p);
+	if (l)
+		krdma_listener_close(l);
+	at_sv_free(s);
+}
+
+/*
+ * #17: SEND_WITH_IMM.  On one guest: the passive side has a recv callback
+ * that records what it gets (softirq); the active side reads with
+ * krdma_recv_ex().  A message sent with KRDMA_SEND_IMM must arrive with
+ * its immediate and its bytes, a plain one after it with imm_valid false,
+ * and an empty one with KRDMA_SEND_IMM with its immediate and no bytes
+ * (data not NULL: it is no write-with-immediate notice).  Both ways.
+ * siw (iWARP) has no immediate data: KRDMA_SEND_IMM is -EOPNOTSUPP there,
+ * and the plain message after it still arrives.
+ */
+#define AT_SI_N		4
+
+struct at_si_rec {
+	u32	len;
+	bool	imm_valid, has_data;
+	u32	imm;
+	s64	bad;
+};
+
+struct at_si {
+	struct at_ev		ev;	/* first: at_ev_cb() finds it */
+	spinlock_t		lock;
+	int			n;
+	struct at_si_rec	rec[AT_SI_N];
+	u64			seed[AT_SI_N];	/* of the bytes expected */
+};
+
+/* at_check() without its cond_resched(): for softirq context. */
+static s64 at_si_bad(const u8 *p, u32 len, u64 seed)
+{
+	u32 i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != at_pat(seed, i))
+			return i;
+	return -1;
+}
+
+static int at_si_recv(struct krdma_conn *c, struct krdma_msg *m)
+{
+	struct at_si *r = krdma_conn_priv(c);
+
+	spin_lock(&r->lock);
+	if (r->n < AT_SI_N) {
+		struct at_si_rec *x = &r->rec[r->n];
+
+		x->len = m->len;
+		x->imm_valid = m->imm_valid;
+		x->imm = m->imm;
+		x->has_data = m->data;
+		x->bad = m->data ? at_si_bad(m->data, m->len, r->seed[r->n]) :
+			 -2;
+	}
+	r->n++;
+	spin_unlock(&r->lock);
+	wake_up_all(&r->ev.wq);
+	return 0;
+}
+
+static const struct krdma_conn_ops at_si_ops = {
+	.event = at_ev_cb,
+	.recv = at_si_recv,
+};
+
+/* Message @i at the recv callback: @len bytes, the immediate @imm if @iv. */
+static bool at_si_expect(struct at_test *t, struct at_si *r, int i, u32 len,
+			 bool iv, u32 imm)
+{
+	struct at_si_rec *x = &r->rec[i];
+
+	wait_event_timeout(r->ev.wq, READ_ONCE(r->n) > i, 10 * HZ);
+	if (READ_ONCE(r->n) <= i) {
+		at_fail(t, "message %d: not received in 10 s", i);
+		return false;
+	}
+	return at_expect(t, x->len, len, "message %d: bytes", i) &&
+	       at_expect(t, x->has_data, 1, "message %d: data set", i) &&
+	       at_expect(t, x->bad, -1, "message %d: first byte wrong", i) &&
+	       at_expect(t, x->imm_valid, iv, "message %d: imm_valid", i) &&
+	       (!iv || at_expect(t, x->imm, imm, "message %d: imm", i));
+}
+
+static void sc_sendv_imm(struct at_test *t)
+{
+	struct krdma_recv_info info;
+	struct krdma_listener *l = NULL;
+	struct at_si *r;
+	struct at_sv *s;
+	u32 sz[3], len, imm = 0xc0ffee17;
+	int ret, want = at_iwarp ? -EOPNOTSUPP : 0, i = 0;
+	s64 bad;
+
+	if (at_needs_one_guest(t))
+		return;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	s = r ? at_sv_alloc(t) : NULL;
+	if (!s) {
+		if (!r)
+			at_fail(t, "out of memory");
+		kfree(r);
+		return;
+	}
+	at_ev_init(&r->ev);
+	spin_lock_init(&r->lock);
+	for (ret = 0; ret < AT_SI_N; ret++)
+		r->seed[ret] = 0x494d4d00ULL + ret;	/* "IMM" */
+	if (!at_sv_open(t, s, &l, 13, &at_si_ops, r))
+		goto out;
+	if (!at_ev_expect(t, &r->ev, 0, KRDMA_EVENT_ESTABLISHED, 0, "passive"))
+		goto out;
+	s->p = r->ev.conn[0];
+
+	/* With an immediate: two elements, sent from where they are. */
+	sz[0] = 1000;
+	sz[1] = 2000;
+	len = at_sv_layout(s, sz, 2, 0, r->seed[i]);
+	ret = krdma_sendv(s->c, s->iov, 2, KRDMA_SEND_IMM, imm, AT_TIMEOUT);
+	if (!at_expect(t, ret, want, "krdma_sendv with KRDMA_SEND_IMM"))
+		goto out;
+	if (!ret && !at_si_expect(t, r, i++, len, true, imm))
+		goto out;
+	/* A plain one after it has none. */
+	len = at_sv_layout(s, sz, 1, 0, r->seed[i]);
+	ret = krdma_sendv(s->c, s->iov, 1, 0, 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "plain krdma_sendv") ||
+	    !at_si_expect(t, r, i++, len, false, 0))
+		goto out;
+	if (!at_iwarp) {
+		/* Inline-sized, and empty: the immediate all the same. */
+		sz[0] = 5;
+		sz[1] = 6;
+		len = at_sv_layout(s, sz, 2, 0, r->seed[i]);
+		ret = krdma_sendv(s->c, s->iov, 2, KRDMA_SEND_IMM, ~imm,
+				  AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "small krdma_sendv with KRDMA_SEND_IMM") ||
+		    !at_si_expect(t, r, i++, len, true, ~imm))
+			goto out;
+		ret = krdma_sendv(s->c, NULL, 0, KRDMA_SEND_IMM, 0, AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "empty krdma_sendv with KRDMA_SEND_IMM") ||
+		    !at_si_expect(t, r, i++, 0, true, 0))
+			goto out;
+	}
+	/* The other way: krdma_recv_ex() on the active side. */
+	sz[0] = 3000;
+	len = at_sv_layout(s, sz, 1, 0, 0x494d4d10ULL);
+	ret = krdma_sendv(s->p, s->iov, 1, KRDMA_SEND_IMM, imm + 1, AT_TIMEOUT);
+	if (!at_expect(t, ret, want, "passive krdma_sendv with KRDMA_SEND_IMM"))
+		goto out;
+	if (!ret) {
+		memset(&info, 0, sizeof(info));
+		ret = krdma_recv_ex(s->c, s->rbuf, AT_SV_MSG, &info, AT_TIMEOUT);
+		bad = at_check(s->rbuf, len, 0x494d4d10ULL, 0);
+		if (!at_expect(t, ret, len, "krdma_recv_ex: bytes") ||
+		    !at_expect(t, info.imm_valid, 1, "krdma_recv_ex: imm_valid") ||
+		    !at_expect(t, info.imm, imm + 1, "krdma_recv_ex: imm") ||
+		    !at_expect(t, bad, -1, "krdma_recv_ex: first byte wrong"))
+			goto out;
+	}
+	ret = krdma_send(s->p, s->rbuf, 7, AT_TIMEOUT);
+	memset(&info, 0, sizeof(info));
+	info.imm_valid = true;
+	if (!at_expect(t, ret, 0, "passive krdma_send") ||
+	    !at_expect(t, krdma_recv_ex(s->c, s->rbuf, AT_SV_MSG, &info,
+					AT_TIMEOUT), 7,
+		       "krdma_recv_ex of a plain message") ||
+	    !at_expect(t, info.imm_valid, 0, "plain message: imm_valid"))
+		goto out;
+	at_expect(t, READ_ONCE(r->n), i, "messages at the recv callback");
+	pr_info("%s: %d messages at the recv callback, %s\n", t->name, i,
+		at_iwarp ? "KRDMA_SEND_IMM refused (iWARP)" :
+		"immediates as sent");
+out:
+	if (s->c)
+		krdma_close(s->c);
+	if (s->p)
+		krdma_close(s->p);
+	if (l)
+		krdma_listener_close(l);
+	at_sv_free(s);
+	kfree(r);
+}
+
 static const struct at_scenario {
 	const char	*name;
 	void		(*run)(struct at_test *t);
@@ -5280,6 +5825,8 @@ static const struct at_scenario {
 	{ "session_lost", sc_session_lost },
 	{ "session_refused", sc_session_refused },
 	{ "session_flap", sc_session_flap },
+	{ "sendv", sc_sendv },
+	{ "sendv_imm", sc_sendv_imm },
 };
 
 static struct task_struct *at_client_task;
