@@ -202,11 +202,12 @@ cmp "$tmp/want.bin" "$tmp/after.bin" || fail "WRITE: the server's buffer is not 
 
 # The same as JSON lines, and the standalone write/read commands.
 serve "$tmp/serve2.out" "$MY_IP:7413" --size 64K --clients 2 --json
-"$ctl" --json client "$PEER_IP:7413" --send json --write "$tmp/small.bin" >"$tmp/client2.json" ||
-	fail "client --json"
+"$ctl" --json client "$PEER_IP:7413" --send json --write "$tmp/small.bin" \
+	>"$tmp/client2.json" 2>"$tmp/client2.err" || fail "client --json: $(cat "$tmp/client2.err")"
 "$ctl" --json stat >"$tmp/stat.json" || fail "stat --json"
 "$ctl" stat || fail "stat"
-"$ctl" read "$PEER_IP:7413" "$tmp/read.bin" --len 3000 >/dev/null || fail "read"
+"$ctl" read "$PEER_IP:7413" "$tmp/read.bin" --len 3000 >/dev/null 2>"$tmp/read.err" ||
+	fail "read: $(cat "$tmp/read.err"); serve: $(cat "$tmp/serve2.out.err")"
 cmp "$tmp/small.bin" "$tmp/read.bin" || fail "read: bytes differ"
 wait "$spid" || fail "serve --json exit status"
 out=$(json_ok "$tmp/v.json" "$tmp/client2.json" "$tmp/stat.json" "$tmp/serve2.out" 2>&1) ||
