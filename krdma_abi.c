@@ -180,9 +180,15 @@ int krdma_abi_handle(const struct krdma_ioc_handle *h, const char *cmd)
 /* The buffer is checked by the copy: it is read only after the handle. */
 int krdma_abi_send(const struct krdma_ioc_msg *m)
 {
-	if (!KRDMA_CD_ZERO("SEND", m->flags) ||
-	    !KRDMA_CD_ZERO("SEND", m->msg_flags) ||
-	    !KRDMA_CD_ZERO("SEND", m->imm))
+	if (m->flags & ~KRDMA_IOC_SEND_IMM) {
+		krdma_cd_warn("SEND: unknown flags 0x%x\n",
+			      m->flags & ~KRDMA_IOC_SEND_IMM);
+		return -EINVAL;
+	}
+	if (!KRDMA_CD_ZERO("SEND", m->msg_flags))
+		return -EINVAL;
+	/* The value is what SEND_IMM sends; without it, it is reserved. */
+	if (!(m->flags & KRDMA_IOC_SEND_IMM) && !KRDMA_CD_ZERO("SEND", m->imm))
 		return -EINVAL;
 	return krdma_cd_len_ok(m->len, KRDMA_IOC_MAX_MSG, true, "SEND");
 }

@@ -499,6 +499,13 @@ static long krdma_cd_send(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	obj = krdma_cd_get(s, m->handle, KRDMA_IOC_TYPE_CONN, "SEND");
 	if (!obj)
 		return -EBADF;
+	if ((m->flags & KRDMA_IOC_SEND_IMM) &&
+	    krdma_conn_is_iwarp(obj->conn)) {
+		krdma_cd_warn("SEND: %s is iWARP, which has no immediate data\n",
+			      krdma_conn_device_name(obj->conn));
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
 	ret = -ENOMEM;
 	kbuf = kvmalloc(max_t(u64, m->len, 1), GFP_KERNEL);
 	if (!kbuf)
@@ -508,8 +515,15 @@ static long krdma_cd_send(struct krdma_cd_session *s, union krdma_cd_arg *a,
 		ret = -EFAULT;
 		goto out_free;
 	}
-	ret = krdma_send(obj->conn, kbuf, m->len,
-			 krdma_cd_timeout(m->timeout_ms));
+	if (m->flags & KRDMA_IOC_SEND_IMM) {
+		struct kvec iov = { .iov_base = kbuf, .iov_len = m->len };
+
+		ret = krdma_sendv(obj->conn, &iov, 1, KRDMA_SEND_IMM, m->imm,
+				  krdma_cd_timeout(m->timeout_ms));
+	} else {
+		ret = krdma_send(obj->conn, kbuf, m->len,
+				 krdma_cd_timeout(m->timeout_ms));
+	}
 out_free:
 	kvfree(kbuf);
 out:

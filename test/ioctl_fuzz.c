@@ -66,11 +66,13 @@
  *	4 threads lose none; WRITE_IMM's bytes arrive byte for byte (also
  *	past the 1 MiB bounce buffer) and the peer's RECV reports one notice
  *	with KRDMA_IOC_MSG_IMM and the immediate value, before a message
- *	sent after it.  Bad input fails with its errno (misaligned: EINVAL,
- *	outside the token: ERANGE, reserved fields, wrong handle, size,
- *	direction), an atomic on a region without the atomic right with
- *	EACCES; on siw FADD/CAS and WRITE_IMM fail with EOPNOTSUPP and move
- *	nothing.  Uses port PORT.
+ *	sent after it; a SEND with KRDMA_IOC_SEND_IMM arrives as its bytes
+ *	with KRDMA_IOC_MSG_IMM and its value, in order.  Bad input fails
+ *	with its errno (misaligned: EINVAL, outside the token: ERANGE,
+ *	reserved fields, wrong handle, size, direction), an atomic on a
+ *	region without the atomic right with EACCES; on siw FADD/CAS,
+ *	WRITE_IMM and SEND_IMM fail with EOPNOTSUPP and move nothing.  Uses
+ *	port PORT.
  *
  * Prints "ok"/"not ok" lines; exits 0 when everything passed.
  */
@@ -235,6 +237,15 @@ static int send_msg(int fd, __u32 h, const void *buf, __u64 len)
 {
 	struct krdma_ioc_msg m = { .handle = h, .buf = (uintptr_t)buf,
 				   .len = len, .timeout_ms = 5000 };
+
+	return io(fd, KRDMA_IOC_SEND, &m);
+}
+
+static int send_imm(int fd, __u32 h, const void *buf, __u64 len, __u32 imm)
+{
+	struct krdma_ioc_msg m = { .handle = h, .flags = KRDMA_IOC_SEND_IMM,
+				   .buf = (uintptr_t)buf, .len = len,
+				   .timeout_ms = 5000, .imm = imm };
 
 	return io(fd, KRDMA_IOC_SEND, &m);
 }
@@ -799,6 +810,30 @@ static int run_errors(void)
 	big = malloc(8192);
 	expect(send_msg(fd, c, big, 8192), EMSGSIZE,
 	       "SEND of 8 KiB over a 4 KiB connection");
+
+	/* SEND's flags: only KRDMA_IOC_SEND_IMM; imm only with it. */
+	{
+		struct krdma_ioc_msg m = { .handle = c, .buf = (uintptr_t)buf,
+					   .len = 1, .flags = 0x2 };
+
+		expect(io(fd, KRDMA_IOC_SEND, &m), EINVAL, "SEND with flag 0x2");
+		m.flags = KRDMA_IOC_SEND_IMM | 0x80000000;
+		expect(io(fd, KRDMA_IOC_SEND, &m), EINVAL,
+		       "SEND_IMM with flag 0x80000000 too");
+		m.flags = 0;
+		m.imm = 7;
+		expect(io(fd, KRDMA_IOC_SEND, &m), EINVAL,
+		       "SEND with imm 7 and no KRDMA_IOC_SEND_IMM");
+		m.flags = KRDMA_IOC_SEND_IMM;
+		m.msg_flags = KRDMA_IOC_MSG_IMM;
+		expect(io(fd, KRDMA_IOC_SEND, &m), EINVAL,
+		       "SEND_IMM with msg_flags set");
+		m.msg_flags = 0;
+		/* iWARP has no immediate data: refused before the size. */
+		expect(send_imm(fd, c, big, 8192, 1),
+		       strcmp(device_attr("transport"), "iwarp") ? EMSGSIZE :
+		       EOPNOTSUPP, "SEND_IMM of 8 KiB over a 4 KiB connection");
+	}
 
 	/* Messages, poll(). */
 	pfd.fd = fd;
@@ -1889,6 +1924,27 @@ static void at_rxe(int fd, const __u32 *c, const struct krdma_ioc_token *t)
 	   "then the message, flags and imm 0 (err %s len %u flags 0x%x imm 0x%x)",
 	   errname(a.err), a.msg_len, a.msg_flags, a.imm);
 
+	/* SEND_IMM: the bytes and the value in one, in order with the rest. */
+	expect(send_imm(fd, c[0], "with imm", 8, 0xfeedf00d), 0,
+	       "SEND_IMM of 8 bytes, imm 0xfeedf00d");
+	expect(send_imm(fd, c[0], NULL, 0, 0), 0, "SEND_IMM of 0 bytes, imm 0");
+	expect(send_msg(fd, c[0], "plain", 5), 0, "SEND after them");
+	a = at_recv(0, 10000);
+	ok(!a.err && a.msg_len == 8 && !memcmp(a.data, "with imm", 8) &&
+	   a.msg_flags == KRDMA_IOC_MSG_IMM && a.imm == 0xfeedf00d,
+	   "the peer's RECV: 8 bytes, KRDMA_IOC_MSG_IMM, imm 0xfeedf00d (err %s len %u flags 0x%x imm 0x%x)",
+	   errname(a.err), a.msg_len, a.msg_flags, a.imm);
+	a = at_recv(0, 10000);
+	ok(!a.err && a.msg_len == 0 && a.msg_flags == KRDMA_IOC_MSG_IMM &&
+	   a.imm == 0,
+	   "then 0 bytes with imm 0 (err %s len %u flags 0x%x imm 0x%x)",
+	   errname(a.err), a.msg_len, a.msg_flags, a.imm);
+	a = at_recv(0, 10000);
+	ok(!a.err && a.msg_len == 5 && !memcmp(a.data, "plain", 5) &&
+	   a.msg_flags == 0 && a.imm == 0,
+	   "then the plain message (err %s len %u flags 0x%x imm 0x%x)",
+	   errname(a.err), a.msg_len, a.msg_flags, a.imm);
+
 	/* The peer's refusal: a read-only region takes no atomic. */
 	expect(atomic_op(fd, false, c[2], &t[2], 0, 1, 0, NULL), EACCES,
 	       "FADD on a region without the atomic right");
@@ -1921,6 +1977,10 @@ static void at_unsupported(int fd, __u32 c, const struct krdma_ioc_token *t,
 		ok(at_same(0, sizeof(src), src), "... wrote nothing");
 		a = at_recv(0, 500);
 		expect(a.err, ETIMEDOUT, "... and sent no notice");
+		expect(send_imm(fd, c, "x", 1, 1), EOPNOTSUPP,
+		       "SEND_IMM over iWARP");
+		a = at_recv(0, 500);
+		expect(a.err, ETIMEDOUT, "... sent nothing");
 	}
 }
 

@@ -104,6 +104,12 @@ t "connect -t is --depth"
 run send 10.0.0.1:7000 -- -not-an-option
 opened
 t "-- ends the options: send ADDR -- -not-an-option"
+run send 10.0.0.1:7000 --imm 0x100000000 x
+usage "--imm '0x100000000' is too large"
+t "send --imm takes 32 bits"
+run send 10.0.0.1:7000 --imm=0xffffffff x
+opened
+t "send --imm=0xffffffff"
 run send 10.0.0.1:7000 -not-an-option
 usage "unknown option '-n'"
 t "without --, -not-an-option is an unknown option"

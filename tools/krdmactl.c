@@ -642,20 +642,27 @@ static void do_query(int fd, __u32 h, struct krdma_ioc_query *q)
 		die_err(errno, NULL, "query");
 }
 
-static int do_send(int fd, __u32 h, const void *buf, size_t len)
+/* A message; with @flags KRDMA_IOC_SEND_IMM, with the immediate value @imm. */
+static int do_send_ex(int fd, __u32 h, const void *buf, size_t len,
+		      __u32 flags, __u32 imm)
 {
 	struct krdma_ioc_msg m = {
-		.handle = h, .buf = (uintptr_t)buf, .len = len,
-		.timeout_ms = REPLY_MS,
+		.handle = h, .flags = flags, .buf = (uintptr_t)buf, .len = len,
+		.timeout_ms = REPLY_MS, .imm = imm,
 	};
 
 	return ioctl(fd, KRDMA_IOC_SEND, &m) ? -errno : 0;
 }
 
+static int do_send(int fd, __u32 h, const void *buf, size_t len)
+{
+	return do_send_ex(fd, h, buf, len, 0, 0);
+}
+
 /*
  * Returns the message length or -errno; *@imm_valid (if @imm_valid is not
- * NULL) says whether it was the notice of a write-with-immediate, *@imm
- * its value.
+ * NULL) says whether an immediate value came with it (the notice of a
+ * write-with-immediate, or a message sent with one), *@imm its value.
  */
 static long do_recv_ex(int fd, __u32 h, void *buf, size_t len,
 		       __u32 timeout_ms, bool *imm_valid, __u32 *imm)
@@ -822,15 +829,23 @@ static void print_imm(__u64 n, __u32 imm)
 		       (unsigned long long)n, imm, imm);
 }
 
-static void print_msg(__u64 n, const void *buf, size_t len)
+/* A message; @imm_valid: one sent with an immediate value, @imm. */
+static void print_msg(__u64 n, const void *buf, size_t len, bool imm_valid,
+		      __u32 imm)
 {
 	if (json) {
-		printf("{\"event\":\"message\",\"n\":%llu,\"len\":%zu,\"data\":",
+		printf("{\"event\":\"message\",\"n\":%llu,\"len\":%zu,",
 		       (unsigned long long)n, len);
+		if (imm_valid)
+			printf("\"imm\":%u,", imm);
+		printf("\"data\":");
 		json_str(stdout, buf, len);
 		printf("}\n");
 	} else {
-		printf("message %llu, %zu bytes: ", (unsigned long long)n, len);
+		printf("message %llu, %zu bytes", (unsigned long long)n, len);
+		if (imm_valid)
+			printf(", immediate %u (0x%x)", imm, imm);
+		printf(": ");
 		text_bytes(stdout, buf, len > 64 ? 64 : len);
 		printf("%s\n", len > 64 ? "..." : "");
 	}
@@ -1041,13 +1056,14 @@ static int cmd_send(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "file", required_argument, NULL, O_FILE },
+		{ "imm", required_argument, NULL, O_IMM },
 		{}
 	};
 	struct conn_opts o = {};
 	const char *addr = NULL, *file = NULL;
 	char **msgs = calloc(argc, sizeof(*msgs));
 	int fd, i, c, n = 0, ret;
-	__u32 h;
+	__u32 h, flags = 0, imm = 0;
 
 	if (!msgs)
 		die("out of memory");
@@ -1056,12 +1072,16 @@ static int cmd_send(int argc, char **argv)
 	while ((c = opt_next(argc, argv)) != -1) {
 		if (conn_opt(c, &o))
 			continue;
-		if (c == O_FILE)
+		if (c == O_FILE) {
 			file = optarg;
-		else if (!addr)
+		} else if (c == O_IMM) {
+			imm = parse_plain(optarg, "--imm");
+			flags = KRDMA_IOC_SEND_IMM;
+		} else if (!addr) {
 			addr = optarg;
-		else
+		} else {
 			msgs[n++] = optarg;
+		}
 	}
 	if (!addr)
 		usage_error("missing ADDR:PORT");
@@ -1082,7 +1102,7 @@ static int cmd_send(int argc, char **argv)
 		} else {
 			buf = read_file(file, &len);
 		}
-		ret = do_send(fd, h, buf, len);
+		ret = do_send_ex(fd, h, buf, len, flags, imm);
 		if (ret)
 			die_err(-ret, NULL, "send of %zu bytes", len);
 		if (json)
@@ -1173,13 +1193,13 @@ static int listen_or_recv(int argc, char **argv, bool raw)
 		if (len < 0)
 			die_err(-len, NULL, "receive");
 		n++;
-		if (imm_valid && !raw) {
+		if (imm_valid && !len && !raw) {
 			print_imm(n, imm);
 		} else if (raw) {
 			if (fwrite(buf, 1, len, f) != (size_t)len)
 				die_err(errno, NULL, "cannot write %s", out);
 		} else {
-			print_msg(n, buf, len);
+			print_msg(n, buf, len, imm_valid, imm);
 		}
 		fflush(f);
 	}
@@ -1257,7 +1277,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 		}
 		n++;
 		/* A write-imm's notice: printed, not echoed. */
-		if (imm_valid) {
+		if (imm_valid && !len) {
 			print_imm(n, imm);
 			fflush(stdout);
 			continue;
@@ -1277,7 +1297,7 @@ static int serve_one(int fd, __u32 h, char *mem, size_t size,
 								   cnt));
 			ret = do_send(fd, h, reply, strlen(reply));
 		} else {
-			print_msg(n, buf, len);
+			print_msg(n, buf, len, imm_valid, imm);
 			ret = do_send(fd, h, buf, len);
 		}
 		fflush(stdout);
@@ -2458,8 +2478,10 @@ static const struct cmd cmds[] = {
 	  "connect ADDR:PORT [--hold SECONDS] [connection options]\n"
 	  "  Connect, print the connection, keep it SECONDS (default 0), close." },
 	{ "send", cmd_send,
-	  "send ADDR:PORT [--] MESSAGE... [--file FILE] [connection options]\n"
-	  "  Connect and send each MESSAGE (and FILE's contents) as one message." },
+	  "send ADDR:PORT [--] MESSAGE... [--file FILE] [--imm N] [connection options]\n"
+	  "  Connect and send each MESSAGE (and FILE's contents) as one message;\n"
+	  "  --imm: each with the 32-bit immediate value N (SEND_WITH_IMM; not\n"
+	  "  over iWARP)." },
 	{ "recv", cmd_recv,
 	  "recv ADDR:PORT [-n|--count N] [--out FILE] [connection options]\n"
 	  "  Accept one connection, write the payload of N messages (default 1)\n"

@@ -156,6 +156,8 @@ if [ "$DEV" = siw ]; then
 		fail "no dmesg line for the FADD without atomics"
 	dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: WRITE_IMM: siw0 is iWARP, which has no immediate data" ||
 		fail "no dmesg line for the WRITE_IMM over iWARP"
+	dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: SEND: siw0 is iWARP, which has no immediate data" ||
+		fail "no dmesg line for the SEND_IMM over iWARP"
 fi
 no_conns_left "after ioctl_fuzz atomics"
 
@@ -170,6 +172,29 @@ wait "$lpid" || fail "listen exit status: $(cat "$tmp/listen.out")"
 cat "$tmp/listen.out"
 grep -q '^message 1, 13 bytes: first message$' "$tmp/listen.out" || fail "listen output"
 grep -q '^message 2, 6 bytes: second$' "$tmp/listen.out" || fail "listen output (2)"
+
+# send --imm: SEND_WITH_IMM, which listen shows with its value; iWARP
+# refuses it before anything is sent.
+"$ctl" listen "$MY_IP:7410" --count 2 >"$tmp/listen2.out" 2>&1 &
+lpid=$!
+bg+=("$lpid")
+within 20 grep -q '^listening' "$tmp/listen2.out" || fail "listen (2): not listening"
+"$ctl" send "$PEER_IP:7410" --imm 0xfeedf00d "with imm" "" >"$tmp/sendimm.out" 2>&1
+rc=$?
+wait "$lpid" || fail "listen exit status: $(cat "$tmp/listen2.out")"
+cat "$tmp/sendimm.out" "$tmp/listen2.out"
+if [ "$DEV" = siw ]; then
+	[ $rc != 0 ] || fail "send --imm over iWARP succeeded"
+	grep -q 'send of 8 bytes: .*Operation not supported' "$tmp/sendimm.out" ||
+		fail "send --imm over iWARP: $(cat "$tmp/sendimm.out")"
+	! grep -q '^message' "$tmp/listen2.out" || fail "a message arrived over iWARP"
+else
+	[ $rc = 0 ] || fail "send --imm: $(cat "$tmp/sendimm.out")"
+	grep -q '^message 1, 8 bytes, immediate 4277006349 (0xfeedf00d): with imm$' "$tmp/listen2.out" ||
+		fail "listen output of a SEND_WITH_IMM"
+	grep -q '^message 2: immediate 4277006349 (0xfeedf00d)$' "$tmp/listen2.out" ||
+		fail "listen output of an empty SEND_WITH_IMM"
+fi
 
 head -c 4000 /dev/urandom >"$tmp/msg.bin"
 "$ctl" recv "$MY_IP:7411" --out "$tmp/recv.bin" 2>"$tmp/recv.err" &

@@ -3065,18 +3065,26 @@ static void abi_msg(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EFAULT);
 	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
 	m.buf = UBUF;
-	m.flags = 1;
-	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
+	/* SEND takes KRDMA_IOC_SEND_IMM, RECV no flag; no other bit. */
+	m.flags = KRDMA_IOC_SEND_IMM;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
 	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), -EINVAL);
+	m.flags = 2;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
+	m.flags = KRDMA_IOC_SEND_IMM | 0x80000000;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
 	m.flags = 0;
-	/* msg_flags and imm: SEND's are reserved, RECV's are output. */
+	/* msg_flags: SEND's is reserved, RECV's is output. */
 	m.msg_flags = KRDMA_IOC_MSG_IMM;
 	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
 	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
 	m.msg_flags = 0;
+	/* imm: SEND_IMM's value, else reserved; RECV's is output. */
 	m.imm = 0xdeadbeef;
 	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), -EINVAL);
 	KUNIT_EXPECT_EQ(test, krdma_abi_recv(&m), 0);
+	m.flags = KRDMA_IOC_SEND_IMM;
+	KUNIT_EXPECT_EQ(test, krdma_abi_send(&m), 0);
 }
 
 static void abi_reg(struct kunit *test)

@@ -233,7 +233,7 @@ struct krdma_ioc_handle {
 /**
  * struct krdma_ioc_msg - KRDMA_IOC_SEND and KRDMA_IOC_RECV
  * @handle: in: a connection
- * @flags: in: 0
+ * @flags: in: SEND: 0, or KRDMA_IOC_SEND_IMM; RECV: 0
  * @buf: in: user pointer to the message (SEND) or the buffer (RECV)
  * @len: in: the message's length (SEND, up to the connection's
  *	max_msg_size) or the buffer's size (RECV)
@@ -241,21 +241,27 @@ struct krdma_ioc_handle {
  *	a message.  0: do not wait (EAGAIN); KRDMA_IOC_TIMEOUT_INF: forever
  * @msg_len: out (RECV): the message's length
  * @msg_flags: out (RECV): KRDMA_IOC_MSG_IMM for the notice of a
- *	KRDMA_IOC_WRITE_IMM (no bytes; @imm is its value), else 0.
+ *	KRDMA_IOC_WRITE_IMM (no bytes; @imm is its value) and for a message
+ *	sent with KRDMA_IOC_SEND_IMM (its bytes, and @imm), else 0.
  *	SEND: in: 0
- * @imm: out (RECV): the notice's immediate value, else 0.  SEND: in: 0
+ * @imm: out (RECV): the immediate value that came with it, else 0.
+ *	SEND: in: with KRDMA_IOC_SEND_IMM the immediate value to send, else 0
  *
- * SEND returns once the peer has the message.  RECV takes the next
- * message; one longer than @len fails with EMSGSIZE and stays queued.  The
- * peer's KRDMA_IOC_WRITE_IMM arrives as an empty message, in order with
- * the others, with KRDMA_IOC_MSG_IMM set in @msg_flags.
+ * SEND returns once the peer has the message.  With KRDMA_IOC_SEND_IMM it
+ * goes as one SEND_WITH_IMM: the message and the 32-bit @imm together (on
+ * iWARP, which has no immediate data, EOPNOTSUPP before anything is sent).
+ * RECV takes the next message; one longer than @len fails with EMSGSIZE
+ * and stays queued.  The peer's KRDMA_IOC_WRITE_IMM arrives as an empty
+ * message, in order with the others, with KRDMA_IOC_MSG_IMM set in
+ * @msg_flags.
  * Messages that arrived before the connection ended are still delivered,
  * then RECV fails with the connection's error (ECONNRESET after a
  * disconnect).  Errors: EMSGSIZE, EAGAIN, ETIMEDOUT, ECONNRESET, ENOTCONN,
- * ENODEV.
+ * ENODEV; SEND also EOPNOTSUPP.
  *
  * @msg_flags and @imm were __u64 reserved; the size and the command
- * numbers are unchanged, and RECV now ignores them on input.
+ * numbers are unchanged, and RECV now ignores them on input.  A module
+ * that predates KRDMA_IOC_SEND_IMM fails such a SEND with EINVAL.
  */
 struct krdma_ioc_msg {
 	__u32	handle;
@@ -268,8 +274,11 @@ struct krdma_ioc_msg {
 	__u32	imm;
 };
 
-/* krdma_ioc_msg.msg_flags */
-#define KRDMA_IOC_MSG_IMM	0x1	/* a write-with-immediate notice */
+/* krdma_ioc_msg.flags (SEND) */
+#define KRDMA_IOC_SEND_IMM	0x1	/* SEND_WITH_IMM of @imm */
+
+/* krdma_ioc_msg.msg_flags (RECV) */
+#define KRDMA_IOC_MSG_IMM	0x1	/* @imm holds an immediate value */
 
 /**
  * struct krdma_ioc_reg - KRDMA_IOC_REG: expose user memory to the peer
