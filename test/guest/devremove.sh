@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Device removal under traffic: rdma link delete while a self-test runs
 # tears everything down synchronously (no hang), waiters get an error,
-# connections show -ENODEV; the device added again is usable again.
+# connections show -ENODEV; the device added again is usable again, and a
+# session whose device went away reconnects on its own once it is back.
 # topo: single
 # dev: rxe siw
 . "$(dirname "$0")/../lib.sh"
@@ -51,3 +52,38 @@ ctl connect name=d1 addr=$PEER_IP:7011 || fail "connect after re-add"
 ctl test name=d1 op=send,write,read size=64K count=2 || fail "test after re-add"
 wait_for 60 not_running $KRDMA_SYS/conns/d1/test_status
 expect_eq "$(cat $KRDMA_SYS/conns/d1/test_status)" passed "self-test after re-add"
+ctl disconnect name=d1 || fail "disconnect d1"
+ctl unlisten name=l2 || fail "unlisten l2"
+
+# A session rides out the removal: while the device is gone its attempts
+# fail (and it stays reconnecting, loss_tmo_ms is long), and once the
+# device is back and something listens again it reconnects by itself.
+SS=$KRDMA_SYS/sessions
+ctl listen name=l3 addr=$MY_IP:7012 || fail "listen l3"
+ctl session name=s1 addr=$PEER_IP:7012 reconnect_delay_ms=300 loss_tmo_ms=60000 ||
+	fail "session s1"
+wait_for 5 eval '[ "$(cat $SS/s1/state)" = connected ]' || fail "s1: $(cat $SS/s1/state)"
+dmesg_mark
+timeout 60 rdma link delete $IBDEV || fail "rdma link delete (s1) hung or failed"
+wait_for 10 eval 'dmesg_new | grep -q "s1: reconnect failed"' ||
+	fail "s1 made no attempt with the device gone: $(cat $SS/s1/state) $(cat $SS/s1/last_error)"
+expect_eq "$(cat $SS/s1/state)" reconnecting "s1 state with the device gone"
+expect_eq "$(cat $SS/s1/reconnects)" 0 "s1 reconnects with the device gone"
+grep -q 'stopped -19' $KRDMA_SYS/listeners/l3/state || fail "l3: $(cat $KRDMA_SYS/listeners/l3/state)"
+rdma_dev_up
+wait_for 5 test -d $KRDMA_SYS/devices/$IBDEV || fail "device not back (s1)"
+ctl unlisten name=l3 || fail "unlisten l3"
+ctl listen name=l3 addr=$MY_IP:7012 || fail "listen l3 after re-add"
+wait_for 15 eval '[ "$(cat $SS/s1/state)" = connected ]' ||
+	fail "s1 did not reconnect after the re-add: $(cat $SS/s1/state), last_error $(cat $SS/s1/last_error)"
+expect_eq "$(cat $SS/s1/reconnects)" 1 "s1 reconnects after the re-add"
+c=$(cat $SS/s1/conn)
+expect_eq "$(cat $KRDMA_SYS/conns/$c/device)" $IBDEV "s1's connection's device"
+expect_eq "$(cat $KRDMA_SYS/conns/$c/state)" connected "s1's connection's state"
+# (A session's connection carries no self-test: the control file's test
+# runs on its own connections.  Data over a session that reconnects is
+# session-flap's, through krdma_apitest.)  Its passive end is l3's.
+wait_for 5 eval 'grep -q connected $KRDMA_SYS/conns/l3.*/state' ||
+	fail "no connected passive end under l3: $(ls $KRDMA_SYS/conns)"
+ctl unsession name=s1 || fail "unsession s1"
+ctl unlisten name=l3 || fail "unlisten l3 at the end"

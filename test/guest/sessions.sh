@@ -87,3 +87,27 @@ krdma_unload || fail "rmmod with a session"
 dmesg_new | grep -q "s1: session destroyed by module unload" ||
 	fail "no unload line for s1: $(dmesg_new | tail -n 5)"
 krdma_load
+
+# rmmod while a session reconnects: its peer gone and nobody listening, it
+# tries every 100 ms (each attempt refused at once over loopback); the
+# unload stops the attempts and the timer, whichever is running, and
+# destroys it.  Twice, at two points of the cycle.
+for d in 100 170; do
+	ctl listen name=l addr=$MY_IP:$P || fail "listen ($d)"
+	ctl session name=s2 addr=$PEER_IP:$P reconnect_delay_ms=$d loss_tmo_ms=60000 ||
+		fail "session s2 ($d)"
+	wait_for 5 says $SS/s2/state connected || fail "s2 ($d)"
+	ctl unlisten name=l || fail "unlisten ($d)"
+	dmesg_mark
+	ctl disconnect name=l.0 || fail "disconnect l.0 ($d)"
+	wait_for 10 eval '[ "$(dmesg_new | grep -c "s2: reconnect failed")" -ge 3 ]' ||
+		fail "s2 ($d ms) is not retrying: state $(cat $SS/s2/state), $(dmesg_new | tail -n 3)"
+	expect_eq "$(cat $SS/s2/state)" reconnecting "s2 state while nobody listens"
+	t0=$SECONDS
+	timeout 30 rmmod krdma || fail "rmmod while s2 reconnects every $d ms: $?"
+	[ $((SECONDS - t0)) -le 5 ] || fail "rmmod took $((SECONDS - t0)) s while s2 reconnected"
+	[ ! -e $KRDMA_SYS ] || fail "sysfs left after rmmod"
+	dmesg_new | grep -q "s2: session destroyed by module unload" ||
+		fail "no unload line for s2: $(dmesg_new | tail -n 5)"
+	krdma_load
+done
