@@ -1939,6 +1939,14 @@ out_put:
  *	@opts->ops, each connection accepted is handed to the consumer by
  *	its KRDMA_EVENT_ESTABLISHED event instead of krdma_accept()
  *
+ * A listener bound to one device's address stops listening when that
+ * device is removed (krdma_listener_query()'s error is -ENODEV, and
+ * krdma_accept() fails with -ENODEV), and listens again by itself once a
+ * device for the address is added or a port comes up.  Either way the
+ * owner closes it with krdma_listener_close().
+ *
+ * Context: process; sleeps.
+ *
  * Return: the listener, or an ERR_PTR (-EADDRINUSE, -EADDRNOTAVAIL, ...).
  */
 struct krdma_listener *krdma_listen(const struct sockaddr *addr,
@@ -2214,6 +2222,101 @@ again:
 	}
 	kfree(conns);
 	kfree(ls);
+}
+
+/*
+ * A listener that krdma_remove_device_users() stopped (-ENODEV, bound to
+ * the removed device's address) listens again once a device for its
+ * address is back.  Under close_mutex, as krdma_listener_free_id() takes
+ * it after l->closed is set: a close either comes first (and this does
+ * nothing) or destroys what this made.  The CM handler does not take the
+ * mutex, so a request arriving at once does not wait on it.
+ */
+static void krdma_listener_rebind(struct krdma_listener *l)
+{
+	char dev[IB_DEVICE_NAME_MAX];
+	struct rdma_cm_id *id;
+	int ret;
+
+	mutex_lock(&l->close_mutex);
+	if (READ_ONCE(l->closed) || l->cm_id || l->error != -ENODEV)
+		goto out;
+	id = rdma_create_id(&init_net, krdma_cm_handler, &l->ctx,
+			    RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id))
+		goto out;
+	ret = rdma_bind_addr(id, (struct sockaddr *)&l->addr);
+	if (!ret)
+		ret = rdma_listen(id, KRDMA_LISTEN_BACKLOG);
+	if (ret) {
+		mutex_unlock(&l->close_mutex);
+		/* No device for the address yet: the next add or port up. */
+		pr_debug("%s: %pISpc not back yet: %d\n", l->name, &l->addr,
+			 ret);
+		rdma_destroy_id(id);
+		return;
+	}
+	strscpy(dev, dev_name(&id->device->dev), sizeof(dev));
+	l->cm_id = id;
+	WRITE_ONCE(l->error, 0);
+	mutex_unlock(&l->close_mutex);
+	pr_info("%s: listening again on %pISpc (%s)\n", l->name, &l->addr,
+		dev);
+	return;
+out:
+	mutex_unlock(&l->close_mutex);
+}
+
+static void krdma_relisten_fn(struct work_struct *work)
+{
+	struct krdma_listener *l, **ls;
+	int n = 0, cap = 0, i;
+
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(l, &krdma_listeners, list)
+		cap += READ_ONCE(l->error) == -ENODEV;
+	mutex_unlock(&krdma_lock);
+	if (!cap)
+		return;
+	ls = kcalloc(cap, sizeof(*ls), GFP_KERNEL);
+	if (!ls) {
+		pr_warn("no memory to bring %d stopped listeners back\n", cap);
+		return;
+	}
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(l, &krdma_listeners, list) {
+		if (n == cap)
+			break;
+		if (READ_ONCE(l->error) == -ENODEV) {
+			kobject_get(&l->kobj);
+			ls[n++] = l;
+		}
+	}
+	mutex_unlock(&krdma_lock);
+	for (i = 0; i < n; i++) {
+		krdma_listener_rebind(ls[i]);
+		kobject_put(&ls[i]->kobj);
+	}
+	kfree(ls);
+}
+
+static DECLARE_WORK(krdma_relisten_work, krdma_relisten_fn);
+
+/**
+ * krdma_relisten - a device came, or a port came up: revive listeners
+ *
+ * Queues the work that has every listener stopped by a device removal try
+ * its address again.  Any context.
+ */
+void krdma_relisten(void)
+{
+	queue_work(krdma_wq, &krdma_relisten_work);
+}
+
+/* Module unload, once no device can come or go: none is left running. */
+void krdma_relisten_stop(void)
+{
+	cancel_work_sync(&krdma_relisten_work);
 }
 
 /* Module unload: close every listener and connection krdma still has. */

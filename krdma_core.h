@@ -354,6 +354,8 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 				      const struct krdma_conn_opts *opts,
 				      const char *name);
 void krdma_remove_device_users(struct krdma_device *kdev);
+void krdma_relisten(void);
+void krdma_relisten_stop(void);
 void krdma_unpark(struct krdma_device *kdev, bool all);
 void krdma_close_all(void);
 int __krdma_conn_qp_get(struct krdma_conn *conn, bool failed);

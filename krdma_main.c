@@ -68,14 +68,19 @@ static void krdma_park_work(struct work_struct *work)
 				  park_work), false);
 }
 
-/* A port came up: the ids parked while it was down can go now. */
+/*
+ * A port came up: the ids parked while it was down can go now, and a
+ * listener stopped by a device removal may bind its address again.
+ */
 static void krdma_dev_event(struct ib_event_handler *h, struct ib_event *ev)
 {
 	struct krdma_device *kdev = container_of(h, struct krdma_device,
 						 event_handler);
 
-	if (ev->event == IB_EVENT_PORT_ACTIVE)
+	if (ev->event == IB_EVENT_PORT_ACTIVE) {
 		mod_delayed_work(krdma_wq, &kdev->park_work, 0);
+		krdma_relisten();
+	}
 }
 
 static int krdma_add_one(struct ib_device *ibdev)
@@ -109,6 +114,8 @@ static int krdma_add_one(struct ib_device *ibdev)
 	INIT_IB_EVENT_HANDLER(&kdev->event_handler, ibdev, krdma_dev_event);
 	ib_register_event_handler(&kdev->event_handler);
 	pr_info("%s: added\n", kdev->name);
+	/* Listeners its removal stopped may have their address back. */
+	krdma_relisten();
 	return 0;
 }
 
@@ -231,6 +238,8 @@ static void __exit krdma_exit(void)
 	krdma_ctl_stop();
 	krdma_close_all();
 	ib_unregister_client(&krdma_ib_client);
+	/* No device event can queue it now; it may hold listeners. */
+	krdma_relisten_stop();
 	/* Every device is gone: so must every mapping be. */
 	krdma_dma_check_exit();
 	krdma_ctl_exit();

@@ -3,7 +3,7 @@
 # Device removal under traffic: rdma link delete while a self-test runs
 # tears everything down synchronously (no hang), waiters get an error,
 # connections show -ENODEV; the device added again is usable again, and a
-# session whose device went away reconnects on its own once it is back.
+# session and a listener whose device went away come back on their own.
 # topo: single
 # dev: rxe siw
 . "$(dirname "$0")/../lib.sh"
@@ -55,9 +55,10 @@ expect_eq "$(cat $KRDMA_SYS/conns/d1/test_status)" passed "self-test after re-ad
 ctl disconnect name=d1 || fail "disconnect d1"
 ctl unlisten name=l2 || fail "unlisten l2"
 
-# A session rides out the removal: while the device is gone its attempts
-# fail (and it stays reconnecting, loss_tmo_ms is long), and once the
-# device is back and something listens again it reconnects by itself.
+# A session and its listener ride out the removal: while the device is
+# gone the listener is stopped (-19) and the session's attempts fail (it
+# stays reconnecting, loss_tmo_ms is long); once the device is back the
+# listener listens again and the session reconnects, nobody doing a thing.
 SS=$KRDMA_SYS/sessions
 ctl listen name=l3 addr=$MY_IP:7012 || fail "listen l3"
 ctl session name=s1 addr=$PEER_IP:7012 reconnect_delay_ms=300 loss_tmo_ms=60000 ||
@@ -70,10 +71,13 @@ wait_for 10 eval 'dmesg_new | grep -q "s1: reconnect failed"' ||
 expect_eq "$(cat $SS/s1/state)" reconnecting "s1 state with the device gone"
 expect_eq "$(cat $SS/s1/reconnects)" 0 "s1 reconnects with the device gone"
 grep -q 'stopped -19' $KRDMA_SYS/listeners/l3/state || fail "l3: $(cat $KRDMA_SYS/listeners/l3/state)"
+dmesg_mark
 rdma_dev_up
 wait_for 5 test -d $KRDMA_SYS/devices/$IBDEV || fail "device not back (s1)"
-ctl unlisten name=l3 || fail "unlisten l3"
-ctl listen name=l3 addr=$MY_IP:7012 || fail "listen l3 after re-add"
+wait_for 10 grep -qx listening $KRDMA_SYS/listeners/l3/state ||
+	fail "l3 after the re-add: $(cat $KRDMA_SYS/listeners/l3/state)"
+dmesg_new | grep -q "l3: listening again on $MY_IP:7012 ($IBDEV)" ||
+	fail "no 'listening again' line for l3: $(dmesg_new | tail -n 5)"
 wait_for 15 eval '[ "$(cat $SS/s1/state)" = connected ]' ||
 	fail "s1 did not reconnect after the re-add: $(cat $SS/s1/state), last_error $(cat $SS/s1/last_error)"
 expect_eq "$(cat $SS/s1/reconnects)" 1 "s1 reconnects after the re-add"
