@@ -92,7 +92,7 @@ static void krdma_conn_opts_fill(struct krdma_conn_opts *o,
 	if (!o->max_msg_size)
 		o->max_msg_size = KRDMA_DEFAULT_MSG_SIZE;
 	if (!o->timeout_ms)
-		o->timeout_ms = 5000;
+		o->timeout_ms = KRDMA_DEFAULT_CONNECT_TIMEOUT_MS;
 	if (!o->backlog)
 		o->backlog = KRDMA_DEFAULT_BACKLOG;
 	if (!o->heartbeat_ms)

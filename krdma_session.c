@@ -174,7 +174,7 @@ static void krdma_sess_tell(struct krdma_session *s,
 
 /* A connect request of generation @gen; sleeps up to opts.conn.timeout_ms. */
 static struct krdma_sess_conn *krdma_sess_connect(struct krdma_session *s,
-						  u32 gen)
+						  u32 gen, u32 timeout_ms)
 {
 	struct krdma_conn_opts o = s->opts.conn;
 	u8 pd[KRDMA_MAX_PRIVATE_DATA];
@@ -195,6 +195,8 @@ static struct krdma_sess_conn *krdma_sess_connect(struct krdma_session *s,
 	o.ops = s->opts.ops && s->opts.ops->recv ? &krdma_sess_conn_ops_recv :
 						   &krdma_sess_conn_ops;
 	o.priv = sc;
+	if (timeout_ms)
+		o.timeout_ms = timeout_ms;
 	conn = krdma_connect((struct sockaddr *)&s->dst,
 			     s->has_src ? (struct sockaddr *)&s->src : NULL, &o);
 	if (IS_ERR(conn)) {
@@ -253,26 +255,50 @@ static void krdma_sess_lose(struct krdma_session *s, int err)
 	krdma_sess_tell(s, KRDMA_SESSION_LOST, err);
 }
 
+/*
+ * How long an attempt may take: its connection's timeout, but not past the
+ * loss deadline (less KRDMA_SESS_MIN_ATTEMPT_MS at the very end, so that a
+ * refusal still comes back as itself), so that the loss comes on time
+ * however long a connect to a dead peer blocks.  0: the connection's own.
+ * With s->lock held.
+ */
+#define KRDMA_SESS_MIN_ATTEMPT_MS	200
+
+static u32 krdma_sess_attempt_ms_locked(struct krdma_session *s)
+{
+	u32 own = s->opts.conn.timeout_ms ?: KRDMA_DEFAULT_CONNECT_TIMEOUT_MS;
+	long left;
+	u32 ms;
+
+	if (s->loss_tmo_ms == KRDMA_SESSION_LOSS_TMO_NEVER)
+		return 0;
+	left = (long)(krdma_sess_lost_at(s) - jiffies);
+	ms = left > 0 ? jiffies_to_msecs(left) : 0;
+	ms = max_t(u32, ms, KRDMA_SESS_MIN_ATTEMPT_MS);
+	return ms < own ? ms : 0;
+}
+
 /* One reconnect attempt, or the loss if its time has come. */
 static void krdma_sess_attempt(struct krdma_session *s)
 {
 	struct krdma_sess_conn *sc;
+	u32 gen, attempt_ms;
 	int prev, err;
 	bool lost;
-	u32 gen;
 
 	spin_lock_bh(&s->lock);
 	prev = s->attempt_error;
 	lost = s->loss_tmo_ms != KRDMA_SESSION_LOSS_TMO_NEVER &&
 	       time_after_eq(jiffies, krdma_sess_lost_at(s));
 	gen = lost ? s->gen : ++s->gen;
+	attempt_ms = krdma_sess_attempt_ms_locked(s);
 	spin_unlock_bh(&s->lock);
 	if (lost) {
 		krdma_sess_lose(s, prev ?: s->last_error);
 		return;
 	}
 	krdma_sess_tell(s, KRDMA_SESSION_RECONNECTING, prev);
-	sc = krdma_sess_connect(s, gen);
+	sc = krdma_sess_connect(s, gen, attempt_ms);
 	if (!IS_ERR(sc)) {
 		spin_lock_bh(&s->lock);
 		krdma_sess_install_locked(s, sc);
@@ -639,7 +665,7 @@ struct krdma_session *__krdma_session_create(const struct sockaddr *dst,
 	if (ret)
 		goto fail;
 
-	sc = krdma_sess_connect(s, 0);
+	sc = krdma_sess_connect(s, 0, 0);
 	if (IS_ERR(sc)) {
 		ret = PTR_ERR(sc);
 		goto fail;

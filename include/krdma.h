@@ -48,6 +48,7 @@ struct krdma_rdma;
 #define KRDMA_MAX_MSG_SIZE	(1024 * 1024)
 #define KRDMA_DEFAULT_BACKLOG	16
 #define KRDMA_MAX_BACKLOG	1024
+#define KRDMA_DEFAULT_CONNECT_TIMEOUT_MS	5000
 /* Heartbeats: a dead peer is noticed within interval x (misses + 1). */
 #define KRDMA_DEFAULT_HEARTBEAT_MS	2000
 #define KRDMA_MIN_HEARTBEAT_MS		100
@@ -187,7 +188,8 @@ struct krdma_conn_ops {
  *	two sides settle on the smaller of their values
  * @max_msg_size: largest message (0: KRDMA_DEFAULT_MSG_SIZE); negotiated
  *	to the smaller of the two sides' values
- * @timeout_ms: how long krdma_connect() may take (0: 5000)
+ * @timeout_ms: how long krdma_connect() may take (0:
+ *	KRDMA_DEFAULT_CONNECT_TIMEOUT_MS, 5000)
  * @tos: type of service of the connection (0: default)
  * @backlog: a listener's bound on the connections it holds for nobody yet
  *	(0: KRDMA_DEFAULT_BACKLOG, at most KRDMA_MAX_BACKLOG): those being
@@ -522,9 +524,11 @@ struct krdma_session_ops {
  *	KRDMA_SESSION_MIN_DELAY_MS, at most KRDMA_SESSION_MAX_DELAY_MS)
  * @loss_tmo_ms: how long after a failure the session keeps trying before
  *	it is lost (0: KRDMA_SESSION_DEFAULT_LOSS_TMO_MS;
- *	KRDMA_SESSION_LOSS_TMO_NEVER: never lost).  An attempt under way
- *	when the time comes ends first: the loss can come up to one
- *	@conn.timeout_ms late.
+ *	KRDMA_SESSION_LOSS_TMO_NEVER: never lost).  No attempt outlasts
+ *	it: one that starts near the end gets only the time left (but at
+ *	least 200 ms) instead of @conn.timeout_ms, so that the loss comes
+ *	on time, at most those 200 ms late, however long a connect to a
+ *	dead peer would block.
  * @ops: the callbacks, or NULL
  * @priv: the consumer's pointer, for krdma_session_priv()
  */

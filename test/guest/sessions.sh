@@ -88,6 +88,39 @@ dmesg_new | grep -q "s1: session destroyed by module unload" ||
 	fail "no unload line for s1: $(dmesg_new | tail -n 5)"
 krdma_load
 
+# The loss comes on time although an attempt blocks.  A second address,
+# a session to a listener on it, then the address taken away and the
+# passive end closed: each attempt now waits for an ARP answer that never
+# comes, up to the connection's timeout_ms=5000.  With loss_tmo_ms=2000
+# and reconnect_delay_ms=1500 the attempt that starts at 1.5 s gets only
+# the 0.5 s left, and the session is lost at 2 s (the test allows 2.7),
+# not when a whole attempt ends (6.5 s).
+X=${MY_IP%.*}.99
+ip addr add $X/32 dev eth0 || fail "ip addr add $X"
+ctl listen name=lx addr=$X:$P || fail "listen on $X"
+ctl session name=s3 addr=$X:$P timeout_ms=5000 reconnect_delay_ms=1500 loss_tmo_ms=2000 ||
+	fail "session s3"
+wait_for 5 says $SS/s3/state connected || fail "s3: $(cat $SS/s3/state)"
+wait_for 5 test -e $C/lx.0 || fail "no passive end lx.0"
+ip addr del $X/32 dev eth0 || fail "ip addr del $X"
+dmesg_mark
+ctl disconnect name=lx.0 || fail "disconnect lx.0"
+ctl unlisten name=lx || fail "unlisten lx"
+# (How soon s3's connection fails depends on the device: 2 s on rxe, 8 s
+# on siw, whose TCP stream to the address that went away times out.  The
+# loss counts from that failure, and so does this.)
+wait_for 30 says $SS/s3/state lost ||
+	fail "s3 not lost: state $(cat $SS/s3/state), last_error $(cat $SS/s3/last_error)"
+# dmesg's stamps: "[ 15.476627] krdma: s3: connection failed ..."
+stamp_ms() { dmesg_new | grep -m1 "krdma: s3: $1" | sed 's/^\[ *\([0-9]*\)\.\([0-9]\{3\}\).*/\1\2/'; }
+f=$(stamp_ms "connection failed") l=$(stamp_ms "lost")
+[ -n "$f" ] && [ -n "$l" ] || fail "no failure or loss line for s3: $(dmesg_new | grep s3)"
+ms=$((10#$l - 10#$f))
+log "s3 lost $ms ms after its connection failed (loss_tmo_ms=2000, attempts blocking)"
+[ $ms -ge 1950 ] && [ $ms -le 2700 ] ||
+	fail "s3 lost $ms ms after the failure with loss_tmo_ms=2000: $(dmesg_new | grep s3 | tail -n 4)"
+ctl unsession name=s3 || fail "unsession s3"
+
 # rmmod while a session reconnects: its peer gone and nobody listening, it
 # tries every 100 ms (each attempt refused at once over loopback); the
 # unload stops the attempts and the timer, whichever is running, and
