@@ -217,7 +217,7 @@ static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
 
 	while ((ret = krdma_send_async(conn, b->msg, b->size, &s->req,
 				       true)) == -EAGAIN) {
-		if (!wait_event_timeout(conn->wq, krdma_can_send(conn),
+		if (!wait_event_timeout(conn->wq, krdma_send_ready(conn),
 					KB_TIMEOUT)) {
 			pr_warn_ratelimited("%s: bench: no credit from the peer in %d s, failing the connection\n",
 					    conn->name, KB_TIMEOUT / HZ);

@@ -227,7 +227,7 @@ static void st_hold(struct krdma_conn *conn)
 {
 	u32 want = max_t(u32, conn->depth, 2) - 1;
 
-	wait_event_timeout(conn->wq, krdma_rx_queued(conn) >= want ||
+	wait_event_timeout(conn->wq, krdma_recv_queued(conn) >= want ||
 			   krdma_conn_error(conn) || kthread_should_stop(),
 			   ST_HOLD_MAX);
 	if (!krdma_conn_error(conn) && !kthread_should_stop())
@@ -715,7 +715,7 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 		 */
 		while ((ret = krdma_send_async(conn, m, sizeof(*m) + payload,
 					       &s->req, true)) == -EAGAIN) {
-			if (!wait_event_timeout(conn->wq, krdma_can_send(conn),
+			if (!wait_event_timeout(conn->wq, krdma_send_ready(conn),
 						st->timeout)) {
 				pr_warn_ratelimited("%s: no credit from the peer in %u ms, failing the connection\n",
 						    conn->name,
