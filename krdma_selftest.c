@@ -19,7 +19,7 @@
 
 #include "krdma_core.h"
 #include "krdma_ctl.h"
-#include "krdma_plan.h"
+#include "krdma_pattern.h"
 #include "krdma_selftest.h"
 #include "krdma_st_wire.h"
 #include "krdma_bench.h"
