@@ -17,6 +17,9 @@
  * per power of two, so a percentile is within 3% of the true value), exact
  * minimum and maximum besides.  Several connections are benchmarked by starting one bench on
  * each; tools/bench adds their results up.
+ *
+ * Like the self-test, the bench is a consumer of krdma: it uses
+ * include/krdma.h and nothing of the core's own headers.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -25,9 +28,13 @@
 #include <linux/ktime.h>
 #include <linux/math64.h>
 #include <linux/bitops.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/sysfs.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 
-#include "krdma_core.h"
+#include <krdma.h>
 #include "krdma_cmd.h"
 #include "krdma_ctl.h"
 #include "krdma_bench.h"
@@ -198,8 +205,8 @@ static bool kb_wait(struct krdma_bench *b,
 	if (wait_event_timeout(b->wq, cond(b, s), KB_TIMEOUT))
 		return true;
 	pr_warn_ratelimited("%s: bench: no completion in %d s, failing the connection\n",
-			    b->conn->name, KB_TIMEOUT / HZ);
-	krdma_conn_teardown(b->conn, -ETIMEDOUT);
+			    krdma_conn_name(b->conn), KB_TIMEOUT / HZ);
+	krdma_conn_fail(b->conn, -ETIMEDOUT);
 	wait_event(b->wq, cond(b, s));
 	return false;
 }
@@ -213,15 +220,17 @@ static int kb_post_rw(struct krdma_bench *b, struct kb_slot *s)
 static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
 {
 	struct krdma_conn *conn = b->conn;
+	wait_queue_head_t *wq = krdma_conn_waitq(conn);
 	int ret;
 
 	while ((ret = krdma_send_async(conn, b->msg, b->size, &s->req,
 				       true)) == -EAGAIN) {
-		if (!wait_event_timeout(conn->wq, krdma_can_send(conn),
+		if (!wait_event_timeout(*wq, krdma_send_ready(conn),
 					KB_TIMEOUT)) {
 			pr_warn_ratelimited("%s: bench: no credit from the peer in %d s, failing the connection\n",
-					    conn->name, KB_TIMEOUT / HZ);
-			krdma_conn_teardown(conn, -ETIMEDOUT);
+					    krdma_conn_name(conn),
+					    KB_TIMEOUT / HZ);
+			krdma_conn_fail(conn, -ETIMEDOUT);
 		}
 	}
 	return ret;
@@ -337,8 +346,8 @@ retry:
 
 static int kb_run_rw(struct krdma_bench *b)
 {
-	struct krdma_conn *conn = b->conn;
-	u32 chunk = conn->rw_chunk_pages * PAGE_SIZE, per_op, i;
+	u32 depth = krdma_queue_depth(b->conn);
+	u32 chunk = krdma_rdma_chunk_size(b->conn), per_op, i;
 	int ret;
 
 	ret = kb_buf_alloc(b);
@@ -358,10 +367,9 @@ static int kb_run_rw(struct krdma_bench *b)
 	 * bench is a batch.  (Fewer slots than were allocated, never more.)
 	 */
 	per_op = DIV_ROUND_UP(b->size, chunk);
-	b->batch = clamp_t(u32, b->batch, 1,
-			   max_t(u32, conn->depth / per_op, 1));
+	b->batch = clamp_t(u32, b->batch, 1, max_t(u32, depth / per_op, 1));
 	b->window = clamp_t(u32, b->window / b->batch, 1,
-			    max_t(u32, conn->depth / (per_op * b->batch), 1));
+			    max_t(u32, depth / (per_op * b->batch), 1));
 	ret = -ENOMEM;
 	b->vec = kcalloc(b->batch, sizeof(*b->vec), GFP_KERNEL);
 	if (b->vec) {
@@ -426,7 +434,7 @@ static void kb_work(struct work_struct *work)
 	b->running = false;
 	mutex_unlock(&b->lock);
 	pr_info_ratelimited("%s: bench %s size=%u depth=%u batch=%u: %s, %llu ops in %llu us (posting %llu ns/op, %u waits)\n",
-			    conn->name, kb_op_names[b->op], b->size,
+			    krdma_conn_name(conn), kb_op_names[b->op], b->size,
 			    b->window * b->batch, b->batch, b->status,
 			    b->ops, b->usecs,
 			    b->ops ? div64_u64(b->post_ns, b->ops) : 0,
@@ -474,13 +482,13 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 
 	if (!ctl->st || !ctl->svc) {
 		pr_warn_ratelimited("bench: %s: no service thread on this connection\n",
-				    conn->name);
+				    krdma_conn_name(conn));
 		return -EOPNOTSUPP;
 	}
 	ret = krdma_conn_error(conn);
 	if (ret) {
 		pr_warn_ratelimited("bench: %s: connection is down: %d\n",
-				    conn->name, ret);
+				    krdma_conn_name(conn), ret);
 		return ret;
 	}
 	switch (cmd->test_ops) {
@@ -495,35 +503,36 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 		break;
 	default:
 		pr_warn_ratelimited("bench: %s: takes one op: write, read or send\n",
-				    conn->name);
+				    krdma_conn_name(conn));
 		return -EINVAL;
 	}
-	if (op == KB_SEND && cmd->size > conn->max_msg) {
+	if (op == KB_SEND && cmd->size > krdma_max_msg_size(conn)) {
 		pr_warn_ratelimited("%s: bench size %u is more than the connection's %u-byte messages\n",
-				    conn->name, cmd->size, conn->max_msg);
+				    krdma_conn_name(conn), cmd->size,
+				    krdma_max_msg_size(conn));
 		return -EMSGSIZE;
 	}
 	if (op != KB_SEND && !cmd->size) {
 		pr_warn_ratelimited("bench: %s: size=0 works only with op=send\n",
-				    conn->name);
+				    krdma_conn_name(conn));
 		return -EINVAL;
 	}
 	if (op == KB_SEND && cmd->batch > 1) {
 		pr_warn_ratelimited("%s: bench batch= works with op=write and op=read\n",
-				    conn->name);
+				    krdma_conn_name(conn));
 		return -EINVAL;
 	}
 
 	b = kb_get(ctl);
 	if (!b) {
 		pr_warn_ratelimited("bench: %s: no memory for the bench\n",
-				    conn->name);
+				    krdma_conn_name(conn));
 		return -ENOMEM;
 	}
 	mutex_lock(&b->lock);
 	if (b->running) {
 		pr_warn_ratelimited("bench: %s: a bench runs on it already\n",
-				    conn->name);
+				    krdma_conn_name(conn));
 		ret = -EBUSY;
 		goto out;
 	}
@@ -532,7 +541,7 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 	b->size = cmd->size;
 	b->count = cmd->count;
 	b->secs = cmd->secs;
-	b->window = min_not_zero(cmd->depth, conn->depth);
+	b->window = min_not_zero(cmd->depth, krdma_queue_depth(conn));
 	b->batch = max_t(u32, cmd->batch, 1);
 	spin_lock_bh(&b->stat_lock);
 	b->ops = 0;

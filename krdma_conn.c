@@ -1064,8 +1064,11 @@ EXPORT_SYMBOL_GPL(krdma_conn_shutdown);
  *
  * Woken when a message is ready for krdma_recv() and when the connection
  * changes state (fails, disconnects): for a consumer that waits on several
- * objects at once (poll() of /dev/krdma) with its own wait entry.
- * Remove the entry before krdma_close().
+ * objects at once (poll() of /dev/krdma) with its own wait entry, or that
+ * waits with wait_event() for a condition that mixes the connection's
+ * state with its own (the self-test waits there for its peer's replies,
+ * and wakes it itself when one came: krdma's own waiters take a spurious
+ * wakeup in their stride).  Remove the entry before krdma_close().
  *
  * Context: any.
  * Return: the wait queue head.

@@ -371,8 +371,6 @@ void krdma_conn_qp_put(struct krdma_conn *conn);
 int krdma_conn_create_qp(struct krdma_conn *conn);
 void krdma_conn_destroy_qp(struct krdma_conn *conn);
 int krdma_conn_post_recvs(struct krdma_conn *conn);
-bool krdma_can_send(struct krdma_conn *conn);
-u32 krdma_rx_queued(struct krdma_conn *conn);
 int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		   long timeout);
 void krdma_conn_flush_waiters(struct krdma_conn *conn);

@@ -865,8 +865,20 @@ static bool krdma_rx_ready(struct krdma_conn *conn)
 	return ready;
 }
 
-/* Messages received and not yet taken. */
-u32 krdma_rx_queued(struct krdma_conn *conn)
+/**
+ * krdma_recv_queued - how many messages wait to be received?
+ * @conn: the connection (without a recv callback)
+ *
+ * Counts the messages (and write-with-immediate notices) that arrived and
+ * that krdma_recv() has not taken yet.  Each holds one of the peer's
+ * credits: a receiver that lets queue depth of them wait has stopped its
+ * peer, which is how a test makes a sender meet backpressure.  Wait for a
+ * change on krdma_conn_waitq().
+ *
+ * Context: any but hard interrupt; does not sleep.
+ * Return: the number of messages waiting.
+ */
+u32 krdma_recv_queued(struct krdma_conn *conn)
 {
 	struct krdma_rx *rx;
 	u32 n = 0;
@@ -877,6 +889,7 @@ u32 krdma_rx_queued(struct krdma_conn *conn)
 	spin_unlock_bh(&conn->lock);
 	return n;
 }
+EXPORT_SYMBOL_GPL(krdma_recv_queued);
 
 /**
  * krdma_recv_ready - is a message waiting to be received?
@@ -1086,8 +1099,22 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 }
 
-/* A send may go when there is a credit and a free buffer, or never will. */
-bool krdma_can_send(struct krdma_conn *conn)
+/**
+ * krdma_send_ready - may a message go now, or will none ever?
+ * @conn: the connection
+ *
+ * A message may go when the peer has given a credit and a send buffer is
+ * free: then krdma_send_async() and krdma_sendv_async() with @nowait do
+ * not return -EAGAIN.  Also true once the connection is no longer usable,
+ * when they fail with its error at once.  For a consumer that posts with
+ * @nowait and waits for credits itself, on krdma_conn_waitq(), with a
+ * bound of its own (a peer that returns no credit may be gone: give it up
+ * with krdma_conn_fail()).
+ *
+ * Context: any but hard interrupt; does not sleep.
+ * Return: true when a send would not have to wait for a credit.
+ */
+bool krdma_send_ready(struct krdma_conn *conn)
 {
 	bool ok;
 
@@ -1097,6 +1124,7 @@ bool krdma_can_send(struct krdma_conn *conn)
 	spin_unlock_bh(&conn->lock);
 	return ok;
 }
+EXPORT_SYMBOL_GPL(krdma_send_ready);
 
 /*
  * Wait for a credit (or the connection's end) for at most *@left jiffies,
@@ -1114,7 +1142,7 @@ static int krdma_credit_wait(struct krdma_conn *conn, long *left)
 	/* Unlocked reads: what the trace shows may be a moment old. */
 	trace_krdma_credit_stall(conn->name, READ_ONCE(conn->cr.credits),
 				 conn->depth, !list_empty(&conn->tx_free));
-	t = wait_event_interruptible_timeout(conn->wq, krdma_can_send(conn),
+	t = wait_event_interruptible_timeout(conn->wq, krdma_send_ready(conn),
 					     *left);
 	if (t < 0)
 		return t;

@@ -346,6 +346,25 @@ struct krdma_mr *krdma_reg_buf(struct krdma_conn *conn, void *buf,
 EXPORT_SYMBOL_GPL(krdma_reg_buf);
 
 /**
+ * krdma_max_reg_pages - the most pages one registration maps
+ * @conn: a connection from krdma_connect() or a listener
+ *
+ * The device's bound on one MR (max_fast_reg_page_list_len): a region
+ * given to krdma_reg_buf() or krdma_reg_sg() that spans more pages fails
+ * with -E2BIG.  A consumer exposing more memory than that registers it
+ * in pieces, one token each.
+ *
+ * Context: any.
+ * Return: the number of pages, or 0 before the connection has a queue
+ * pair.
+ */
+u32 krdma_max_reg_pages(struct krdma_conn *conn)
+{
+	return conn->max_reg_pages;
+}
+EXPORT_SYMBOL_GPL(krdma_max_reg_pages);
+
+/**
  * krdma_mr_token - the token that gives the peer access to a registration
  * @kmr: the registration
  * @token: filled in

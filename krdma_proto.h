@@ -108,7 +108,4 @@ void krdma_msg_encode(struct krdma_msg_hdr *h, u32 type, u32 flags,
 int krdma_msg_decode(const void *buf, u32 byte_len, u32 max_msg,
 		     struct krdma_msg_info *info);
 
-void krdma_pattern_fill(void *buf, size_t len, u64 seed, u64 pos);
-s64 krdma_pattern_check(const void *buf, size_t len, u64 seed, u64 pos);
-
 #endif /* KRDMA_PROTO_H */

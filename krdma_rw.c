@@ -548,6 +548,28 @@ static int __krdma_rdma_async(struct krdma_conn *conn, bool write,
 }
 
 /**
+ * krdma_rdma_chunk_size - how much of a transfer takes one slot
+ * @conn: a connection from krdma_connect() or a listener
+ *
+ * krdma cuts a one-sided transfer into chunks of at most this many bytes
+ * (256 pages, fewer if the device maps fewer in one MR), and each chunk
+ * in flight takes one of the connection's queue depth slots: a transfer
+ * of @len bytes of page-contiguous local memory takes
+ * DIV_ROUND_UP(@len, krdma_rdma_chunk_size()) of them, one with gaps may
+ * take more.  For a consumer that sizes its own window of asynchronous
+ * transfers (krdma_rdma_async(), krdma_rdma_batch_async()) to the depth.
+ *
+ * Context: any.
+ * Return: the chunk size in bytes, or 0 before the connection has a
+ * queue pair.
+ */
+u32 krdma_rdma_chunk_size(struct krdma_conn *conn)
+{
+	return conn->rw_chunk_pages * PAGE_SIZE;
+}
+EXPORT_SYMBOL_GPL(krdma_rdma_chunk_size);
+
+/**
  * krdma_rdma_async - RDMA WRITE or READ, completing through a callback
  * @conn: the connection
  * @write: true to write local data to the peer, false to read from it
@@ -1051,3 +1073,22 @@ int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,
 			    add, 0, old, timeout);
 }
 EXPORT_SYMBOL_GPL(krdma_atomic_fadd);
+
+/**
+ * krdma_conn_has_atomics - does a connection's device do atomics?
+ * @conn: a connection from krdma_connect() or a listener
+ *
+ * Recorded when the connection's queue pair was made, and kept after it
+ * failed.  Without them krdma_atomic_cas() and krdma_atomic_fadd() fail
+ * with -EOPNOTSUPP, and so does a registration asking for
+ * KRDMA_ACCESS_REMOTE_ATOMIC.
+ *
+ * Context: any.
+ * Return: true when the device has them (rxe), false when not (siw) or
+ * before the connection has a queue pair.
+ */
+bool krdma_conn_has_atomics(struct krdma_conn *conn)
+{
+	return conn->dev_atomics;
+}
+EXPORT_SYMBOL_GPL(krdma_conn_has_atomics);

@@ -7,19 +7,26 @@
  * file, a consumer of krdma like any other: its state hangs off the control
  * file's struct krdma_ctl_conn, never off the connection.  Each such
  * connection has a service thread that receives messages, answers the
- * peer's test requests and hands replies to the local test.
+ * peer's test requests and hands replies to the local test.  It uses
+ * include/krdma.h and nothing of the core's own headers.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/sysfs.h>
 #include <linux/vmalloc.h>
 #include <linux/ktime.h>
 #include <linux/random.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
 
-#include "krdma_core.h"
+#include <krdma.h>
 #include "krdma_ctl.h"
-#include "krdma_plan.h"
+#include "krdma_pattern.h"
 #include "krdma_selftest.h"
 #include "krdma_st_wire.h"
 #include "krdma_bench.h"
@@ -152,16 +159,18 @@ static int st_setup(struct krdma_conn *conn, struct st_exposed *e, u64 len,
 	st_exp_free(e);
 	if (len > READ_ONCE(svc_expose_max)) {
 		pr_warn_ratelimited("%s: self-test service: peer asked for %llu bytes, svc_expose_max is %u\n",
-				    conn->name, len, READ_ONCE(svc_expose_max));
+				    krdma_conn_name(conn), len,
+				    READ_ONCE(svc_expose_max));
 		return -E2BIG;
 	}
 	if (access & ~READ_ONCE(svc_rights)) {
 		pr_warn_ratelimited("%s: self-test service: peer asked for rights 0x%x, svc_rights is 0x%x\n",
-				    conn->name, access, READ_ONCE(svc_rights));
+				    krdma_conn_name(conn), access,
+				    READ_ONCE(svc_rights));
 		return -EACCES;
 	}
 	/* Each region is one MR: the device bounds how large that can be. */
-	region = (u64)conn->max_reg_pages * PAGE_SIZE;
+	region = (u64)krdma_max_reg_pages(conn) * PAGE_SIZE;
 	region = min_t(u64, region, 1u << 30);
 	if (!len || DIV_ROUND_UP(len, region) > ST_MAX_REGIONS)
 		return -E2BIG;
@@ -225,9 +234,10 @@ static s64 st_exp_pattern(struct st_exposed *e, u64 seed, u64 len, bool fill)
  */
 static void st_hold(struct krdma_conn *conn)
 {
-	u32 want = max_t(u32, conn->depth, 2) - 1;
+	u32 want = max_t(u32, krdma_queue_depth(conn), 2) - 1;
 
-	wait_event_timeout(conn->wq, krdma_rx_queued(conn) >= want ||
+	wait_event_timeout(*krdma_conn_waitq(conn),
+			   krdma_recv_queued(conn) >= want ||
 			   krdma_conn_error(conn) || kthread_should_stop(),
 			   ST_HOLD_MAX);
 	if (!krdma_conn_error(conn) && !kthread_should_stop())
@@ -248,7 +258,7 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 		ret = st_setup(conn, e, mlen, be32_to_cpu(m->arg));
 		if (ret) {
 			pr_warn_ratelimited("%s: self-test setup of %llu bytes failed: %d\n",
-					    conn->name, mlen, ret);
+					    krdma_conn_name(conn), mlen, ret);
 			st_exp_free(e);
 			st_reply(conn, ret, 0);
 		}
@@ -257,14 +267,14 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 		bad = e->nr ? st_exp_pattern(e, seed, mlen, false) : 0;
 		if (bad >= 0)
 			pr_warn_ratelimited("%s: self-test data differs at byte %lld\n",
-					    conn->name, bad);
+					    krdma_conn_name(conn), bad);
 		st_reply(conn, bad >= 0 ? -EILSEQ : 0, bad >= 0 ? bad : 0);
 		break;
 	case ST_VERIFY64:
 		ret = e->nr && *(u64 *)e->buf[0] == seed ? 0 : -EILSEQ;
 		if (ret)
 			pr_warn_ratelimited("%s: self-test atomic result %llu, expected %llu\n",
-					    conn->name,
+					    krdma_conn_name(conn),
 					    e->nr ? *(u64 *)e->buf[0] : 0,
 					    seed);
 		st_reply(conn, ret, 0);
@@ -279,14 +289,15 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 		/* A batch's seeds follow each other: the order is checked. */
 		if (st->data_mid && seed != st->data_next && !st->data_bad) {
 			pr_warn_ratelimited("%s: self-test message %llu came where %llu was due\n",
-					    conn->name, seed, st->data_next);
+					    krdma_conn_name(conn), seed,
+					    st->data_next);
 			st->data_bad = true;
 		}
 		st->data_next = seed + 1;
 		st->data_mid = !be32_to_cpu(m->arg);
 		if (bad >= 0 || mlen != len - sizeof(*m)) {
 			pr_warn_ratelimited("%s: self-test message %llu bad at byte %lld\n",
-					    conn->name, seed, bad);
+					    krdma_conn_name(conn), seed, bad);
 			st_reply(conn, -EILSEQ, bad);
 		} else if (be32_to_cpu(m->arg)) {
 			/* The last of a batch: one reply for all of them. */
@@ -308,9 +319,9 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 			st->replies[st->rtail++ % ARRAY_SIZE(st->replies)] = *m;
 		else
 			pr_warn_ratelimited("%s: self-test reply dropped\n",
-					    conn->name);
+					    krdma_conn_name(conn));
 		mutex_unlock(&st->lock);
-		wake_up_all(&conn->wq);
+		wake_up_all(krdma_conn_waitq(conn));
 		break;
 	}
 }
@@ -324,7 +335,7 @@ static void st_serve_imm(struct krdma_conn *conn, struct krdma_selftest *st,
 
 	if (bad >= 0)
 		pr_warn_ratelimited("%s: data announced by immediate %u differs at byte %lld\n",
-				    conn->name, imm, bad);
+				    krdma_conn_name(conn), imm, bad);
 	st_reply(conn, bad >= 0 ? -EILSEQ : 0, bad >= 0 ? bad : 0);
 }
 
@@ -333,7 +344,7 @@ static int krdma_svc_thread(void *arg)
 	struct krdma_ctl_conn *ctl = arg;
 	struct krdma_conn *conn = ctl->conn;
 	struct krdma_selftest *st = ctl->st;
-	u32 bufsz = conn->max_msg;
+	u32 bufsz = krdma_max_msg_size(conn);
 	void *buf;
 	int n;
 
@@ -383,7 +394,7 @@ static int st_wait_reply(struct krdma_selftest *st, struct st_msg *out)
 {
 	long left;
 
-	left = wait_event_interruptible_timeout(st->conn->wq,
+	left = wait_event_interruptible_timeout(*krdma_conn_waitq(st->conn),
 						st_reply_ready(st),
 						st->timeout);
 	mutex_lock(&st->lock);
@@ -478,6 +489,78 @@ nomem:
 	return -ENOMEM;
 }
 
+/*
+ * Bytes [@skip, @skip + @len) of @l's scatterlist, in a table of their own
+ * (the entries that straddle an end trimmed), to go to krdma_write(),
+ * krdma_read() or krdma_write_imm() whole.
+ */
+static int st_local_range(struct st_local *l, u64 skip, u64 len,
+			  struct sg_table *out)
+{
+	struct scatterlist *sg, *d;
+	u64 pos = 0, end = skip + len;
+	u32 n = 0;
+	int i, ret;
+
+	for_each_sg(l->sgt.sgl, sg, l->sgt.orig_nents, i) {
+		if (pos < end && pos + sg->length > skip)
+			n++;
+		pos += sg->length;
+	}
+	ret = sg_alloc_table(out, n, GFP_KERNEL);
+	if (ret)
+		return ret;
+	d = out->sgl;
+	pos = 0;
+	for_each_sg(l->sgt.sgl, sg, l->sgt.orig_nents, i) {
+		u64 from = max(pos, skip), to = min(pos + sg->length, end);
+
+		if (from < to) {
+			sg_set_page(d, sg_page(sg), to - from,
+				    sg->offset + (from - pos));
+			d = sg_next(d);
+		}
+		pos += sg->length;
+	}
+	return 0;
+}
+
+static void st_parts_free(struct sg_table *parts, u32 nr)
+{
+	u32 r;
+
+	if (!parts)
+		return;
+	for (r = 0; r < nr; r++)
+		sg_free_table(&parts[r]);
+	kfree(parts);
+}
+
+/* @l cut at the peer's regions of @region bytes: one table each. */
+static int st_local_parts(struct st_local *l, u64 size, u64 region, u32 nr,
+			  struct sg_table **out)
+{
+	struct sg_table *parts;
+	u32 r;
+	int ret;
+
+	parts = kcalloc(nr, sizeof(*parts), GFP_KERNEL);
+	if (!parts)
+		return -ENOMEM;
+	for (r = 0; r < nr; r++) {
+		u64 skip = r * region;
+
+		ret = st_local_range(l, skip, min(size - skip, region),
+				     &parts[r]);
+		if (ret) {
+			st_parts_free(parts, r);
+			return ret;
+		}
+	}
+	*out = parts;
+	return 0;
+}
+
 static void st_local_pattern(struct st_local *l, u64 seed, bool fill,
 			     s64 *bad)
 {
@@ -546,6 +629,7 @@ static int st_one_sided(struct krdma_selftest *st, bool write, bool imm,
 			u64 seed0)
 {
 	struct krdma_conn *conn = st->conn;
+	struct sg_table *parts = NULL;
 	struct krdma_token *toks;
 	struct st_local l;
 	u64 region, bad;
@@ -565,6 +649,7 @@ static int st_one_sided(struct krdma_selftest *st, bool write, bool imm,
 			    seed0, toks, &nr, &region);
 	if (ret)
 		goto out_local;
+	ret = st_local_parts(&l, st->size, region, nr, &parts);
 
 	for (i = 0; i < st->count && !ret; i++) {
 		u64 seed = seed0 + i;
@@ -578,21 +663,24 @@ static int st_one_sided(struct krdma_selftest *st, bool write, bool imm,
 			break;
 		t0 = ktime_get();
 		for (r = 0; r < nr && !ret; r++) {
-			u64 skip = r * region;
-			u64 this = min_t(u64, st->size - skip, region);
+			struct sg_table *p = &parts[r];
 
-			ret = krdma_rdma_range(conn, write, l.sgt.sgl,
-					       l.sgt.orig_nents, skip, this,
-					       &toks[r], 0, st->timeout);
+			/* The notice follows the data; the peer checks then. */
+			if (imm && r == nr - 1)
+				ret = krdma_write_imm(conn, p->sgl,
+						      p->orig_nents, &toks[r],
+						      0, i, st->timeout);
+			else if (write)
+				ret = krdma_write(conn, p->sgl, p->orig_nents,
+						  &toks[r], 0, st->timeout);
+			else
+				ret = krdma_read(conn, p->sgl, p->orig_nents,
+						 &toks[r], 0, st->timeout);
 		}
 		if (!ret && imm) {
 			struct st_msg r;
 
-			/* The notice follows the data; the peer checks then. */
-			ret = krdma_post_imm(conn, toks[nr - 1].addr,
-					     toks[nr - 1].rkey, i, st->timeout);
-			if (!ret)
-				ret = st_wait_reply(st, &r);
+			ret = st_wait_reply(st, &r);
 			if (!ret)
 				ret = -(int)be16_to_cpu(r.status);
 			if (ret == -EILSEQ)
@@ -625,6 +713,7 @@ static int st_one_sided(struct krdma_selftest *st, bool write, bool imm,
 	}
 	if (krdma_conn_error(conn) == 0)
 		st_request(st, ST_FREE, 0, 0, 0, NULL);
+	st_parts_free(parts, nr);
 out_local:
 	st_local_free(&l);
 out_toks:
@@ -650,14 +739,15 @@ static void st_send_done(struct krdma_req *req)
 		/* A QP's send completions come in order (#18: inject delay=). */
 		if (s->i != st->send_next) {
 			pr_warn_ratelimited("%s: self-test send %u completed where %u was due\n",
-					    st->conn->name, s->i, st->send_next);
+					    krdma_conn_name(st->conn), s->i,
+					    st->send_next);
 			cmpxchg(&st->send_err, 0, -EBADMSG);
 		}
 		st_lat(st, s->t0, req->len - sizeof(struct st_msg));
 	}
 	st->send_next = s->i + 1;
 	atomic_dec(&st->send_inflight);
-	wake_up_all(&st->conn->wq);
+	wake_up_all(krdma_conn_waitq(st->conn));
 }
 
 static bool st_send_slot(struct krdma_selftest *st, int max)
@@ -674,8 +764,10 @@ static bool st_send_slot(struct krdma_selftest *st, int max)
 static int st_send_test(struct krdma_selftest *st, u64 seed0)
 {
 	struct krdma_conn *conn = st->conn;
-	u32 payload = min_t(u32, st->size, conn->max_msg - sizeof(struct st_msg));
-	u32 nslots = 2 * conn->depth, i;
+	wait_queue_head_t *wq = krdma_conn_waitq(conn);
+	u32 depth = krdma_queue_depth(conn), nslots = 2 * depth, i;
+	u32 payload = min_t(u32, st->size,
+			    krdma_max_msg_size(conn) - sizeof(struct st_msg));
 	struct st_sreq *reqs;
 	struct st_msg *m;
 	int ret = 0;
@@ -695,13 +787,13 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 		struct st_sreq *s = &reqs[i % nslots];
 
 		/* In-order completions: slot i % nslots is free again. */
-		wait_event(conn->wq, st_send_slot(st, conn->depth));
+		wait_event(*wq, st_send_slot(st, depth));
 		ret = READ_ONCE(st->send_err) ?: krdma_conn_error(conn);
 		if (ret)
 			break;
 		st_encode(m, ST_DATA, seed0 + i, payload, 0,
 			  i == st->count - 1, 0);
-		if (!i && st->count > conn->depth)
+		if (!i && st->count > depth)
 			m->flags = ST_F_HOLD;
 		krdma_pattern_fill((u8 *)m + sizeof(*m), payload, seed0 + i, 0);
 		s->st = st;
@@ -715,23 +807,23 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 		 */
 		while ((ret = krdma_send_async(conn, m, sizeof(*m) + payload,
 					       &s->req, true)) == -EAGAIN) {
-			if (!wait_event_timeout(conn->wq, krdma_can_send(conn),
+			if (!wait_event_timeout(*wq, krdma_send_ready(conn),
 						st->timeout)) {
 				pr_warn_ratelimited("%s: no credit from the peer in %u ms, failing the connection\n",
-						    conn->name,
+						    krdma_conn_name(conn),
 						    jiffies_to_msecs(st->timeout));
-				krdma_conn_teardown(conn, -ETIMEDOUT);
+				krdma_conn_fail(conn, -ETIMEDOUT);
 			}
 		}
 		if (ret)
 			atomic_dec(&st->send_inflight);
 	}
-	if (!wait_event_timeout(conn->wq, !atomic_read(&st->send_inflight),
+	if (!wait_event_timeout(*wq, !atomic_read(&st->send_inflight),
 				st->timeout)) {
 		pr_warn_ratelimited("%s: self-test sends not acknowledged, failing the connection\n",
-				    conn->name);
-		krdma_conn_teardown(conn, -ETIMEDOUT);
-		wait_event(conn->wq, !atomic_read(&st->send_inflight));
+				    krdma_conn_name(conn));
+		krdma_conn_fail(conn, -ETIMEDOUT);
+		wait_event(*wq, !atomic_read(&st->send_inflight));
 	}
 	ret = ret ?: st->send_err;
 
@@ -826,7 +918,8 @@ static void krdma_test_work(struct work_struct *work)
 		snprintf(st->status, sizeof(st->status), "failed: %d", ret);
 	st->running = false;
 	mutex_unlock(&st->lock);
-	pr_info_ratelimited("%s: self-test %s\n", st->conn->name, st->status);
+	pr_info_ratelimited("%s: self-test %s\n", krdma_conn_name(st->conn),
+			    st->status);
 	krdma_ctl_put(st->ctl);
 }
 
@@ -844,30 +937,32 @@ static int st_start(struct krdma_ctl_conn *ctl, u32 ops, u32 size, u32 count,
 
 	if (!st || !ctl->svc) {
 		pr_warn_ratelimited("test: %s: no service thread on this connection\n",
-				    conn->name);
+				    krdma_conn_name(conn));
 		return -EOPNOTSUPP;
 	}
 	ret = krdma_conn_error(conn);
 	if (ret) {
 		pr_warn_ratelimited("test: %s: connection is down: %d\n",
-				    conn->name, ret);
+				    krdma_conn_name(conn), ret);
 		return ret;
 	}
-	/* What the device can do, recorded with the QP: teardown clears kdev. */
-	if ((ops & KRDMA_TEST_ATOMIC) && !conn->dev_atomics) {
+	/* What the device can do, known once the connection has its QP. */
+	if ((ops & KRDMA_TEST_ATOMIC) && !krdma_conn_has_atomics(conn)) {
 		pr_warn_ratelimited("%s: device %s has no atomics\n",
-				    conn->name, conn->devname);
+				    krdma_conn_name(conn),
+				    krdma_conn_device_name(conn));
 		return -EOPNOTSUPP;
 	}
-	if ((ops & KRDMA_TEST_IMM) && conn->iwarp) {
+	if ((ops & KRDMA_TEST_IMM) && krdma_conn_is_iwarp(conn)) {
 		pr_warn_ratelimited("%s: device %s has no immediate data (iWARP)\n",
-				    conn->name, conn->devname);
+				    krdma_conn_name(conn),
+				    krdma_conn_device_name(conn));
 		return -EOPNOTSUPP;
 	}
 	mutex_lock(&st->lock);
 	if (st->running) {
 		pr_warn_ratelimited("test: %s: a self-test or a bench runs on it already\n",
-				    conn->name);
+				    krdma_conn_name(conn));
 		ret = -EBUSY;
 	} else {
 		st->running = true;
@@ -1000,7 +1095,8 @@ int krdma_svc_start(struct krdma_ctl_conn *ctl)
 	INIT_WORK(&st->work, krdma_test_work);
 	st->timeout = ST_TIMEOUT;
 	ctl->st = st;
-	t = kthread_run(krdma_svc_thread, ctl, "krdma/%s", conn->name);
+	t = kthread_run(krdma_svc_thread, ctl, "krdma/%s",
+			krdma_conn_name(conn));
 	if (IS_ERR(t)) {
 		ctl->st = NULL;
 		kfree(st);

@@ -360,10 +360,12 @@ int krdma_sendv(struct krdma_conn *conn, const struct kvec *iov, int nr,
 int krdma_sendv_async(struct krdma_conn *conn, const struct kvec *iov, int nr,
 		      u32 flags, u32 imm, struct krdma_req *req, bool nowait);
 u32 krdma_max_send_sge(struct krdma_conn *conn);
+bool krdma_send_ready(struct krdma_conn *conn);
 int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout);
 int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		  struct krdma_recv_info *info, long timeout);
 void krdma_msg_release(struct krdma_conn *conn, struct krdma_msg *msg);
+u32 krdma_recv_queued(struct krdma_conn *conn);
 
 /*
  * Tests only: with krdma's fault_malformed module parameter set, a message
@@ -381,6 +383,7 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 void krdma_mr_token(struct krdma_mr *mr, struct krdma_token *token);
 int krdma_mr_revoke(struct krdma_mr *mr);
 void krdma_mr_free(struct krdma_mr *mr);
+u32 krdma_max_reg_pages(struct krdma_conn *conn);
 /* Registration from the connection's MR pool: never sleeps */
 struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
 				     struct scatterlist *sg, int nents,
@@ -410,10 +413,12 @@ struct krdma_rdma *krdma_rdma_prep(struct krdma_conn *conn, bool write,
 				   bool nowait);
 int krdma_rdma_post(struct krdma_rdma *op, struct krdma_req *req);
 void krdma_rdma_discard(struct krdma_rdma *op);
+u32 krdma_rdma_chunk_size(struct krdma_conn *conn);
 int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
 		     u64 offset, u64 compare, u64 swap, u64 *old, long timeout);
 int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,
 		      u64 offset, u64 add, u64 *old, long timeout);
+bool krdma_conn_has_atomics(struct krdma_conn *conn);
 
 /* ---- sessions (krdma_session.c) -------------------------------------- */
 

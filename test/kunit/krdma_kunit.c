@@ -3,7 +3,7 @@
  * KUnit tests of krdma's pure logic, no RDMA device needed:
  *   krdma_cmd    the control-file command parser (krdma_cmd.c)
  *   krdma_proto  handshake, reject and message header codecs, test pattern
- *                (krdma_proto.c)
+ *                (krdma_proto.c, krdma_pattern.c)
  *   krdma_plan   splitting a transfer into rdma_rw chunks (krdma_plan.c)
  *   krdma_credit flow-control credit rules, and a simulation of two
  *                endpoints exchanging messages (krdma_credit.h)
@@ -33,6 +33,7 @@
 
 #include "krdma_cmd.c"
 #include "krdma_proto.c"
+#include "krdma_pattern.c"
 #include "krdma_plan.c"
 #include "krdma_credit.h"
 #include "krdma_state.h"
