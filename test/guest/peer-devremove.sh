@@ -9,6 +9,7 @@
 # topo: pair
 # dev: rxe siw
 # check-kernel: 6.12
+# check-dev: rxe
 . "$(dirname "$0")/../lib.sh"
 
 rdma_dev_up
