@@ -5480,8 +5480,15 @@ static struct at_sv *at_sv_alloc(struct at_test *t)
 	return s;
 }
 
-static void at_sv_free(struct at_sv *s)
+/* The end of a sendv scenario: its connections, listener @l and buffers. */
+static void at_sv_free(struct at_sv *s, struct krdma_listener *l)
 {
+	if (s->c)
+		krdma_close(s->c);
+	if (s->p)
+		krdma_close(s->p);
+	if (l)
+		krdma_listener_close(l);
 	kfree(s->src);
 	vfree(s->vsrc);
 	kvfree(s->rbuf);
@@ -5595,13 +5602,7 @@ static void sc_sendv(struct at_test *t)
 	ret = krdma_conn_error(s->c) ?: krdma_conn_error(s->p);
 	at_expect(t, ret, 0, "connection error after the scenario");
 out:
-	if (s->c)
-		krdma_close(s->c);
-	if (s->p)
-		krdma_close(s->p);
-	if (l)
-		krdma_listener_close(l);
-	at_sv_free(s);
+	at_sv_free(s, l);
 }
 
 /*
@@ -5776,13 +5777,7 @@ static void sc_sendv_imm(struct at_test *t)
 		at_iwarp ? "KRDMA_SEND_IMM refused (iWARP)" :
 		"immediates as sent");
 out:
-	if (s->c)
-		krdma_close(s->c);
-	if (s->p)
-		krdma_close(s->p);
-	if (l)
-		krdma_listener_close(l);
-	at_sv_free(s);
+	at_sv_free(s, l);
 	kfree(r);
 }
 
