@@ -317,6 +317,12 @@ static ssize_t conn_max_send_sge_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", krdma_max_send_sge(to_conn(kobj)));
 }
 
+static ssize_t conn_poll_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", krdma_conn_polled(to_conn(kobj)));
+}
+
 static ssize_t conn_credits_show(struct kobject *kobj,
 				 struct kobj_attribute *attr, char *buf)
 {
@@ -402,6 +408,7 @@ KRDMA_CONN_ATTR(credits);
 KRDMA_CONN_ATTR(max_inline);
 KRDMA_CONN_ATTR(max_send_sge);
 KRDMA_CONN_ATTR(heartbeat_ms);
+KRDMA_CONN_ATTR(poll);
 
 static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_state.attr,
@@ -432,6 +439,7 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_send_zcopy.attr,
 	&conn_attr_credit_waits.attr,
 	&conn_attr_heartbeat_ms.attr,
+	&conn_attr_poll.attr,
 	&conn_attr_hb_sent.attr,
 	&conn_attr_hb_received.attr,
 	&conn_attr_errors.attr,
