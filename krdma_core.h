@@ -130,6 +130,7 @@ struct krdma_stats {
 	atomic64_t	send_inline;	/* messages posted IB_SEND_INLINE */
 	atomic64_t	send_zcopy;	/* sent from the caller's memory */
 	atomic64_t	hb_sent, hb_received;	/* pings and pongs */
+	atomic64_t	poll_reaped;	/* completions krdma_poll() reaped */
 };
 
 struct krdma_listener;
@@ -396,10 +397,9 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		     const struct krdma_token *token, u64 offset, long timeout);
 
 /* krdma_poll.c */
+int krdma_poll_cq(struct krdma_conn *conn, int budget);
 int krdma_cq_create(struct krdma_conn *conn, struct ib_device *ibdev);
 void krdma_cq_destroy(struct krdma_conn *conn);
-long krdma_wait_done(struct krdma_conn *conn, struct completion *done,
-		     long timeout);
 void krdma_drain_qp(struct krdma_conn *conn);
 
 /* krdma_hb.c */

@@ -1568,13 +1568,13 @@ static void krdma_sync_done(struct krdma_req *req)
 static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 			     const char *what)
 {
-	if (krdma_wait_done(conn, done, KRDMA_POST_TIMEOUT))
+	if (krdma_wait_completion(conn, done, KRDMA_POST_TIMEOUT))
 		return 0;
 	pr_warn_ratelimited("%s: %s not completed by the device in %u ms, failing the connection\n",
 			    conn->name, what,
 			    jiffies_to_msecs(KRDMA_POST_TIMEOUT));
 	krdma_conn_teardown(conn, -ETIMEDOUT);
-	krdma_wait_done(conn, done, MAX_SCHEDULE_TIMEOUT);
+	krdma_wait_completion(conn, done, MAX_SCHEDULE_TIMEOUT);
 	return -ETIMEDOUT;
 }
 

@@ -120,7 +120,7 @@ static void krdma_hb_work(struct work_struct *work)
 	bool lost = false, again = false;
 
 	if (conn->opts.poll)
-		krdma_poll(conn, conn->cq_size);
+		krdma_poll_cq(conn, conn->cq_size);
 	spin_lock_bh(&conn->lock);
 	if (!krdma_conn_usable(conn) || conn->hb_stopped)
 		goto unlock;

@@ -64,8 +64,11 @@ void krdma_cq_destroy(struct krdma_conn *conn)
 	ib_free_cq(cq);
 }
 
-/* Reap up to @budget completions of a polled connection's CQ. */
-static int __krdma_poll(struct krdma_conn *conn, int budget)
+/*
+ * Reap up to @budget completions of a polled connection's CQ, for krdma
+ * itself (its waits, the heartbeat tick, the drain).
+ */
+int krdma_poll_cq(struct krdma_conn *conn, int budget)
 {
 	int n = 0;
 
@@ -97,9 +100,14 @@ static int __krdma_poll(struct krdma_conn *conn, int budget)
  */
 int krdma_poll(struct krdma_conn *conn, int budget)
 {
+	int n;
+
 	if (!conn->opts.poll)
 		return -EINVAL;
-	return __krdma_poll(conn, budget > 0 ? budget : KRDMA_POLL_BUDGET);
+	n = krdma_poll_cq(conn, budget > 0 ? budget : KRDMA_POLL_BUDGET);
+	if (n > 0)
+		atomic64_add(n, &conn->stats.poll_reaped);
+	return n;
 }
 EXPORT_SYMBOL_GPL(krdma_poll);
 
@@ -182,7 +190,7 @@ void krdma_wait_step(struct krdma_wait *w)
 		w->left = schedule_timeout(w->left);
 		return;
 	}
-	if (__krdma_poll(w->conn, KRDMA_POLL_BUDGET) > 0) {
+	if (krdma_poll_cq(w->conn, KRDMA_POLL_BUDGET) > 0) {
 		w->idle_since = 0;
 		cond_resched();
 	} else {
@@ -223,12 +231,22 @@ long krdma_wait_end(struct krdma_wait *w, bool done)
 }
 EXPORT_SYMBOL_GPL(krdma_wait_end);
 
-/*
- * wait_for_completion_timeout() for a completion that a handler of @conn
- * completes: polled while it waits if @conn is polled.
+/**
+ * krdma_wait_completion - wait_for_completion_timeout() that polls
+ * @conn: the connection whose callback completes @done
+ * @done: the completion
+ * @timeout: in jiffies (MAX_SCHEDULE_TIMEOUT: none)
+ *
+ * On a polled connection the task polls @conn while it waits, as
+ * krdma_wait_event_timeout() does; otherwise this is
+ * wait_for_completion_timeout().  For a consumer that waits for an answer
+ * its recv callback signals (krdma-blk's greeting).
+ *
+ * Context: process context; sleeps.
+ * Return: 0 if @timeout ran out first, else the jiffies left (at least 1).
  */
-long krdma_wait_done(struct krdma_conn *conn, struct completion *done,
-		     long timeout)
+long krdma_wait_completion(struct krdma_conn *conn, struct completion *done,
+			   long timeout)
 {
 	if (!conn->opts.poll)
 		return wait_for_completion_timeout(done, timeout);
@@ -237,6 +255,7 @@ long krdma_wait_done(struct krdma_conn *conn, struct completion *done,
 				  try_wait_for_completion(done), timeout,
 				  TASK_UNINTERRUPTIBLE);
 }
+EXPORT_SYMBOL_GPL(krdma_wait_completion);
 
 struct krdma_drain {
 	struct ib_cqe	cqe;
@@ -305,7 +324,7 @@ void krdma_drain_qp(struct krdma_conn *conn)
 	}
 	krdma_drain_post(conn, &s, &r);
 	while (!READ_ONCE(s.done) || !READ_ONCE(r.done)) {
-		if (__krdma_poll(conn, KRDMA_POLL_BUDGET))
+		if (krdma_poll_cq(conn, KRDMA_POLL_BUDGET))
 			continue;
 		if (!warned && time_after(jiffies, warn)) {
 			pr_warn_ratelimited("%s: drain not done in %u ms, still polling\n",

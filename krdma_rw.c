@@ -797,7 +797,7 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		}
 		if (ret)
 			return ret;
-		left = krdma_wait_done(conn, &s.done, timeout);
+		left = krdma_wait_completion(conn, &s.done, timeout);
 		if (!left) {
 			/*
 			 * The op still owns our request: the connection
@@ -805,7 +805,7 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 			 */
 			krdma_conn_set_error(conn, -ETIMEDOUT);
 			krdma_conn_teardown(conn, -ETIMEDOUT);
-			krdma_wait_done(conn, &s.done, MAX_SCHEDULE_TIMEOUT);
+			krdma_wait_completion(conn, &s.done, MAX_SCHEDULE_TIMEOUT);
 			return -ETIMEDOUT;
 		}
 		if (s.req.status)
@@ -1010,11 +1010,11 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 	spin_unlock_bh(&conn->lock);
 	if (!ret) {
 		/* The cqe lives on our stack: wait for it whatever happens. */
-		if (!krdma_wait_done(conn, &a.done, timeout)) {
+		if (!krdma_wait_completion(conn, &a.done, timeout)) {
 			krdma_conn_set_error(conn, -ETIMEDOUT);
 			krdma_conn_qp_put(conn);
 			krdma_conn_teardown(conn, -ETIMEDOUT);
-			krdma_wait_done(conn, &a.done, MAX_SCHEDULE_TIMEOUT);
+			krdma_wait_completion(conn, &a.done, MAX_SCHEDULE_TIMEOUT);
 			krdma_slots_put(conn, 1);
 			krdma_dma_unmap_single(ibdev, dma, sizeof(*buf),
 					       DMA_FROM_DEVICE);

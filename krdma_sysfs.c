@@ -369,6 +369,7 @@ KRDMA_CONN_STAT(send_inline, KRDMA_STAT_OFF(send_inline));
 KRDMA_CONN_STAT(send_zcopy, KRDMA_STAT_OFF(send_zcopy));
 KRDMA_CONN_STAT(hb_sent, KRDMA_STAT_OFF(hb_sent));
 KRDMA_CONN_STAT(hb_received, KRDMA_STAT_OFF(hb_received));
+KRDMA_CONN_STAT(poll_reaped, KRDMA_STAT_OFF(poll_reaped));
 KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
 
 static ssize_t conn_inject_show(struct kobject *kobj,
@@ -442,6 +443,7 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_poll.attr,
 	&conn_attr_hb_sent.attr,
 	&conn_attr_hb_received.attr,
+	&conn_attr_poll_reaped.attr,
 	&conn_attr_errors.attr,
 	&conn_attr_inject.attr,
 	NULL,

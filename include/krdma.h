@@ -35,6 +35,7 @@
 #include <linux/scatterlist.h>
 #include <linux/uio.h>
 #include <linux/uuid.h>
+#include <linux/completion.h>
 #include <linux/sched.h>
 #include <linux/wait.h>
 #include <rdma/ib_verbs.h>
@@ -473,6 +474,8 @@ struct krdma_wait {
 
 int krdma_poll(struct krdma_conn *conn, int budget);
 bool krdma_conn_polled(struct krdma_conn *conn);
+long krdma_wait_completion(struct krdma_conn *conn, struct completion *done,
+			   long timeout);
 void krdma_wait_begin(struct krdma_wait *w, struct krdma_conn *conn,
 		      wait_queue_head_t *wq, long timeout, unsigned int state);
 void krdma_wait_prepare(struct krdma_wait *w);
