@@ -202,12 +202,13 @@ static bool kb_wait(struct krdma_bench *b,
 		    bool (*cond)(struct krdma_bench *b, struct kb_slot *s),
 		    struct kb_slot *s)
 {
-	if (wait_event_timeout(b->wq, cond(b, s), KB_TIMEOUT))
+	if (krdma_wait_event_timeout(b->conn, b->wq, cond(b, s), KB_TIMEOUT))
 		return true;
 	pr_warn_ratelimited("%s: bench: no completion in %d s, failing the connection\n",
 			    krdma_conn_name(b->conn), KB_TIMEOUT / HZ);
 	krdma_conn_fail(b->conn, -ETIMEDOUT);
-	wait_event(b->wq, cond(b, s));
+	krdma_wait_event_timeout(b->conn, b->wq, cond(b, s),
+				 MAX_SCHEDULE_TIMEOUT);
 	return false;
 }
 
@@ -225,8 +226,8 @@ static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
 
 	while ((ret = krdma_send_async(conn, b->msg, b->size, &s->req,
 				       true)) == -EAGAIN) {
-		if (!wait_event_timeout(*wq, krdma_send_ready(conn),
-					KB_TIMEOUT)) {
+		if (!krdma_wait_event_timeout(conn, *wq, krdma_send_ready(conn),
+					      KB_TIMEOUT)) {
 			pr_warn_ratelimited("%s: bench: no credit from the peer in %d s, failing the connection\n",
 					    krdma_conn_name(conn),
 					    KB_TIMEOUT / HZ);

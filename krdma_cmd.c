@@ -23,10 +23,11 @@ const char krdma_cmd_usage[] =
 "       [hb_ms=MS|off] [hb_misses=N]\n"
 "unlisten name=NAME\n"
 "connect name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
-"        [hb_ms=MS|off] [hb_misses=N]\n"
+"        [hb_ms=MS|off] [hb_misses=N] [poll=0|1]\n"
 "disconnect name=NAME\n"
 "session name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
 "        [hb_ms=MS|off] [hb_misses=N] [reconnect_delay_ms=MS] [loss_tmo_ms=MS|never]\n"
+"        [poll=0|1]\n"
 "unsession name=NAME\n"
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
 "     [sge=N] [timeout_ms=MS]\n"
@@ -37,7 +38,7 @@ const char krdma_cmd_usage[] =
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
 	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_BACKLOG, K_HB_MS,
-	K_HB_MISSES, K_DELAY, K_LOSS, K_NR,
+	K_HB_MISSES, K_DELAY, K_LOSS, K_POLL, K_NR,
 };
 
 static const char * const krdma_keys[K_NR] = {
@@ -48,6 +49,7 @@ static const char * const krdma_keys[K_NR] = {
 	[K_SECS] = "secs", [K_BATCH] = "batch", [K_BACKLOG] = "backlog",
 	[K_HB_MS] = "hb_ms", [K_HB_MISSES] = "hb_misses",
 	[K_DELAY] = "reconnect_delay_ms", [K_LOSS] = "loss_tmo_ms",
+	[K_POLL] = "poll",
 };
 
 struct krdma_verb {
@@ -66,13 +68,14 @@ static const struct krdma_verb krdma_verbs[] = {
 	{ "unlisten", KRDMA_CMD_UNLISTEN, B(K_NAME), B(K_NAME) },
 	{ "connect", KRDMA_CMD_CONNECT,
 	  B(K_NAME) | B(K_ADDR) | B(K_SRC) | B(K_DEPTH) | B(K_MSG) |
-	  B(K_TIMEOUT) | B(K_TOS) | B(K_HELLO) | B(K_HB_MS) | B(K_HB_MISSES),
+	  B(K_TIMEOUT) | B(K_TOS) | B(K_HELLO) | B(K_HB_MS) | B(K_HB_MISSES) |
+	  B(K_POLL),
 	  B(K_NAME) | B(K_ADDR) },
 	{ "disconnect", KRDMA_CMD_DISCONNECT, B(K_NAME), B(K_NAME) },
 	{ "session", KRDMA_CMD_SESSION,
 	  B(K_NAME) | B(K_ADDR) | B(K_SRC) | B(K_DEPTH) | B(K_MSG) |
 	  B(K_TIMEOUT) | B(K_TOS) | B(K_HB_MS) | B(K_HB_MISSES) | B(K_DELAY) |
-	  B(K_LOSS),
+	  B(K_LOSS) | B(K_POLL),
 	  B(K_NAME) | B(K_ADDR) },
 	{ "unsession", KRDMA_CMD_UNSESSION, B(K_NAME), B(K_NAME) },
 	{ "test", KRDMA_CMD_TEST,
@@ -278,7 +281,8 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	case K_HB_MS:
 	case K_HB_MISSES:
 	case K_DELAY:
-	case K_LOSS: {
+	case K_LOSS:
+	case K_POLL: {
 		u32 val;
 
 		if (k == K_HB_MS && !strcmp(v, "off")) {
@@ -345,6 +349,10 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 			lim = KRDMA_MAX_HEARTBEAT_MISSES;
 			cmd->hb_misses = val;
 			break;
+		case K_POLL:
+			lim = 1;
+			cmd->poll = val;
+			break;
 		case K_DELAY:
 			lim = KRDMA_SESSION_MAX_DELAY_MS;
 			cmd->delay_ms = val;
@@ -364,7 +372,8 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 		if (val > lim)
 			return ERR("%s=%u out of range (at most %u)", krdma_keys[k],
 			    val, lim);
-		if (!val && k != K_HELLO && k != K_TOS && k != K_SIZE)
+		if (!val && k != K_HELLO && k != K_TOS && k != K_SIZE &&
+		    k != K_POLL)
 			return ERR("%s must not be 0", krdma_keys[k]);
 		return 0;
 	}

@@ -198,6 +198,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	krdma_inject_init(&conn->inj);
 	krdma_hb_init(conn);
 	spin_lock_init(&conn->lock);
+	spin_lock_init(&conn->poll_lock);
 	init_waitqueue_head(&conn->wq);
 	return conn;
 }
@@ -928,7 +929,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	 * the QP and the buffers are gone.
 	 */
 	if (conn->qp)
-		ib_drain_qp(conn->qp);
+		krdma_drain_qp(conn);
 	/*
 	 * Completions inject's delay= holds back go to their handlers now,
 	 * before the ops, MRs and buffers they point to are freed.  The

@@ -130,6 +130,7 @@ struct krdma_stats {
 	atomic64_t	send_inline;	/* messages posted IB_SEND_INLINE */
 	atomic64_t	send_zcopy;	/* sent from the caller's memory */
 	atomic64_t	hb_sent, hb_received;	/* pings and pongs */
+	atomic64_t	poll_reaped;	/* completions krdma_poll() reaped */
 };
 
 struct krdma_listener;
@@ -183,6 +184,7 @@ struct krdma_conn {
 	struct ib_qp		*qp;
 	struct ib_cq		*cq;
 	u32			cq_size;
+	spinlock_t		poll_lock;	/* one poll at a time (opts.poll) */
 	u32			port;
 	bool			established;	/* ever reached CONNECTED */
 	struct completion	cm_done;
@@ -244,6 +246,7 @@ struct krdma_conn {
 	bool			hb_ping_out;	/* active: ping not answered */
 	bool			hb_stopped;	/* teardown began */
 	u32			hb_missed;	/* silent ticks in a row */
+	bool			hb_half;	/* polled: a poll-only tick */
 	u32			hb_rx;		/* receives completed */
 	u32			rw_done;	/* one-sided completions */
 	u32			hb_rx_seen;	/* hb_rx at the last tick */
@@ -392,6 +395,12 @@ void krdma_rw_reap(struct krdma_conn *conn);
 int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		     struct scatterlist *sg, int nents, u64 skip, u64 len,
 		     const struct krdma_token *token, u64 offset, long timeout);
+
+/* krdma_poll.c */
+int krdma_poll_cq(struct krdma_conn *conn, int budget);
+int krdma_cq_create(struct krdma_conn *conn, struct ib_device *ibdev);
+void krdma_cq_destroy(struct krdma_conn *conn);
+void krdma_drain_qp(struct krdma_conn *conn);
 
 /* krdma_hb.c */
 void krdma_hb_init(struct krdma_conn *conn);

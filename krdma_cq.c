@@ -355,14 +355,9 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 		goto out_bufs;
 
 	conn->cq_size = q.cqe;
-	conn->cq = ib_cq_pool_get(ibdev, conn->cq_size, -1, IB_POLL_SOFTIRQ);
-	if (IS_ERR(conn->cq)) {
-		ret = PTR_ERR(conn->cq);
-		conn->cq = NULL;
-		pr_warn_ratelimited("%s: no completion queue: %d\n",
-				    conn->name, ret);
+	ret = krdma_cq_create(conn, ibdev);
+	if (ret)
 		goto out_bufs;
-	}
 
 	qa.event_handler = krdma_qp_event;
 	qa.qp_context = conn;
@@ -407,8 +402,7 @@ int krdma_conn_create_qp(struct krdma_conn *conn)
 	return 0;
 
 out_cq:
-	ib_cq_pool_put(conn->cq, conn->cq_size);
-	conn->cq = NULL;
+	krdma_cq_destroy(conn);
 out_bufs:
 	krdma_free_bufs(conn);
 	ib_dealloc_pd(conn->pd);
@@ -424,10 +418,8 @@ void krdma_conn_destroy_qp(struct krdma_conn *conn)
 		rdma_destroy_qp(conn->cm_id);
 		conn->qp = NULL;
 	}
-	if (conn->cq) {
-		ib_cq_pool_put(conn->cq, conn->cq_size);
-		conn->cq = NULL;
-	}
+	if (conn->cq)
+		krdma_cq_destroy(conn);
 	if (conn->kdev)
 		krdma_free_bufs(conn);
 	/* After the QP, its rdma_rw MRs and the registrations (teardown). */
@@ -940,8 +932,9 @@ int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 
 	if (conn->opts.ops && conn->opts.ops->recv)
 		return -EINVAL;
-	left = wait_event_interruptible_timeout(conn->wq,
-						krdma_rx_ready(conn), timeout);
+	left = krdma_wait_event_interruptible_timeout(conn, conn->wq,
+						      krdma_rx_ready(conn),
+						      timeout);
 	if (left < 0)
 		return left;
 
@@ -1142,8 +1135,8 @@ static int krdma_credit_wait(struct krdma_conn *conn, long *left)
 	/* Unlocked reads: what the trace shows may be a moment old. */
 	trace_krdma_credit_stall(conn->name, READ_ONCE(conn->cr.credits),
 				 conn->depth, !list_empty(&conn->tx_free));
-	t = wait_event_interruptible_timeout(conn->wq, krdma_send_ready(conn),
-					     *left);
+	t = krdma_wait_event_interruptible_timeout(conn, conn->wq,
+						   krdma_send_ready(conn), *left);
 	if (t < 0)
 		return t;
 	if (!t)
@@ -1575,13 +1568,13 @@ static void krdma_sync_done(struct krdma_req *req)
 static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 			     const char *what)
 {
-	if (wait_for_completion_timeout(done, KRDMA_POST_TIMEOUT))
+	if (krdma_wait_completion(conn, done, KRDMA_POST_TIMEOUT))
 		return 0;
 	pr_warn_ratelimited("%s: %s not completed by the device in %u ms, failing the connection\n",
 			    conn->name, what,
 			    jiffies_to_msecs(KRDMA_POST_TIMEOUT));
 	krdma_conn_teardown(conn, -ETIMEDOUT);
-	wait_for_completion(done);
+	krdma_wait_completion(conn, done, MAX_SCHEDULE_TIMEOUT);
 	return -ETIMEDOUT;
 }
 

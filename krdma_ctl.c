@@ -295,6 +295,7 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 		.tos = cmd->tos,
 		.heartbeat_ms = cmd->hb_ms,
 		.heartbeat_misses = cmd->hb_misses,
+		.poll = cmd->poll,
 	};
 	struct krdma_ctl_conn *ctl;
 	struct krdma_conn *conn;
@@ -530,6 +531,7 @@ static int krdma_ctl_session(struct krdma_cmd *cmd)
 			.tos = cmd->tos,
 			.heartbeat_ms = cmd->hb_ms,
 			.heartbeat_misses = cmd->hb_misses,
+			.poll = cmd->poll,
 		},
 		.reconnect_delay_ms = cmd->delay_ms,
 		.loss_tmo_ms = cmd->loss_tmo_ms,

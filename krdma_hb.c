@@ -100,15 +100,37 @@ void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
 	krdma_hb_post_locked(conn, true);
 }
 
+/*
+ * A polled connection (opts.poll) is reaped by nobody but its consumer,
+ * who may not poll while it is idle: the tick polls it.  A ping then
+ * waits in the CQ until the peer's tick, and its pong until ours: so a
+ * polled connection ticks twice an interval, the second time to poll
+ * only, and an answer is at most half an interval late.
+ */
+static unsigned long krdma_hb_period(struct krdma_conn *conn)
+{
+	return msecs_to_jiffies(conn->opts.poll ? conn->hb_ms / 2 :
+				conn->hb_ms);
+}
+
 static void krdma_hb_work(struct work_struct *work)
 {
 	struct krdma_conn *conn = container_of(to_delayed_work(work),
 					       struct krdma_conn, hb_work);
 	bool lost = false, again = false;
 
+	if (conn->opts.poll)
+		krdma_poll_cq(conn, conn->cq_size);
 	spin_lock_bh(&conn->lock);
 	if (!krdma_conn_usable(conn) || conn->hb_stopped)
 		goto unlock;
+	if (conn->opts.poll) {
+		conn->hb_half = !conn->hb_half;
+		if (conn->hb_half) {
+			again = true;
+			goto unlock;
+		}
+	}
 	if (conn->hb_rx != conn->hb_rx_seen ||
 	    conn->rw_done != conn->hb_rw_seen) {
 		conn->hb_rx_seen = conn->hb_rx;
@@ -133,7 +155,7 @@ unlock:
 		/* The next tick's reference. */
 		krdma_conn_get(conn);
 		if (!queue_delayed_work(krdma_wq, &conn->hb_work,
-					msecs_to_jiffies(conn->hb_ms)))
+					krdma_hb_period(conn)))
 			krdma_conn_put(conn);
 	}
 	spin_unlock_bh(&conn->lock);
@@ -164,7 +186,7 @@ void krdma_hb_start(struct krdma_conn *conn)
 		conn->hb_rw_seen = conn->rw_done;
 		krdma_conn_get(conn);
 		if (!queue_delayed_work(krdma_wq, &conn->hb_work,
-					msecs_to_jiffies(conn->hb_ms)))
+					krdma_hb_period(conn)))
 			krdma_conn_put(conn);
 		/* A ping that came before the ESTABLISHED event. */
 		if (conn->hb_pong_owed && conn->qp_ok && !conn->hb_tx_busy) {

@@ -124,7 +124,7 @@ static int __krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	 * for us: it waits for our QP reference.  The owner's close tears the
 	 * rest down as usual.
 	 */
-	if (!wait_for_completion_timeout(&kmr->done, KRDMA_POST_TIMEOUT)) {
+	if (!krdma_wait_completion(conn, &kmr->done, KRDMA_POST_TIMEOUT)) {
 		/* One rate limit for both lines: the second explains the first. */
 		static DEFINE_RATELIMIT_STATE(rs, DEFAULT_RATELIMIT_INTERVAL,
 					      DEFAULT_RATELIMIT_BURST);
@@ -141,7 +141,7 @@ static int __krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 		if (ret && say)
 			pr_warn("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
 				conn->name, ret);
-		wait_for_completion(&kmr->done);
+		krdma_wait_completion(conn, &kmr->done, MAX_SCHEDULE_TIMEOUT);
 		return -ETIMEDOUT;
 	}
 	return kmr->status;

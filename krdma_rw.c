@@ -268,8 +268,11 @@ int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait)
 		}
 		conn->rw_waiters++;
 		spin_unlock_bh(&conn->lock);
-		ret = wait_event_killable(conn->wq,
-					  krdma_rw_slots_free(conn, n));
+		/* wait_event_killable(), polling a polled connection */
+		ret = min(__krdma_wait_event(conn, conn->wq,
+					     krdma_rw_slots_free(conn, n),
+					     MAX_SCHEDULE_TIMEOUT, TASK_KILLABLE),
+			  0L);
 		spin_lock_bh(&conn->lock);
 		conn->rw_waiters--;
 		spin_unlock_bh(&conn->lock);
@@ -794,7 +797,7 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		}
 		if (ret)
 			return ret;
-		left = wait_for_completion_timeout(&s.done, timeout);
+		left = krdma_wait_completion(conn, &s.done, timeout);
 		if (!left) {
 			/*
 			 * The op still owns our request: the connection
@@ -802,7 +805,7 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 			 */
 			krdma_conn_set_error(conn, -ETIMEDOUT);
 			krdma_conn_teardown(conn, -ETIMEDOUT);
-			wait_for_completion(&s.done);
+			krdma_wait_completion(conn, &s.done, MAX_SCHEDULE_TIMEOUT);
 			return -ETIMEDOUT;
 		}
 		if (s.req.status)
@@ -1007,11 +1010,11 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 	spin_unlock_bh(&conn->lock);
 	if (!ret) {
 		/* The cqe lives on our stack: wait for it whatever happens. */
-		if (!wait_for_completion_timeout(&a.done, timeout)) {
+		if (!krdma_wait_completion(conn, &a.done, timeout)) {
 			krdma_conn_set_error(conn, -ETIMEDOUT);
 			krdma_conn_qp_put(conn);
 			krdma_conn_teardown(conn, -ETIMEDOUT);
-			wait_for_completion(&a.done);
+			krdma_wait_completion(conn, &a.done, MAX_SCHEDULE_TIMEOUT);
 			krdma_slots_put(conn, 1);
 			krdma_dma_unmap_single(ibdev, dma, sizeof(*buf),
 					       DMA_FROM_DEVICE);

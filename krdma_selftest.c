@@ -236,10 +236,10 @@ static void st_hold(struct krdma_conn *conn)
 {
 	u32 want = max_t(u32, krdma_queue_depth(conn), 2) - 1;
 
-	wait_event_timeout(*krdma_conn_waitq(conn),
-			   krdma_recv_queued(conn) >= want ||
-			   krdma_conn_error(conn) || kthread_should_stop(),
-			   ST_HOLD_MAX);
+	krdma_wait_event_timeout(conn, *krdma_conn_waitq(conn),
+				 krdma_recv_queued(conn) >= want ||
+				 krdma_conn_error(conn) || kthread_should_stop(),
+				 ST_HOLD_MAX);
 	if (!krdma_conn_error(conn) && !kthread_should_stop())
 		schedule_timeout_interruptible(ST_HOLD_MORE);
 }
@@ -394,9 +394,10 @@ static int st_wait_reply(struct krdma_selftest *st, struct st_msg *out)
 {
 	long left;
 
-	left = wait_event_interruptible_timeout(*krdma_conn_waitq(st->conn),
-						st_reply_ready(st),
-						st->timeout);
+	left = krdma_wait_event_interruptible_timeout(st->conn,
+						      *krdma_conn_waitq(st->conn),
+						      st_reply_ready(st),
+						      st->timeout);
 	mutex_lock(&st->lock);
 	if (st->rtail == st->rhead) {
 		mutex_unlock(&st->lock);
@@ -787,7 +788,8 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 		struct st_sreq *s = &reqs[i % nslots];
 
 		/* In-order completions: slot i % nslots is free again. */
-		wait_event(*wq, st_send_slot(st, depth));
+		krdma_wait_event_timeout(conn, *wq, st_send_slot(st, depth),
+					 MAX_SCHEDULE_TIMEOUT);
 		ret = READ_ONCE(st->send_err) ?: krdma_conn_error(conn);
 		if (ret)
 			break;
@@ -807,8 +809,9 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 		 */
 		while ((ret = krdma_send_async(conn, m, sizeof(*m) + payload,
 					       &s->req, true)) == -EAGAIN) {
-			if (!wait_event_timeout(*wq, krdma_send_ready(conn),
-						st->timeout)) {
+			if (!krdma_wait_event_timeout(conn, *wq,
+						      krdma_send_ready(conn),
+						      st->timeout)) {
 				pr_warn_ratelimited("%s: no credit from the peer in %u ms, failing the connection\n",
 						    krdma_conn_name(conn),
 						    jiffies_to_msecs(st->timeout));
@@ -818,12 +821,15 @@ static int st_send_test(struct krdma_selftest *st, u64 seed0)
 		if (ret)
 			atomic_dec(&st->send_inflight);
 	}
-	if (!wait_event_timeout(*wq, !atomic_read(&st->send_inflight),
-				st->timeout)) {
+	if (!krdma_wait_event_timeout(conn, *wq,
+				      !atomic_read(&st->send_inflight),
+				      st->timeout)) {
 		pr_warn_ratelimited("%s: self-test sends not acknowledged, failing the connection\n",
 				    krdma_conn_name(conn));
 		krdma_conn_fail(conn, -ETIMEDOUT);
-		wait_event(*wq, !atomic_read(&st->send_inflight));
+		krdma_wait_event_timeout(conn, *wq,
+					 !atomic_read(&st->send_inflight),
+					 MAX_SCHEDULE_TIMEOUT);
 	}
 	ret = ret ?: st->send_err;
 

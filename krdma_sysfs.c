@@ -317,6 +317,12 @@ static ssize_t conn_max_send_sge_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", krdma_max_send_sge(to_conn(kobj)));
 }
 
+static ssize_t conn_poll_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", krdma_conn_polled(to_conn(kobj)));
+}
+
 static ssize_t conn_credits_show(struct kobject *kobj,
 				 struct kobj_attribute *attr, char *buf)
 {
@@ -363,6 +369,7 @@ KRDMA_CONN_STAT(send_inline, KRDMA_STAT_OFF(send_inline));
 KRDMA_CONN_STAT(send_zcopy, KRDMA_STAT_OFF(send_zcopy));
 KRDMA_CONN_STAT(hb_sent, KRDMA_STAT_OFF(hb_sent));
 KRDMA_CONN_STAT(hb_received, KRDMA_STAT_OFF(hb_received));
+KRDMA_CONN_STAT(poll_reaped, KRDMA_STAT_OFF(poll_reaped));
 KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
 
 static ssize_t conn_inject_show(struct kobject *kobj,
@@ -402,6 +409,7 @@ KRDMA_CONN_ATTR(credits);
 KRDMA_CONN_ATTR(max_inline);
 KRDMA_CONN_ATTR(max_send_sge);
 KRDMA_CONN_ATTR(heartbeat_ms);
+KRDMA_CONN_ATTR(poll);
 
 static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_state.attr,
@@ -432,8 +440,10 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_send_zcopy.attr,
 	&conn_attr_credit_waits.attr,
 	&conn_attr_heartbeat_ms.attr,
+	&conn_attr_poll.attr,
 	&conn_attr_hb_sent.attr,
 	&conn_attr_hb_received.attr,
+	&conn_attr_poll_reaped.attr,
 	&conn_attr_errors.attr,
 	&conn_attr_inject.attr,
 	NULL,

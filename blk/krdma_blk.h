@@ -42,6 +42,9 @@ struct krdma_blk_export_args {
  * @export: the export's name on the server
  * @addr: the server's address
  * @queues: sessions (of one connection each), one per hardware queue
+ * @poll_queues: more of them, polled (opts.poll), for blk-mq's poll queues
+ *	(HCTX_TYPE_POLL: io_uring's IOPOLL, fio --hipri); 0: none.  At most
+ *	KRDMA_BLK_MAX_QUEUES with @queues
  * @reconnect_delay_ms: a session's delay between reconnect attempts
  * @loss_tmo_ms: how long a session keeps trying before its queue's I/O
  *	fails (KRDMA_SESSION_LOSS_TMO_NEVER: for ever)
@@ -51,6 +54,7 @@ struct krdma_blk_map_args {
 	const char		*export;
 	struct sockaddr_storage	addr;
 	u32			queues;
+	u32			poll_queues;
 	u32			reconnect_delay_ms;
 	u32			loss_tmo_ms;
 };

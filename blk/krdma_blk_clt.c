@@ -41,6 +41,7 @@
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
 #include <linux/completion.h>
+#include <linux/llist.h>
 #include <linux/scatterlist.h>
 #include <linux/string.h>
 #include <linux/mutex.h>
@@ -76,6 +77,8 @@ struct krdma_blk_queue {
 	/* NULL once destroyed (under @lock and @sess_lock) */
 	struct krdma_session	*sess;
 	u32			idx;
+	bool			polled;		/* a poll queue (opts.poll) */
+	struct llist_head	done;		/* ended, for ->poll to end */
 	bool			dead;		/* lost: new I/O fails */
 	atomic_t		gen;		/* tells replies to reused tags apart */
 	atomic_t		cgen;		/* one more at each DISCONNECTED */
@@ -90,7 +93,8 @@ struct krdma_blk_queue {
 struct krdma_blk_map {
 	char			name[KRDMA_BLK_NAME_LEN];
 	char			export[KRDMA_BLK_NAME_LEN];
-	u32			nq;
+	u32			nq;		/* poll queues included */
+	u32			npq;		/* the last npq are polled */
 	struct krdma_blk_queue	*qs;
 	struct blk_mq_tag_set	set;
 	bool			set_ready;
@@ -112,6 +116,8 @@ struct krdma_blk_rq {
 	struct krdma_mr		*mr;
 	struct krdma_req	send_req;
 	struct krdma_req	inv_req;
+	struct llist_node	done;		/* on q->done (poll queues) */
+	int			end_status;
 	struct scatterlist	sg[KRDMA_BLK_MAX_SEGS];
 };
 
@@ -156,12 +162,25 @@ static bool krdma_blk_test_busy(void)
 	return true;
 }
 
-/* End @rq with @status; its next life starts with no retries. */
+/*
+ * End @rq with @status; its next life starts with no retries.  A request
+ * of a poll queue ends in its submitter's ->poll (krdma_blk_poll()) when
+ * this runs with bottom halves off, as every completion of a polled
+ * connection does: it is I/O that io_uring polls for, and the bio cache
+ * it comes from (REQ_ALLOC_CACHE) must be put back in task context (6.1's
+ * bio_put() warns in interrupt context).
+ */
 static void krdma_blk_rq_end(struct request *rq, int status)
 {
+	struct krdma_blk_queue *q = rq->mq_hctx->driver_data;
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 
 	pdu->retries = 0;
+	if (q->polled && in_interrupt()) {
+		pdu->end_status = status;
+		llist_add(&pdu->done, &q->done);
+		return;
+	}
 	blk_mq_end_request(rq, errno_to_blk_status(status));
 }
 
@@ -318,7 +337,9 @@ static int krdma_blk_hello(struct krdma_blk_queue *q, struct krdma_conn *conn)
 	ret = krdma_send(conn, &h, sizeof(h), KRDMA_BLK_HELLO_TIMEOUT);
 	if (ret)
 		return ret;
-	if (!wait_for_completion_timeout(&q->hs_done, KRDMA_BLK_HELLO_TIMEOUT))
+	/* A poll queue's reply comes when it is polled: this polls it. */
+	if (!krdma_wait_completion(conn, &q->hs_done,
+				   KRDMA_BLK_HELLO_TIMEOUT))
 		return -ETIMEDOUT;
 	if (!READ_ONCE(q->hs_got))
 		return krdma_conn_error(conn) ?: -ECONNRESET;
@@ -652,11 +673,65 @@ static int krdma_blk_init_request(struct blk_mq_tag_set *set,
 	return 0;
 }
 
+/*
+ * The first nq - npq hardware queues are the default ones (reads go there
+ * too); the last npq, over polled connections, are blk-mq's poll queues:
+ * REQ_POLLED I/O (io_uring with IORING_SETUP_IOPOLL, fio --hipri) goes
+ * there, and its submitter reaps it through ->poll.
+ */
+static void krdma_blk_map_queues(struct blk_mq_tag_set *set)
+{
+	struct krdma_blk_map *map = set->driver_data;
+	struct blk_mq_queue_map *m = &set->map[HCTX_TYPE_DEFAULT];
+
+	m->nr_queues = map->nq - map->npq;
+	m->queue_offset = 0;
+	blk_mq_map_queues(m);
+	if (set->nr_maps <= HCTX_TYPE_POLL)
+		return;
+	/* No read queues of their own: blk-mq uses the default ones. */
+	set->map[HCTX_TYPE_READ].nr_queues = 0;
+	m = &set->map[HCTX_TYPE_POLL];
+	m->nr_queues = map->npq;
+	m->queue_offset = map->nq - map->npq;
+	blk_mq_map_queues(m);
+}
+
+/*
+ * blk-mq's poll of a poll queue, from the task that waits for its I/O:
+ * the replies reaped complete their requests from here.  Never sleeps.
+ */
+static int krdma_blk_poll(struct blk_mq_hw_ctx *hctx,
+			  struct io_comp_batch *iob)
+{
+	struct krdma_blk_queue *q = hctx->driver_data;
+	struct krdma_blk_rq *pdu, *next;
+	struct llist_node *list;
+	struct krdma_conn *conn;
+	int n = 0;
+
+	conn = krdma_session_conn_get(q->sess);
+	if (!IS_ERR(conn)) {
+		krdma_poll(conn, 0);
+		krdma_session_conn_put(q->sess, conn);
+	}
+	/* What this poll, an earlier one or the heartbeat tick reaped. */
+	list = llist_reverse_order(llist_del_all(&q->done));
+	llist_for_each_entry_safe(pdu, next, list, done) {
+		blk_mq_end_request(blk_mq_rq_from_pdu(pdu),
+				   errno_to_blk_status(pdu->end_status));
+		n++;
+	}
+	return n;
+}
+
 static const struct blk_mq_ops krdma_blk_mq_ops = {
 	.queue_rq	= krdma_blk_queue_rq,
 	.timeout	= krdma_blk_timeout,
 	.init_hctx	= krdma_blk_init_hctx,
 	.init_request	= krdma_blk_init_request,
+	.map_queues	= krdma_blk_map_queues,
+	.poll		= krdma_blk_poll,
 };
 
 static const struct block_device_operations krdma_blk_fops = {
@@ -676,6 +751,7 @@ static int krdma_blk_queue_connect(struct krdma_blk_queue *q,
 			.queue_depth	= KRDMA_BLK_DEPTH,
 			.mr_pool	= KRDMA_BLK_DEPTH,
 			.mr_pool_pages	= KRDMA_BLK_MAX_SEGS,
+			.poll		= q->polled,
 		},
 		.reconnect_delay_ms	= a->reconnect_delay_ms,
 		.loss_tmo_ms		= a->loss_tmo_ms,
@@ -795,7 +871,8 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	strscpy(map->name, a->name, sizeof(map->name));
 	strscpy(map->export, a->export, sizeof(map->export));
 	mutex_init(&map->lock);
-	map->nq = a->queues;
+	map->nq = a->queues + a->poll_queues;
+	map->npq = a->poll_queues;
 	map->qs = kcalloc(map->nq, sizeof(*map->qs), GFP_KERNEL);
 	if (!map->qs) {
 		ret = -ENOMEM;
@@ -804,6 +881,8 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	for (i = 0; i < map->nq; i++) {
 		map->qs[i].map = map;
 		map->qs[i].idx = i;
+		map->qs[i].polled = i >= a->queues;
+		init_llist_head(&map->qs[i].done);
 		mutex_init(&map->qs[i].lock);
 		spin_lock_init(&map->qs[i].sess_lock);
 		init_completion(&map->qs[i].hs_done);
@@ -820,6 +899,7 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 
 	map->set.ops = &krdma_blk_mq_ops;
 	map->set.nr_hw_queues = map->nq;
+	map->set.nr_maps = map->npq ? HCTX_MAX_TYPES : 1;
 	map->set.queue_depth = depth;
 	map->set.numa_node = NUMA_NO_NODE;
 	map->set.cmd_size = sizeof(struct krdma_blk_rq);

@@ -35,6 +35,7 @@
 
 #include "krdma_blk.h"
 #include "krdma_blk_proto.h"
+#include "krdma_blk_compat.h"
 
 bool krdma_blk_test_ignore_ro;
 module_param_named(test_ignore_ro, krdma_blk_test_ignore_ro, bool, 0644);
@@ -60,7 +61,7 @@ static struct kobject *krdma_blk_kobj;
 static const char krdma_blk_grammar[] =
 	"export name=NAME path=/dev/BLOCKDEV addr=IP:PORT [ro]\n"
 	"unexport name=NAME\n"
-	"map name=NAME addr=IP:PORT export=NAME [queues=N] [reconnect_delay_ms=MS] [loss_tmo_ms=MS|never]\n"
+	"map name=NAME addr=IP:PORT export=NAME [queues=N] [poll_queues=N] [reconnect_delay_ms=MS] [loss_tmo_ms=MS|never]\n"
 	"unmap name=NAME";
 
 static struct krdma_blk_entry *krdma_blk_find(const char *name, bool is_map)
@@ -107,7 +108,7 @@ static int krdma_blk_parse_addr(const char *s, struct sockaddr_storage *ss)
 struct krdma_blk_cmdline {
 	const char	*verb;
 	const char	*name, *path, *addr, *export, *queues;
-	const char	*delay, *loss;
+	const char	*delay, *loss, *pollq;
 	bool		ro;
 	const char	*bad;		/* the offending word */
 };
@@ -145,6 +146,8 @@ static int krdma_blk_split(char *buf, struct krdma_blk_cmdline *c)
 			slot = &c->export;
 		else if (!strcmp(w, "queues"))
 			slot = &c->queues;
+		else if (!strcmp(w, "poll_queues"))
+			slot = &c->pollq;
 		else if (!strcmp(w, "reconnect_delay_ms"))
 			slot = &c->delay;
 		else if (!strcmp(w, "loss_tmo_ms"))
@@ -185,9 +188,10 @@ static int krdma_blk_keys(struct krdma_blk_cmdline *c, bool path, bool addr,
 		c->bad = c->export ? "export=" : "export= (missing)";
 		return -EINVAL;
 	}
-	if (!mapopts && (c->queues || c->delay || c->loss)) {
+	if (!mapopts && (c->queues || c->delay || c->loss || c->pollq)) {
 		c->bad = c->queues ? "queues=" : c->delay ?
-			"reconnect_delay_ms=" : "loss_tmo_ms=";
+			"reconnect_delay_ms=" : c->loss ? "loss_tmo_ms=" :
+			"poll_queues=";
 		return -EINVAL;
 	}
 	if (!ro && c->ro) {
@@ -265,6 +269,15 @@ static int krdma_blk_do_map(struct krdma_blk_cmdline *c)
 			  !a.queues || a.queues > KRDMA_BLK_MAX_QUEUES)) {
 		c->bad = c->queues;
 		return -EINVAL;
+	}
+	if (c->pollq && (kstrtou32(c->pollq, 10, &a.poll_queues) ||
+			 a.poll_queues > KRDMA_BLK_MAX_QUEUES - a.queues)) {
+		c->bad = c->pollq;
+		return -EINVAL;
+	}
+	if (a.poll_queues && !KRDMA_BLK_HAVE_POLL) {
+		c->bad = "poll_queues= (not on this kernel)";
+		return -EOPNOTSUPP;
 	}
 	if (c->delay && (kstrtou32(c->delay, 10, &a.reconnect_delay_ms) ||
 			 a.reconnect_delay_ms < KRDMA_SESSION_MIN_DELAY_MS ||

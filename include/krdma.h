@@ -23,7 +23,9 @@
  *
  * Unless stated otherwise, functions sleep and must be called from process
  * context.  Completion callbacks (struct krdma_req.done, recv callbacks) run
- * in softirq context and must not sleep.
+ * in softirq context and must not sleep; on a polled connection
+ * (opts.poll) they run in the task that polls, with bottom halves off,
+ * under the same rules.
  */
 #ifndef _KRDMA_H
 #define _KRDMA_H
@@ -33,6 +35,8 @@
 #include <linux/scatterlist.h>
 #include <linux/uio.h>
 #include <linux/uuid.h>
+#include <linux/completion.h>
+#include <linux/sched.h>
 #include <linux/wait.h>
 #include <rdma/ib_verbs.h>
 
@@ -225,6 +229,16 @@ struct krdma_conn_ops {
  *	at most KRDMA_MAX_MR_POOL_PAGES and the device's
  *	max_fast_reg_page_list_len, else the connection fails to set up with
  *	-EINVAL)
+ * @poll: a polled connection: its completion queue is its own, allocated
+ *	with IB_POLL_DIRECT instead of taken from the device's CQ pool, and
+ *	nothing reaps it in the background.  Completions (and the callbacks
+ *	they run: &struct krdma_req.done, @ops' recv) come when the consumer
+ *	calls krdma_poll(), or while a synchronous call of krdma's on the
+ *	connection waits (it polls instead of sleeping on an interrupt), and
+ *	once per heartbeat interval, so that heartbeats hold.  Received
+ *	messages, and the credits they return to the peer, wait in the
+ *	completion queue until then.  For a listener: every connection it
+ *	accepts is polled.
  */
 struct krdma_conn_opts {
 	u32	queue_depth;
@@ -240,6 +254,7 @@ struct krdma_conn_opts {
 	u8	private_data_len;
 	u32	mr_pool;
 	u32	mr_pool_pages;
+	bool	poll;
 };
 
 /**
@@ -419,6 +434,110 @@ int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
 int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,
 		      u64 offset, u64 add, u64 *old, long timeout);
 bool krdma_conn_has_atomics(struct krdma_conn *conn);
+
+/* ---- polled connections (opts.poll) ----------------------------------- */
+
+/* Completions krdma_poll() reaps at most per call when asked for 0. */
+#define KRDMA_POLL_BUDGET	16
+
+/*
+ * A polled wait spins on the completion queue while completions come, and
+ * for this long after the last one; then it polls once a jiffy, sleeping
+ * in between, so that waiting on an idle connection costs no CPU.
+ */
+#define KRDMA_POLL_SPIN_NS	(200 * NSEC_PER_USEC)
+
+/**
+ * struct krdma_wait - one wait of krdma_wait_event_timeout() and its kin
+ * @conn: the connection waited on
+ * @wq: what a task sleeps on when @conn is not polled
+ * @entry: its entry there
+ * @left: jiffies left, MAX_SCHEDULE_TIMEOUT for no end, or -ERESTARTSYS
+ * @end: the deadline, in jiffies
+ * @idle_since: local_clock() of the first empty poll since the last
+ *	completion, or 0
+ * @state: TASK_UNINTERRUPTIBLE, TASK_INTERRUPTIBLE or TASK_KILLABLE
+ * @polled: @conn is polled
+ *
+ * Private to the macros below, which keep it on their stack.
+ */
+struct krdma_wait {
+	struct krdma_conn	*conn;
+	wait_queue_head_t	*wq;
+	struct wait_queue_entry	entry;
+	long			left;
+	unsigned long		end;
+	u64			idle_since;
+	unsigned int		state;
+	bool			polled;
+};
+
+int krdma_poll(struct krdma_conn *conn, int budget);
+bool krdma_conn_polled(struct krdma_conn *conn);
+long krdma_wait_completion(struct krdma_conn *conn, struct completion *done,
+			   long timeout);
+void krdma_wait_begin(struct krdma_wait *w, struct krdma_conn *conn,
+		      wait_queue_head_t *wq, long timeout, unsigned int state);
+void krdma_wait_prepare(struct krdma_wait *w);
+void krdma_wait_step(struct krdma_wait *w);
+long krdma_wait_end(struct krdma_wait *w, bool done);
+
+/*
+ * __krdma_wait_event - the loop of the waits below: ___wait_event()'s,
+ * with a poll of a polled connection in place of the sleep.  @condition
+ * is evaluated once more after the time ran out or a signal came.
+ */
+#define __krdma_wait_event(conn, wq, condition, timeout, state)	\
+({									\
+	struct krdma_wait __kw;						\
+	bool __kdone;							\
+									\
+	krdma_wait_begin(&__kw, conn, &(wq), timeout, state);		\
+	for (;;) {							\
+		krdma_wait_prepare(&__kw);				\
+		__kdone = (condition);					\
+		if (__kdone || __kw.left <= 0)				\
+			break;						\
+		krdma_wait_step(&__kw);					\
+	}								\
+	krdma_wait_end(&__kw, __kdone);					\
+})
+
+/**
+ * krdma_wait_event_timeout - wait for @condition on a connection
+ * @conn: the connection
+ * @wq: what to sleep on if @conn is not polled (*krdma_conn_waitq(), or
+ *	the consumer's own queue, woken by its callbacks)
+ * @condition: a C expression, evaluated again and again
+ * @timeout: in jiffies (MAX_SCHEDULE_TIMEOUT: none)
+ *
+ * wait_event_timeout() on @wq; but on a polled connection (opts.poll) the
+ * task polls instead of sleeping: completions, and the callbacks they run,
+ * come in the waiting task, with bottom halves off.  It spins while they
+ * come and for KRDMA_POLL_SPIN_NS after the last, yielding the CPU to
+ * whoever needs it; then it polls once a jiffy, asleep in between, so
+ * that a wait on an idle connection costs no CPU.
+ *
+ * Context: process context; sleeps.
+ * Return: as wait_event_timeout(): 0 if @condition was false when
+ * @timeout ran out, else the jiffies left, at least 1.
+ */
+#define krdma_wait_event_timeout(conn, wq, condition, timeout)		\
+	__krdma_wait_event(conn, wq, condition, timeout, TASK_UNINTERRUPTIBLE)
+
+/**
+ * krdma_wait_event_interruptible_timeout - the same, interruptible
+ * @conn: the connection
+ * @wq: what to sleep on if @conn is not polled
+ * @condition: a C expression
+ * @timeout: in jiffies (MAX_SCHEDULE_TIMEOUT: none)
+ *
+ * Context: process context; sleeps.
+ * Return: as wait_event_interruptible_timeout(), -ERESTARTSYS included.
+ */
+#define krdma_wait_event_interruptible_timeout(conn, wq, condition,	\
+					       timeout)			\
+	__krdma_wait_event(conn, wq, condition, timeout, TASK_INTERRUPTIBLE)
 
 /* ---- sessions (krdma_session.c) -------------------------------------- */
 

@@ -10,6 +10,9 @@
 #                      for large sizes)
 #   KRDMA_BENCH_DEPTH  operations in flight in bandwidth runs, both tools (32)
 #   KRDMA_BENCH_OPS    which operations (default "write read send")
+#   KRDMA_BENCH_POLL   1 (default): krdma runs each cell twice, on an
+#                      interrupt-driven connection and on a polled one
+#                      (poll=1, issue #20); 0: the first only
 # Guest A writes "test size tool metric value" lines (tab separated) to
 # $LAB/bench.tsv, and the two tools' raw output to $LAB/bench-logs/.
 export TOPO=${KRDMA_BENCH_TOPO:-single} DEV=rxe ROLE=$GUEST TEST_ID=bench
@@ -24,6 +27,7 @@ depth=${KRDMA_BENCH_DEPTH:-32}
 # each batch (perftest signals one in 100 by default, --cq-mod).
 batch=${KRDMA_BENCH_BATCH:-8}
 ops=${KRDMA_BENCH_OPS:-write read send}
+poll=${KRDMA_BENCH_POLL:-1}
 port0=7100
 logs=$LAB/bench-logs
 out=$LAB/bench.tsv
@@ -106,21 +110,30 @@ rec info 0 guest cpus "$(nproc)"
 [ "$TOPO" = single ] && { ctl listen name=bench addr=$MY_IP:$port0 depth=$depth msg=1M || fail "listen"; }
 barrier listening
 ctl connect name=b addr=$PEER_IP:$port0 depth=$depth msg=1M || fail "connect"
-c=$KRDMA_SYS/conns/b
-rec info 0 krdma queue_depth "$(cat $c/queue_depth)"
+rec info 0 krdma queue_depth "$(cat $KRDMA_SYS/conns/b/queue_depth)"
 rec info 0 krdma batch "$batch"
+# The polled connection: its completions are reaped by the bench's own
+# waits (krdma_wait_event_timeout()), never by the CQ pool's softirq.
+modes="b:krdma"
+if [ "$poll" = 1 ]; then
+	ctl connect name=bp addr=$PEER_IP:$port0 depth=$depth msg=1M poll=1 ||
+		fail "connect poll=1"
+	expect_eq "$(cat $KRDMA_SYS/conns/bp/poll)" 1 "conns/bp/poll"
+	modes+=" bp:krdma_poll"
+fi
 
-# kb CELL ARGS...: one krdma bench on connection b; results in bench_*.
+# kb CONN CELL ARGS...: one krdma bench on CONN; results in $c/bench_*.
 kb() {
-	local cell=$1 st t=$(( (secs + 300) * 5 ))
-	shift
-	ctl bench name=b "$@" || { echo "bench $*: refused" >>"$logs/krdma.log"; return 1; }
+	local conn=$1 cell=$2 st t=$(( (secs + 300) * 5 ))
+	shift 2
+	c=$KRDMA_SYS/conns/$conn
+	ctl bench name="$conn" "$@" || { echo "bench $conn $*: refused" >>"$logs/krdma.log"; return 1; }
 	while read -r st <"$c/bench_status" && [ "$st" = running ] && [ $t -gt 0 ]; do
 		t=$((t - 1))
 		nap 0.2
 	done
 	{
-		echo "== $cell: bench $*: $st"
+		echo "== $cell: bench $conn $*: $st"
 		for f in ops bytes usecs bw_mbps msg_rate lat_min_ns lat_p50_ns lat_p99_ns lat_max_ns; do
 			printf '%s=%s ' $f "$(cat $c/bench_$f)"
 		done
@@ -163,30 +176,37 @@ pt() {
 # Bandwidth: krdma runs for $secs, perftest then does as many operations
 # (both report the rate from the first post to the last completion).
 # Latency: both do the same number of operations, one at a time.
+# perftest does as many as the interrupt-driven krdma run did.
 i=0
 while read -r kind op size; do
 	i=$((i + 1))
-	if [ "$kind" = bw ]; then
-		n=1000
-		b=
-		[ "$op" = send ] || b=batch=$batch
-		if kb "$op-bw-$size" op=$op size=$size secs=$secs $b; then
-			rec "${op}_bw" "$size" krdma bw_mibs "$(cat $c/bench_bw_mbps)"
-			rec "${op}_bw" "$size" krdma msg_rate "$(cat $c/bench_msg_rate)"
-			n=$(cat $c/bench_ops)
+	n=
+	for m in $modes; do
+		conn=${m%%:*} tool=${m#*:}
+		if [ "$kind" = bw ]; then
+			b=
+			[ "$op" = send ] || b=batch=$batch
+			if kb "$conn" "$op-bw-$size" op=$op size=$size secs=$secs $b; then
+				rec "${op}_bw" "$size" "$tool" bw_mibs "$(cat $c/bench_bw_mbps)"
+				rec "${op}_bw" "$size" "$tool" msg_rate "$(cat $c/bench_msg_rate)"
+				[ -n "$n" ] || n=$(cat $c/bench_ops)
+			fi
+		else
+			[ -n "$n" ] || n=$(lat_count "$size")
+			if kb "$conn" "$op-lat-$size" op=$op size=$size depth=1 count=$n; then
+				rec "${op}_lat" "$size" "$tool" p50_us "$(us "$(cat $c/bench_lat_p50_ns)")"
+				rec "${op}_lat" "$size" "$tool" p99_us "$(us "$(cat $c/bench_lat_p99_ns)")"
+			fi
 		fi
-		[ "$n" -ge 5 ] || n=5
-	else
-		n=$(lat_count "$size")
-		if kb "$op-lat-$size" op=$op size=$size depth=1 count=$n; then
-			rec "${op}_lat" "$size" krdma p50_us "$(us "$(cat $c/bench_lat_p50_ns)")"
-			rec "${op}_lat" "$size" krdma p99_us "$(us "$(cat $c/bench_lat_p99_ns)")"
-		fi
-	fi
+	done
+	[ "$kind" = lat ] || [ "${n:-0}" -ge 5 ] || n=5
+	[ -n "$n" ] || n=$(lat_count "$size")
 	pt $i "$kind" "$op" "$size" "$n"
 done < <(plan)
 
-expect_eq "$(cat $c/errors)" 0 "krdma errors"
-ctl disconnect name=b
+for m in $modes; do
+	expect_eq "$(cat "$KRDMA_SYS/conns/${m%%:*}/errors")" 0 "krdma errors on ${m%%:*}"
+	ctl disconnect name="${m%%:*}"
+done
 barrier finished 900
 exit 0

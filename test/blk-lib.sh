@@ -13,11 +13,12 @@ blk() { echo "$*" >"$BLK_CTL"; }
 # writes of 512 B to MAXBS (1M) at DEPTH (16), then every block read back
 # and checked (crc32c); no error, no complaint.  RW randrw: reads and
 # writes mixed, each write read back and checked while the job runs
-# (verify_backlog), 4 KiB blocks.
+# (verify_backlog), 4 KiB blocks.  FIO_ENGINE: fio's engine options
+# (default --ioengine=libaio; blk-poll.sh: io_uring with --hipri).
 fio_verify() {
 	local rc errs rw=${5:-randwrite} bs=(--bsrange=512-"${2:-1M}" --bs_unaligned=0)
 	[ "$rw" = randrw ] && bs=(--bs=4k --verify_backlog=64)
-	(cd "$W" && fio --name=blkverify --filename="$D" --direct=1 --ioengine=libaio \
+	(cd "$W" && fio --name=blkverify --filename="$D" --direct=1 ${FIO_ENGINE:---ioengine=libaio} \
 		--rw="$rw" "${bs[@]}" --iodepth="${4:-16}" --numjobs="${3:-2}" \
 		--size="$1" --offset_increment="$1" --verify=crc32c \
 		--do_verify=1 --verify_fatal=1 --verify_state_save=0 --group_reporting \

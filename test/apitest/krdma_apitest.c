@@ -5781,6 +5781,341 @@ out:
 	kfree(r);
 }
 
+/*
+ * #20: polled connections (opts.poll).  On one guest, a listener with
+ * opts.poll and two connections to it: one polled, one not (its accepted
+ * side is polled all the same).  Heartbeats off, so that nothing but the
+ * test polls.
+ *  - krdma_conn_polled() says which is which; krdma_poll() of the other is
+ *    -EINVAL;
+ *  - an asynchronous send does not complete while nobody polls, and its
+ *    message does not reach the peer's receive queue; krdma_poll()
+ *    completes it, its callback running in the polling task with bottom
+ *    halves off; the peer's krdma_poll() then queues the message;
+ *  - synchronous calls poll: request/response rounds with krdma_send()
+ *    and krdma_recv_ex() both ways, a registration (its REG_MR completes
+ *    by polling), RDMA WRITE and READ and a fetch-and-add, every byte
+ *    compared;
+ *  - a polled passive side serves an interrupt-driven active side;
+ *  - a polled pair with heartbeats every 100 ms, three misses allowed, that
+ *    nobody polls for 1.5 s stays up: the heartbeat tick polls;
+ *  - krdma_close() with a send nobody polled: its callback has run when
+ *    the close returns (the polled drain), and the peer's unreaped
+ *    completions are drained too.
+ */
+#define AT_PL_MSG	4096
+#define AT_PL_REGION	65536
+#define AT_PL_ROUNDS	200
+
+struct at_pl_req {
+	struct krdma_req	req;
+	atomic_t		calls;
+	struct task_struct	*task;	/* where the callback ran */
+	bool			bh_off;	/* with bottom halves off */
+};
+
+static void at_pl_done(struct krdma_req *req)
+{
+	struct at_pl_req *q = container_of(req, struct at_pl_req, req);
+
+	q->task = current;
+	q->bh_off = in_softirq();
+	atomic_inc(&q->calls);
+}
+
+static void at_pl_req_init(struct at_pl_req *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->req.done = at_pl_done;
+	q->req.status = 1;
+}
+
+/* Poll @c until @q's callback ran; the completions reaped, or -1. */
+static int at_pl_poll_until(struct krdma_conn *c, struct at_pl_req *q)
+{
+	unsigned long end = jiffies + AT_TIMEOUT;
+	int n, total = 0;
+
+	while (!atomic_read(&q->calls)) {
+		n = krdma_poll(c, 0);
+		if (n < 0)
+			return -1;
+		total += n;
+		if (time_after(jiffies, end))
+			return -1;
+		if (!n)
+			usleep_range(50, 100);
+	}
+	return total;
+}
+
+/* One message of @len bytes of @seed from @from to @to, both synchronous. */
+static bool at_pl_msg(struct at_test *t, struct krdma_conn *from,
+		      struct krdma_conn *to, u8 *buf, u32 len, u64 seed,
+		      const char *what)
+{
+	s64 bad;
+	int ret;
+
+	at_fill(buf, len, seed, 0);
+	ret = krdma_send(from, buf, len, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "%s: krdma_send of %u bytes", what, len))
+		return false;
+	memset(buf, 0, len);
+	ret = krdma_recv(to, buf, AT_PL_MSG, AT_TIMEOUT);
+	if (!at_expect(t, ret, len, "%s: krdma_recv", what))
+		return false;
+	bad = at_check(buf, len, seed, 0);
+	if (bad >= 0) {
+		at_fail(t, "%s: byte %lld of %u is 0x%02x, expected 0x%02x",
+			what, bad, len, buf[bad], at_pat(seed, bad));
+		return false;
+	}
+	return true;
+}
+
+/* Heartbeats: none, or @hb ms with three misses allowed. */
+static struct krdma_conn *at_pl_connect(struct at_test *t,
+					struct sockaddr_storage *a, bool poll,
+					u32 hb)
+{
+	struct krdma_conn_opts o = {
+		.timeout_ms = 10000,
+		.max_msg_size = AT_PL_MSG,
+		.heartbeat_ms = hb ?: KRDMA_HEARTBEAT_OFF,
+		.heartbeat_misses = 3,
+		.poll = poll,
+	};
+	struct krdma_conn *c = krdma_connect((struct sockaddr *)a, NULL, &o);
+
+	if (!IS_ERR(c))
+		return c;
+	at_fail(t, "connect (poll %d): %ld", poll, PTR_ERR(c));
+	return NULL;
+}
+
+static struct krdma_conn *at_pl_accept(struct at_test *t,
+				       struct krdma_listener *l)
+{
+	struct krdma_conn *c = krdma_accept(l, AT_TIMEOUT);
+
+	if (!IS_ERR(c))
+		return c;
+	at_fail(t, "accept: %ld", PTR_ERR(c));
+	return NULL;
+}
+
+/* RDMA WRITE, READ and fetch-and-add from @c into @p's region @rbuf. */
+static bool at_pl_rdma(struct at_test *t, struct krdma_conn *c,
+		       struct krdma_conn *p, u8 *rbuf, u8 *lbuf)
+{
+	struct scatterlist sg[AT_PL_REGION / PAGE_SIZE + 1];
+	int access = AT_RW;
+	struct krdma_token tok;
+	struct krdma_mr *mr;
+	u64 old, want;
+	bool ok = false;
+	s64 bad;
+	int n, ret;
+
+	if (krdma_conn_has_atomics(c))
+		access |= KRDMA_ACCESS_REMOTE_ATOMIC;
+	mr = krdma_reg_buf(p, rbuf, AT_PL_REGION, access);
+	if (IS_ERR(mr)) {
+		at_fail(t, "krdma_reg_buf on the polled side: %ld",
+			PTR_ERR(mr));
+		return false;
+	}
+	krdma_mr_token(mr, &tok);
+	n = at_sg_from_buf(sg, ARRAY_SIZE(sg), lbuf, AT_PL_REGION);
+	if (!at_expect(t, n > 0, 1, "scatterlist of the local buffer"))
+		goto out;
+	at_fill(lbuf, AT_PL_REGION, 0x5057, 0);
+	memset(rbuf, 0, AT_PL_REGION);
+	ret = krdma_write(c, sg, n, &tok, 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "krdma_write of 64 KiB"))
+		goto out;
+	bad = at_check(rbuf, AT_PL_REGION, 0x5057, 0);
+	if (bad >= 0) {
+		at_fail(t, "written byte %lld is 0x%02x, expected 0x%02x", bad,
+			rbuf[bad], at_pat(0x5057, bad));
+		goto out;
+	}
+	at_fill(rbuf, AT_PL_REGION, 0x5052, 0);
+	memset(lbuf, 0, AT_PL_REGION);
+	ret = krdma_read(c, sg, n, &tok, 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "krdma_read of 64 KiB"))
+		goto out;
+	bad = at_check(lbuf, AT_PL_REGION, 0x5052, 0);
+	if (bad >= 0) {
+		at_fail(t, "read byte %lld is 0x%02x, expected 0x%02x", bad,
+			lbuf[bad], at_pat(0x5052, bad));
+		goto out;
+	}
+	if (krdma_conn_has_atomics(c)) {
+		memcpy(&want, rbuf + 64, sizeof(want));
+		ret = krdma_atomic_fadd(c, &tok, 64, 5, &old, AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "krdma_atomic_fadd") ||
+		    !at_expect(t, old == want, 1, "fetch-and-add: old value"))
+			goto out;
+		memcpy(&old, rbuf + 64, sizeof(old));
+		if (!at_expect(t, old == want + 5, 1, "fetch-and-add: new value"))
+			goto out;
+	}
+	ok = true;
+out:
+	krdma_mr_free(mr);
+	return ok;
+}
+
+static void sc_poll(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.timeout_ms = 10000,
+		.max_msg_size = AT_PL_MSG,
+		.heartbeat_ms = 100,
+		.heartbeat_misses = 3,
+		.poll = true,
+	};
+	struct krdma_conn *c = NULL, *p = NULL, *ic = NULL, *ip = NULL;
+	struct krdma_conn *hc = NULL, *hp = NULL;
+	u64 hb0, hb1;
+	struct krdma_listener *l;
+	struct at_pl_req q;
+	u8 *buf, *rbuf, *lbuf;
+	int i, n, ret;
+	u32 len;
+
+	if (at_needs_one_guest(t))
+		return;
+	buf = kmalloc(AT_PL_MSG, GFP_KERNEL);
+	rbuf = kmalloc(AT_PL_REGION, GFP_KERNEL);
+	lbuf = kmalloc(AT_PL_REGION, GFP_KERNEL);
+	if (!buf || !rbuf || !lbuf) {
+		at_fail(t, "out of memory");
+		goto out_free;
+	}
+	l = at_listen_local(t, &laddr, port + 14, &lopts, NULL, "polled");
+	if (!l)
+		goto out_free;
+	c = at_pl_connect(t, &laddr, true, 0);
+	p = c ? at_pl_accept(t, l) : NULL;
+	ic = p ? at_pl_connect(t, &laddr, false, 0) : NULL;
+	ip = ic ? at_pl_accept(t, l) : NULL;
+	hc = ip ? at_pl_connect(t, &laddr, true, 100) : NULL;
+	hp = hc ? at_pl_accept(t, l) : NULL;
+	if (!hp)
+		goto out;
+
+	if (!at_expect(t, krdma_conn_polled(c), 1, "polled: active side") ||
+	    !at_expect(t, krdma_conn_polled(p), 1, "polled: accepted side") ||
+	    !at_expect(t, krdma_conn_polled(ic), 0, "polled: interrupt side") ||
+	    !at_expect(t, krdma_conn_polled(ip), 1,
+		       "polled: its accepted side") ||
+	    !at_expect(t, krdma_poll(ic, 0), -EINVAL,
+		       "krdma_poll of a connection not polled"))
+		goto out;
+
+	/* Nothing reaps a polled connection in the background. */
+	at_pl_req_init(&q);
+	at_fill(buf, 100, 0x504c, 0);
+	ret = krdma_send_async(c, buf, 100, &q.req, true);
+	if (!at_expect(t, ret, 0, "krdma_send_async"))
+		goto out;
+	msleep(200);
+	if (!at_expect(t, atomic_read(&q.calls), 0,
+		       "callbacks with nobody polling") ||
+	    !at_expect(t, krdma_recv_queued(p), 0,
+		       "messages queued at the peer with nobody polling"))
+		goto out;
+	n = at_pl_poll_until(c, &q);
+	if (!at_expect(t, n > 0, 1, "krdma_poll reaped the send (%d)", n) ||
+	    !at_expect(t, q.req.status, 0, "the send's status") ||
+	    !at_expect(t, q.task == current, 1,
+		       "callback in the polling task") ||
+	    !at_expect(t, q.bh_off, 1, "callback with bottom halves off"))
+		goto out;
+	for (i = 0; i < 1000 && !krdma_recv_queued(p); i++) {
+		if (krdma_poll(p, 0) <= 0)
+			usleep_range(50, 100);
+	}
+	if (!at_expect(t, krdma_recv_queued(p), 1,
+		       "messages queued at the peer after its krdma_poll"))
+		goto out;
+	ret = krdma_recv(p, buf, AT_PL_MSG, AT_TIMEOUT);
+	if (!at_expect(t, ret, 100, "krdma_recv of the polled message") ||
+	    !at_expect(t, at_check(buf, 100, 0x504c, 0), -1,
+		       "the polled message's bytes"))
+		goto out;
+
+	/* Synchronous calls poll: rounds both ways, every size. */
+	for (i = 0; i < AT_PL_ROUNDS; i++) {
+		len = 1 + (i * 997) % AT_PL_MSG;
+		if (!at_pl_msg(t, c, p, buf, len, 0x5000 + 2 * i, "request") ||
+		    !at_pl_msg(t, p, c, buf, AT_PL_MSG + 1 - len,
+			       0x5001 + 2 * i, "response"))
+			goto out;
+	}
+	/* An interrupt-driven client, a polled server. */
+	for (i = 0; i < 20; i++) {
+		len = 1 + (i * 211) % AT_PL_MSG;
+		if (!at_pl_msg(t, ic, ip, buf, len, 0x6000 + 2 * i,
+			       "interrupt request") ||
+		    !at_pl_msg(t, ip, ic, buf, len, 0x6001 + 2 * i,
+			       "polled response"))
+			goto out;
+	}
+	if (!at_pl_rdma(t, c, p, rbuf, lbuf))
+		goto out;
+	if (!at_expect(t, krdma_conn_error(c), 0, "error of the polled side") ||
+	    !at_expect(t, krdma_conn_error(p), 0, "error of its peer"))
+		goto out;
+
+	/* Heartbeats hold on a pair that nobody polls. */
+	if (!at_conn_stat(t, hc, "hb_received", &hb0))
+		goto out;
+	msleep(1500);
+	if (!at_conn_stat(t, hc, "hb_received", &hb1) ||
+	    !at_expect(t, krdma_conn_error(hc), 0,
+		       "error of an unpolled pair with heartbeats") ||
+	    !at_expect(t, krdma_conn_error(hp), 0,
+		       "error of its accepted side") ||
+	    !at_expect(t, hb1 - hb0 >= 3, 1,
+		       "pongs received in 1.5 s (%llu)", hb1 - hb0))
+		goto out;
+
+	/* Close with a send nobody polled: the drain runs its callback. */
+	at_pl_req_init(&q);
+	ret = krdma_send_async(c, buf, 64, &q.req, true);
+	if (!at_expect(t, ret, 0, "krdma_send_async before the close"))
+		goto out;
+	krdma_close(c);
+	c = NULL;
+	at_expect(t, atomic_read(&q.calls), 1,
+		  "callbacks of an unpolled send after krdma_close");
+	pr_info("%s: %d rounds polled, %s\n", t->name, AT_PL_ROUNDS,
+		krdma_conn_has_atomics(p) ? "RDMA and atomics" : "RDMA");
+out:
+	if (c)
+		krdma_close(c);
+	if (p)
+		krdma_close(p);
+	if (ic)
+		krdma_close(ic);
+	if (ip)
+		krdma_close(ip);
+	if (hc)
+		krdma_close(hc);
+	if (hp)
+		krdma_close(hp);
+	krdma_listener_close(l);
+out_free:
+	kfree(buf);
+	kfree(rbuf);
+	kfree(lbuf);
+}
+
 static const struct at_scenario {
 	const char	*name;
 	void		(*run)(struct at_test *t);
@@ -5822,6 +6157,7 @@ static const struct at_scenario {
 	{ "session_flap", sc_session_flap },
 	{ "sendv", sc_sendv },
 	{ "sendv_imm", sc_sendv_imm },
+	{ "poll", sc_poll },
 };
 
 static struct task_struct *at_client_task;

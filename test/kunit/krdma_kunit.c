@@ -148,6 +148,18 @@ static void cmd_listen_ok(struct kunit *test)
 		   "hb_misses must not be 0");
 	expect_bad(test, "connect name=c4 addr=1.2.3.4:5 hb_ms=0",
 		   "hb_ms must not be 0");
+
+	/* Polled connections: connect and session only, 0 or 1. */
+	expect_ok(test, "connect name=c5 addr=10.1.2.3:7000 poll=1");
+	KUNIT_EXPECT_EQ(test, cmd->poll, 1u);
+	expect_ok(test, "connect name=c5 addr=10.1.2.3:7000 poll=0");
+	KUNIT_EXPECT_EQ(test, cmd->poll, 0u);
+	expect_ok(test, "session name=s5 addr=10.1.2.3:7000 poll=1");
+	KUNIT_EXPECT_EQ(test, cmd->poll, 1u);
+	expect_bad(test, "connect name=c5 addr=1.2.3.4:5 poll=2",
+		   "poll=2 out of range (at most 1)");
+	expect_bad(test, "listen name=l5 addr=1.2.3.4:5 poll=1",
+		   "unknown word 'poll' for listen");
 	expect_bad(test, "test name=c4 hb_ms=500", "unknown word 'hb_ms'");
 }
 

@@ -1,0 +1,133 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# krdma-blk's poll queues (issue #20): a map with poll_queues=1 over a
+# memory-backed null_blk in one guest.  The disk says it polls
+# (queue/io_poll 1), its polled queue's connection is polled
+# (conns/NAME/poll 1), fio verifies random writes of 512 B to 1 MiB
+# through io_uring with --hipri (IORING_SETUP_IOPOLL: the submitter reaps
+# its completions through blk-mq's ->poll, krdma_poll() on that queue's
+# connection): the polled connection carries replies, and its consumer's
+# krdma_poll() reaps completions (conns/NAME/poll_reaped; krdma's own
+# waits and heartbeat tick do not count there).  Plain I/O after it goes
+# to the default queue.  Without poll_queues the disk does not poll, and
+# a bad poll_queues= is refused naming its value.  On 6.1 the map refuses
+# poll queues with EOPNOTSUPP and a line that says so (fio's polled I/O
+# through them stalled there; blk/krdma_blk_compat.h), and that is what
+# this test checks there.
+# topo: single
+# dev: rxe siw
+# check-kernel: 6.12 6.1
+# check-dev: rxe
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../blk-lib.sh"
+
+[ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
+ko=$BUILD/blk/krdma_blk.ko
+[ -f "$ko" ] || fail "$ko not built"
+command -v fio >/dev/null || fail "fio not installed (tools/lab-setup.sh)"
+fio --enghelp 2>/dev/null | grep -q io_uring || fail "fio has no io_uring engine"
+
+PORT=7490
+ADDR=$MY_IP:$PORT
+NB=/dev/nullb0
+D=/dev/krdmablk0
+W=/tmp/blkpoll-work
+
+cleanup() {
+	set +e
+	if [ -w "$BLK_CTL" ]; then
+		echo "unmap name=krdmablk0" >"$BLK_CTL" 2>/dev/null
+		echo "unexport name=e0" >"$BLK_CTL" 2>/dev/null
+	fi
+	lsmod | grep -q '^krdma_blk ' && rmmod krdma_blk
+	lsmod | grep -q '^null_blk ' && rmmod null_blk
+	rm -rf "$W"
+}
+trap cleanup EXIT
+
+rdma_dev_up
+krdma_load
+lsmod | grep -q '^null_blk ' && rmmod null_blk
+modprobe null_blk queue_mode=2 irqmode=1 memory_backed=1 gb=1 nr_devices=1 ||
+	fail "modprobe null_blk"
+wait_for 10 test -b "$NB" || fail "$NB never appeared"
+insmod "$ko" || fail "insmod krdma_blk.ko"
+mkdir -p "$W"
+
+blk export name=e0 path=$NB addr="$ADDR" || fail "export e0"
+grep -q 'poll_queues=N' "$BLK_CTL" || fail "the grammar lacks poll_queues="
+
+# ---- without poll queues the disk does not poll ----------------------
+blk map name=krdmablk0 addr="$ADDR" export=e0 || fail "map without poll queues"
+wait_for 10 test -b "$D" || fail "$D never appeared"
+expect_eq "$(cat /sys/block/krdmablk0/queue/io_poll)" 0 "io_poll without poll queues"
+blk unmap name=krdmablk0 || fail "unmap"
+wait_for 10 test ! -e "$D" || fail "$D still there after unmap"
+
+# ---- bad words ---------------------------------------------------------
+for bad in "poll_queues=x" "poll_queues=16" "poll_queues=-1"; do
+	ratelimit_pace
+	dmesg_mark
+	KRDMA_CTL=$BLK_CTL expect_ctl_err EINVAL map name=krdmablk0 addr="$ADDR" \
+		export=e0 "$bad"
+	dmesg_new | grep -q "krdma_blk: control: map: '${bad#*=}'" ||
+		fail "'$bad': no dmesg line names its value"
+done
+test ! -e "$D" || fail "$D exists after refused maps"
+
+if [ "$KLINE" = 6.1 ]; then
+	ratelimit_pace
+	dmesg_mark
+	KRDMA_CTL=$BLK_CTL expect_ctl_err EOPNOTSUPP map name=krdmablk0 \
+		addr="$ADDR" export=e0 poll_queues=1
+	dmesg_new | grep -q "krdma_blk: control: map: 'poll_queues= (not on this kernel)'" ||
+		fail "poll_queues=1 on 6.1: no dmesg line says why"
+	test ! -e "$D" || fail "$D exists after a refused map"
+	blk unexport name=e0 || fail "unexport"
+	rmmod krdma_blk || fail "rmmod krdma_blk"
+	echo "PASS"
+	exit 0
+fi
+
+# ---- one default queue, one poll queue ---------------------------------
+before=$(ls "$KRDMA_SYS/conns")
+blk map name=krdmablk0 addr="$ADDR" export=e0 queues=1 poll_queues=1 ||
+	fail "map with a poll queue"
+wait_for 10 test -b "$D" || fail "$D never appeared"
+expect_eq "$(cat /sys/block/krdmablk0/queue/io_poll)" 1 "io_poll with a poll queue"
+# The map's two client connections: one polled, one not.
+polled='' plain=''
+for cd in "$KRDMA_SYS"/conns/*; do
+	c=${cd##*/}
+	grep -qx "$c" <<<"$before" && continue
+	[ "$(cat "$cd/role")" = active ] || continue
+	case $(cat "$cd/poll") in
+	1) polled+=" $c" ;;
+	0) plain+=" $c" ;;
+	esac
+done
+expect_eq "$(wc -w <<<"$polled") $(wc -w <<<"$plain")" "1 1" \
+	"the map's polled and plain connections ($polled /$plain)"
+P=$KRDMA_SYS/conns/${polled# }
+N=$KRDMA_SYS/conns/${plain# }
+stat() { cat "$1/$2"; }
+
+r0=$(stat "$P" recv_ops) k0=$(stat "$P" poll_reaped) n0=$(stat "$N" recv_ops)
+log "fio verify, io_uring --hipri"
+FIO_ENGINE="--ioengine=io_uring --hipri=1" fio_verify 16M 1M 2 16
+r1=$(stat "$P" recv_ops) k1=$(stat "$P" poll_reaped) n1=$(stat "$N" recv_ops)
+log "poll queue: $((r1 - r0)) replies, $((k1 - k0)) completions reaped by ->poll; default queue: $((n1 - n0)) replies"
+[ $((r1 - r0)) -ge 64 ] || fail "polled I/O: only $((r1 - r0)) replies on the poll queue"
+[ $((k1 - k0)) -ge $((r1 - r0)) ] ||
+	fail "->poll reaped $((k1 - k0)) completions for $((r1 - r0)) replies"
+# Plain I/O on the same disk goes to the default queue.
+FIO_ENGINE="--ioengine=libaio" fio_verify 4M 64k 1 4
+n2=$(stat "$N" recv_ops) r2=$(stat "$P" recv_ops)
+[ $((n2 - n1)) -ge 16 ] || fail "plain I/O: only $((n2 - n1)) replies on the default queue"
+expect_eq "$r2" "$r1" "replies on the poll queue during plain I/O"
+
+blk unmap name=krdmablk0 || fail "unmap"
+wait_for 10 test ! -e "$D" || fail "$D still there after unmap"
+blk unexport name=e0 || fail "unexport"
+rmmod krdma_blk || fail "rmmod krdma_blk"
+echo "PASS"
