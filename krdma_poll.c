@@ -23,6 +23,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/hrtimer.h>
+#include <linux/ktime.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
 #include <rdma/ib_verbs.h>
@@ -176,14 +178,14 @@ EXPORT_SYMBOL_GPL(krdma_wait_prepare);
  * @w: the wait
  *
  * Not polled: sleep until woken or @w->left runs out.  Polled: poll the
- * connection once; while completions come, and for KRDMA_POLL_SPIN_NS
- * after the last, only yield the CPU to whoever needs it; after that sleep
- * a jiffy.  Updates @w->left: what is left, 0, or -ERESTARTSYS.
+ * connection once; if that found nothing, nap KRDMA_POLL_NAP_US (for
+ * KRDMA_POLL_SPIN_NS after the last completion) or, after that, a jiffy.  Updates @w->left: what is left, 0, or -ERESTARTSYS.
  * For the macros of include/krdma.h only.  Context: process context;
  * sleeps.
  */
 void krdma_wait_step(struct krdma_wait *w)
 {
+	ktime_t nap = ns_to_ktime(KRDMA_POLL_NAP_US * NSEC_PER_USEC);
 	u64 now;
 
 	if (!w->polled) {
@@ -197,13 +199,13 @@ void krdma_wait_step(struct krdma_wait *w)
 		now = local_clock();
 		if (!w->idle_since)
 			w->idle_since = now;
-		if (now - w->idle_since < KRDMA_POLL_SPIN_NS) {
-			cpu_relax();
-			cond_resched();
-		} else {
-			__set_current_state(w->state);
+		__set_current_state(w->state);
+		if (now - w->idle_since < KRDMA_POLL_SPIN_NS)
+			schedule_hrtimeout_range(&nap, KRDMA_POLL_NAP_US *
+						 NSEC_PER_USEC,
+						 HRTIMER_MODE_REL);
+		else
 			schedule_timeout(1);
-		}
 	}
 	if (signal_pending_state(w->state, current))
 		w->left = -ERESTARTSYS;
