@@ -179,7 +179,8 @@ EXPORT_SYMBOL_GPL(krdma_wait_prepare);
  *
  * Not polled: sleep until woken or @w->left runs out.  Polled: poll the
  * connection once; if that found nothing, nap KRDMA_POLL_NAP_US (for
- * KRDMA_POLL_SPIN_NS after the last completion) or, after that, a jiffy.  Updates @w->left: what is left, 0, or -ERESTARTSYS.
+ * KRDMA_POLL_SPIN_NS after the last completion) or, after that, a jiffy.
+ * Updates @w->left: what is left, 0, or -ERESTARTSYS.
  * For the macros of include/krdma.h only.  Context: process context;
  * sleeps.
  */
