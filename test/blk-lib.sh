@@ -6,6 +6,41 @@
 
 BLK_CTL=/sys/kernel/krdma_blk/control
 
+KRDMA_BLK_KO=$BUILD/blk/krdma_blk.ko
+
+# What every krdma-blk test needs: a block layer (else SKIP), the module
+# and fio.
+blk_need() {
+	[ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
+	[ -f "$KRDMA_BLK_KO" ] || fail "$KRDMA_BLK_KO not built"
+	command -v fio >/dev/null || fail "fio not installed (tools/lab-setup.sh)"
+}
+
+# One guest's start: the RDMA device, krdma, a null_blk completing in
+# softirq ($NB) and krdma_blk.
+blk_start() {
+	rdma_dev_up
+	krdma_load
+	nullb_load 1
+	insmod "$KRDMA_BLK_KO" || fail "insmod krdma_blk.ko"
+}
+
+# The end of a cleanup: krdma_blk and null_blk unloaded, $W gone.
+blk_unload() {
+	lsmod | grep -q '^krdma_blk ' && rmmod krdma_blk
+	lsmod | grep -q '^null_blk ' && rmmod null_blk
+	rm -rf "$W"
+}
+
+# nullb_load IRQMODE: a fresh 1 GiB memory-backed null_blk, $NB, whose
+# requests complete in softirq (1) or, from a timer, in hardirq context (2).
+nullb_load() {
+	lsmod | grep -q '^null_blk ' && rmmod null_blk
+	modprobe null_blk queue_mode=2 irqmode="$1" memory_backed=1 gb=1 nr_devices=1 ||
+		fail "modprobe null_blk irqmode=$1"
+	wait_for 10 test -b "$NB" || fail "$NB never appeared"
+}
+
 # blk CMD...: one command to krdma-blk's control file; write's status.
 blk() { echo "$*" >"$BLK_CTL"; }
 

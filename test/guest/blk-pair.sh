@@ -44,10 +44,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../blk-lib.sh"
 
-[ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
-ko=$BUILD/blk/krdma_blk.ko
-[ -f "$ko" ] || fail "$ko not built"
-command -v fio >/dev/null || fail "fio not installed (tools/lab-setup.sh)"
+blk_need
 
 PORT=7482
 NB=/dev/nullb0
@@ -104,7 +101,7 @@ if [ "$ROLE" = B ]; then
 	modprobe null_blk queue_mode=2 irqmode=0 memory_backed=1 gb=1 nr_devices=1 ||
 		fail "modprobe null_blk"
 	wait_for 10 test -b "$NB" || fail "$NB never appeared"
-	insmod "$ko" || fail "insmod krdma_blk.ko"
+	insmod "$KRDMA_BLK_KO" || fail "insmod krdma_blk.ko"
 	# B's own data, for A to read through the map.
 	head -c 4M /dev/urandom >"$W/b-rand" || fail "random data"
 	dd if="$W/b-rand" of="$NB" bs=1M seek=700 oflag=direct status=none ||
@@ -163,7 +160,7 @@ cleanup() {
 	put_val A-done 1
 }
 trap cleanup EXIT
-insmod "$ko" || fail "insmod krdma_blk.ko"
+insmod "$KRDMA_BLK_KO" || fail "insmod krdma_blk.ko"
 wait_val 120 exported
 b_sha=$VAL
 ADDR=$PEER_IP:$PORT

@@ -21,10 +21,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../blk-lib.sh"
 
-[ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
-ko=$BUILD/blk/krdma_blk.ko
-[ -f "$ko" ] || fail "$ko not built"
-command -v fio >/dev/null || fail "fio not installed (tools/lab-setup.sh)"
+blk_need
 fio --enghelp 2>/dev/null | grep -q io_uring || fail "fio has no io_uring engine"
 
 PORT=7490
@@ -39,19 +36,11 @@ cleanup() {
 		echo "unmap name=krdmablk0" >"$BLK_CTL" 2>/dev/null
 		echo "unexport name=e0" >"$BLK_CTL" 2>/dev/null
 	fi
-	lsmod | grep -q '^krdma_blk ' && rmmod krdma_blk
-	lsmod | grep -q '^null_blk ' && rmmod null_blk
-	rm -rf "$W"
+	blk_unload
 }
 trap cleanup EXIT
 
-rdma_dev_up
-krdma_load
-lsmod | grep -q '^null_blk ' && rmmod null_blk
-modprobe null_blk queue_mode=2 irqmode=1 memory_backed=1 gb=1 nr_devices=1 ||
-	fail "modprobe null_blk"
-wait_for 10 test -b "$NB" || fail "$NB never appeared"
-insmod "$ko" || fail "insmod krdma_blk.ko"
+blk_start
 mkdir -p "$W"
 
 blk export name=e0 path=$NB addr="$ADDR" || fail "export e0"

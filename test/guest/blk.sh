@@ -39,10 +39,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../blk-lib.sh"
 
-[ -d /sys/block ] || skip "no block layer in this kernel (CONFIG_BLOCK=n)"
-ko=$BUILD/blk/krdma_blk.ko
-[ -f "$ko" ] || fail "$ko not built"
-command -v fio >/dev/null || fail "fio not installed (tools/lab-setup.sh)"
+blk_need
 command -v mkfs.ext4 >/dev/null || fail "mkfs.ext4 not installed"
 
 PORT=7480
@@ -88,24 +85,11 @@ cleanup() {
 		echo 0 >"$n/power"
 		rmdir "$n"
 	done
-	lsmod | grep -q '^krdma_blk ' && rmmod krdma_blk
-	lsmod | grep -q '^null_blk ' && rmmod null_blk
-	rm -rf "$W"
+	blk_unload
 }
 trap cleanup EXIT
 
-rdma_dev_up
-krdma_load
-lsmod | grep -q '^null_blk ' && rmmod null_blk
-# nullb_load IRQMODE: a fresh 1 GiB memory-backed null_blk whose requests
-# complete in softirq (1) or, from a timer, in hardirq context (2).
-nullb_load() {
-	modprobe null_blk queue_mode=2 irqmode="$1" memory_backed=1 gb=1 nr_devices=1 ||
-		fail "modprobe null_blk irqmode=$1"
-	wait_for 10 test -b "$NB" || fail "$NB never appeared"
-}
-nullb_load 1
-insmod "$ko" || fail "insmod krdma_blk.ko"
+blk_start
 mkdir -p "$MNT" "$W"
 
 # ---- the control file ---------------------------------------------------
