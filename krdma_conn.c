@@ -144,6 +144,10 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 				    KRDMA_MAX_MR_POOL, KRDMA_MAX_MR_POOL_PAGES);
 		return -EINVAL;
 	}
+	if (o->poll && o->workqueue) {
+		pr_warn_ratelimited("a connection is polled or reaped by a workqueue, not both\n");
+		return -EINVAL;
+	}
 	if (o->heartbeat_misses > KRDMA_MAX_HEARTBEAT_MISSES) {
 		pr_warn_ratelimited("heartbeat misses %u out of range 1..%u\n",
 				    o->heartbeat_misses,

@@ -296,6 +296,7 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 		.heartbeat_ms = cmd->hb_ms,
 		.heartbeat_misses = cmd->hb_misses,
 		.poll = cmd->poll,
+		.workqueue = cmd->wq,
 	};
 	struct krdma_ctl_conn *ctl;
 	struct krdma_conn *conn;
@@ -467,6 +468,7 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 		.backlog = cmd->backlog,
 		.heartbeat_ms = cmd->hb_ms,
 		.heartbeat_misses = cmd->hb_misses,
+		.workqueue = cmd->wq,
 		.ops = &krdma_ctl_passive_ops,
 	};
 	struct krdma_ctl_listener *cl;
@@ -532,6 +534,7 @@ static int krdma_ctl_session(struct krdma_cmd *cmd)
 			.heartbeat_ms = cmd->hb_ms,
 			.heartbeat_misses = cmd->hb_misses,
 			.poll = cmd->poll,
+			.workqueue = cmd->wq,
 		},
 		.reconnect_delay_ms = cmd->delay_ms,
 		.loss_tmo_ms = cmd->loss_tmo_ms,

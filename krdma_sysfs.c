@@ -323,6 +323,15 @@ static ssize_t conn_poll_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%d\n", krdma_conn_polled(to_conn(kobj)));
 }
 
+static ssize_t conn_completions_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	const struct krdma_conn_opts *o = &to_conn(kobj)->opts;
+
+	return sysfs_emit(buf, "%s\n", o->poll ? "poll" :
+			  o->workqueue ? "workqueue" : "softirq");
+}
+
 static ssize_t conn_credits_show(struct kobject *kobj,
 				 struct kobj_attribute *attr, char *buf)
 {
@@ -410,6 +419,7 @@ KRDMA_CONN_ATTR(max_inline);
 KRDMA_CONN_ATTR(max_send_sge);
 KRDMA_CONN_ATTR(heartbeat_ms);
 KRDMA_CONN_ATTR(poll);
+KRDMA_CONN_ATTR(completions);
 
 static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_state.attr,
@@ -441,6 +451,7 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_credit_waits.attr,
 	&conn_attr_heartbeat_ms.attr,
 	&conn_attr_poll.attr,
+	&conn_attr_completions.attr,
 	&conn_attr_hb_sent.attr,
 	&conn_attr_hb_received.attr,
 	&conn_attr_poll_reaped.attr,

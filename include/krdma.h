@@ -25,7 +25,10 @@
  * context.  Completion callbacks (struct krdma_req.done, recv callbacks) run
  * in softirq context and must not sleep; on a polled connection
  * (opts.poll) they run in the task that polls, with bottom halves off,
- * under the same rules.
+ * under the same rules.  On a connection made with opts.workqueue they run
+ * in process context, from the completion workqueue: they may allocate
+ * with GFP_NOIO and submit bios, but must not wait for a completion (see
+ * &struct krdma_conn_opts).
  */
 #ifndef _KRDMA_H
 #define _KRDMA_H
@@ -161,7 +164,10 @@ struct krdma_conn_req {
  *	copy); a kept message holds one of the peer's credits, so keeping
  *	queue-depth messages stops the peer until one is released.
  *	Context: softirq, or process context with bottom halves disabled;
- *	must not sleep.  Messages that came before the connection failed
+ *	must not sleep.  On a workqueue connection (opts.workqueue):
+ *	process context, from the completion workqueue; may sleep to
+ *	allocate or submit I/O, never to wait for a completion.  Messages
+ *	that came before the connection failed
  *	may still be delivered after its end event.  With @recv,
  *	krdma_recv() on the connection fails with -EINVAL.
  *
@@ -239,6 +245,20 @@ struct krdma_conn_ops {
  *	messages, and the credits they return to the peer, wait in the
  *	completion queue until then.  For a listener: every connection it
  *	accepts is polled.
+ * @workqueue: completions are reaped in process context, by the RDMA
+ *	core's completion workqueue (IB_POLL_WORKQUEUE, as nvmet-rdma's
+ *	queues), not in softirq.  The callbacks (&struct krdma_req.done,
+ *	@ops' recv) run in a kworker with bottom halves and
+ *	preemption on: they may sleep to allocate (GFP_NOIO) and may submit
+ *	bios, so that a server starts a command's I/O in its completion
+ *	rather than handing it to a work item of its own.  They must not wait
+ *	for a completion (a synchronous krdma call on any connection, a
+ *	krdma_close()): the device's completion queues are shared, and one
+ *	callback that waits holds up the completions of every connection on
+ *	its queue.  Not with @poll (-EINVAL).  Completions held back by a
+ *	delay= fault injection would come from a timer, in softirq: a
+ *	workqueue connection refuses delay= with -EOPNOTSUPP.  For a
+ *	listener: every connection it accepts.
  */
 struct krdma_conn_opts {
 	u32	queue_depth;
@@ -255,6 +275,7 @@ struct krdma_conn_opts {
 	u32	mr_pool;
 	u32	mr_pool_pages;
 	bool	poll;
+	bool	workqueue;
 };
 
 /**
@@ -301,7 +322,9 @@ static inline void krdma_token_unpack(const struct krdma_token_wire *w,
 
 /**
  * struct krdma_req - an asynchronous operation
- * @done: called once when the operation ends, in softirq context
+ * @done: called once when the operation ends, in the connection's
+ *	completion context: softirq; the polling task with bottom halves off
+ *	(opts.poll); a kworker in process context (opts.workqueue)
  * @status: 0, or a negative errno saying why the operation failed
  * @len: bytes moved
  * @priv: for the caller
@@ -631,8 +654,8 @@ enum krdma_session_event {
  *	return values as struct krdma_conn_ops.recv.
  *
  * Context: @event runs in process context, from krdma's workqueue, one
- * call at a time per session and in order.  @recv runs in softirq, or in
- * process context with bottom halves disabled, and must not sleep.
+ * call at a time per session and in order.  @recv runs where the
+ * connection's recv callback does (see struct krdma_conn_ops).
  */
 struct krdma_session_ops {
 	void	(*event)(struct krdma_session *s, enum krdma_session_event ev,
