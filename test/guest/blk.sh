@@ -147,17 +147,30 @@ fi
 expect_eq "$(cat $P/test_local_inv)" 0 "replies that did not invalidate their token"
 # null_blk ended every bio in softirq: the server posted from its end_io.
 expect_eq "$(cat $P/test_hardirq_ends)" 0 "bios ended in hardirq (irqmode=1)"
+# The server's completions come in its workqueue: READs and WRITEs start
+# in their recv callback, WRITE bios go from their data's completion.
+n=$(cat $P/test_inline_starts)
+log "server: $n commands started in their recv callback, $(cat $P/test_inline_submits) WRITE bios submitted from their data's completion"
+[ "$n" -ge 50 ] || fail "$n commands started in their completion, expected 50 or more"
+n=$(cat $P/test_inline_submits)
+[ "$n" -ge 20 ] || fail "$n WRITE bios submitted from their completion, expected 20 or more"
 
 # ---- a command that finds no credit --------------------------------------
 # Its registration is invalidated and the request is sent again later.
-# The server's side: every 3rd reply finds none and waits in a work item.
+# The server's side: every 3rd reply finds none and waits in a work item,
+# and every 4th command started in its completion finds no RDMA slot and
+# starts again from the work item (its pages given back first).
 log "fio verify, every 5th command and every 3rd reply without a credit"
 echo 5 >$P/test_busy_every
 echo 3 >$P/test_reply_busy_every
+echo 4 >$P/test_start_busy_every
 dmesg_mark
 fio_verify 4M 64k
 echo 0 >$P/test_busy_every
 echo 0 >$P/test_reply_busy_every
+echo 0 >$P/test_start_busy_every
+seen=$(cat $P/test_start_busy_seen)
+[ "$seen" -ge 20 ] || fail "test_start_busy_every deferred $seen starts, expected 20 or more"
 seen=$(cat $P/test_busy_seen)
 [ "$seen" -ge 20 ] || fail "test_busy_every refused $seen commands, expected 20 or more"
 seen=$(cat $P/test_reply_busy_seen)
@@ -197,6 +210,7 @@ blk_err EEXIST "export name=e0 path=$NB addr=$MY_IP:$((PORT + 1))"
 blk_err EINVAL "map name=krdmablk1 export=e0"
 blk_err EINVAL "map name=krdmablk1 addr=$ADDR"
 blk_err EINVAL "export name=x addr=$ADDR"
+blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 softirq"
 blk_err EINVAL "frobnicate name=x"
 blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 queues=lots"
 blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 queues=0"
@@ -397,10 +411,12 @@ echo 0 >$ADRB/power && rmdir $ADRB || fail "remove the address null_blk"
 # ---- a read-only export -------------------------------------------------
 log "read-only export"
 # Same null_blk: a second export of it, read-only (the first has it
-# exclusively, so export e0 goes first).
+# exclusively, so export e0 goes first).  It takes its completions in
+# softirq ("softirq"): every command starts from its work item.
 blk "unmap name=krdmablk0" || fail "unmap krdmablk0"
 blk "unexport name=e0" || fail "unexport e0"
-blk export name=ero path=$NB addr=$ADDR ro || fail "export ro"
+blk export name=ero path=$NB addr=$ADDR ro softirq || fail "export ro"
+starts=$(cat $P/test_inline_starts)
 blk map name=krdmablk1 addr=$ADDR export=ero || fail "map ro"
 wait_for 10 test -b /dev/krdmablk1 || fail "/dev/krdmablk1 never appeared"
 expect_eq "$(blockdev --getro /dev/krdmablk1)" 1 "ro disk"
@@ -408,6 +424,7 @@ dd if=/dev/krdmablk1 of="$W/ro-before" bs=1M count=1 iflag=direct status=none ||
 	fail "read the ro export"
 dd if="$NB" of="$W/nb" bs=1M count=1 iflag=direct status=none
 cmp "$W/ro-before" "$W/nb" || fail "ro export reads other data than null_blk"
+expect_eq "$(cat $P/test_inline_starts)" "$starts" "commands a softirq export started in their completion"
 dd if=/dev/zero of=/dev/krdmablk1 bs=1M count=1 oflag=direct status=none 2>/dev/null &&
 	fail "write to the read-only disk succeeded"
 blk "unmap name=krdmablk1" || fail "unmap krdmablk1"
