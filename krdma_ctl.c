@@ -352,8 +352,10 @@ out_close:
 /*
  * A passive connection is established: the control file takes it (its
  * state, its service thread, its files) and enters it in the registry,
- * where a "disconnect" can find it.  Unless unload began: then it is left
- * to krdma_close_all(), and nothing of the control file's stays on it.
+ * where a "disconnect" can find it.  Unless unload began: then nothing
+ * of the control file's stays on it, and it is refused
+ * (krdma_conn_abandon()), as when there is no memory to take it: the
+ * control file closes what it took, like any consumer.
  */
 static void krdma_ctl_take(struct krdma_conn *conn)
 {
@@ -387,6 +389,7 @@ static void krdma_ctl_take(struct krdma_conn *conn)
 	krdma_ctl_del_files(ctl);
 	krdma_conn_set_priv(conn, NULL);
 	krdma_ctl_put(ctl);
+	krdma_conn_abandon(conn);
 }
 
 /*
@@ -406,7 +409,7 @@ static void krdma_ctl_passive_event(struct krdma_conn *conn,
 		krdma_ctl_take(conn);
 		return;
 	}
-	/* None: the control file could not take it; unload closes it. */
+	/* None: the control file could not take it, and abandoned it. */
 	ctl = krdma_conn_priv(conn);
 	if (ctl)
 		krdma_ctl_reap(ctl);
@@ -736,8 +739,8 @@ out_wq:
 /*
  * Module exit, first step: no control command runs or starts any more, and
  * the control file closes every listener and connection it owns (their
- * service threads stopped, self-tests and benches flushed);
- * krdma_close_all() then closes everybody else's.
+ * service threads stopped, self-tests and benches flushed); krdma's own
+ * exit then closes everybody else's.
  */
 void krdma_ctl_stop(void)
 {
