@@ -26,9 +26,10 @@ struct krdma_blk_map;
  * @path: the block device's path
  * @addr: where to listen
  * @ro: refuse writes
- * @softirq: take the connections' completions in softirq and start every
- *	command from a work item (the default takes them in the completion
- *	workqueue, opts.workqueue, and starts READs and WRITEs there)
+ * @wq: take the connections' completions in the completion workqueue
+ *	(opts.workqueue) and start the READs and WRITEs of a shallow queue
+ *	there (the default takes them in softirq and starts every command
+ *	from a work item)
  * @failed: set on failure: the word to name (the path, or "addr=")
  */
 struct krdma_blk_export_args {
@@ -36,7 +37,7 @@ struct krdma_blk_export_args {
 	const char		*path;
 	struct sockaddr_storage	addr;
 	bool			ro;
-	bool			softirq;
+	bool			wq;
 	const char		*failed;
 };
 

@@ -14,15 +14,21 @@
  *          -> end_io: the RDMA WRITE posted, the reply right behind it in
  *          the send queue -> WRITE done: pages and slot free
  *
- * Where the steps run: the connections take their completions in the
- * completion workqueue (opts.workqueue, as nvmet-rdma's IB_POLL_WORKQUEUE
- * queues), so a READ or WRITE starts in its recv callback and a WRITE's
- * bio goes from its RDMA READ's completion, in process context, with no
- * hand-off.  Nothing there waits for a completion: the RDMA is posted
- * with nowait, and a command that finds no RDMA slot goes to its work
- * item, which may wait.  An export made with "softirq" takes its
- * completions in softirq and starts every step that needs process
- * context from the work item, one hand-off each (for comparison).
+ * Where the steps run: by default the connections take their completions
+ * in softirq, and every step that needs process context (a command's
+ * start, a WRITE's bio) goes to the export's unbound work item, one
+ * hand-off each.  An export made with "wq" takes them in the completion
+ * workqueue (opts.workqueue, as nvmet-rdma's IB_POLL_WORKQUEUE queues), so
+ * a READ or WRITE can start in its recv callback and a WRITE's bio go
+ * from its RDMA READ's completion, in process context, with no hand-off.
+ * They do while the connection's queue is shallow (at most inline_depth
+ * commands unanswered, 1 by default); a deeper queue hands them to the
+ * work item, which spreads them over the CPUs, where the completion work
+ * of the device's CQ runs on one.  make bench measured both (README): the
+ * workqueue's wake-ups cost more at depth than the hand-offs they save.
+ * Nothing in a completion waits for one: the RDMA is posted with nowait,
+ * and a command that finds no RDMA slot goes to its work item, which may
+ * wait.
  *
  * The reply is a SEND_WITH_INV of the token's rkey: the client's pages are
  * its own again when the reply arrives.  Since a READ's slot outlives its
@@ -53,6 +59,18 @@
 #include "krdma_blk_compat.h"
 
 #define KRDMA_BLK_MAX_PAGES	(KRDMA_BLK_MAX_IO / PAGE_SIZE)
+
+/*
+ * How deep a connection's queue may be for a command to start in the
+ * completion that brought it.  Inline saves a hand-off per step, which is
+ * what a shallow queue waits on; a deep queue gains more from the export's
+ * unbound work item, which spreads its commands over the CPUs, where the
+ * completion work of the device's CQ runs on one.
+ */
+static unsigned int krdma_blk_inline_depth = 1;
+module_param_named(inline_depth, krdma_blk_inline_depth, uint, 0644);
+MODULE_PARM_DESC(inline_depth,
+		 "A server starts a READ or WRITE in its recv callback while its connection has at most this many commands unanswered, the new one included (default 1; 0: never)");
 
 /* Tests only: the next N replies to commands are not sent. */
 static int krdma_blk_test_drop_replies;
@@ -359,17 +377,19 @@ static void krdma_blk_srv_event(struct krdma_conn *conn, enum krdma_event ev,
 
 /*
  * Whether a step may run in the completion that starts it: process
- * context, from the completion workqueue (not an export made "softirq").
+ * context, from the completion workqueue (an export made "wq"),
+ * and a queue no deeper than inline_depth (a hint: read unlocked).
  */
 static bool krdma_blk_sio_inline(struct krdma_blk_sconn *sc)
 {
-	return sc->exp->inline_io && in_task();
+	return sc->exp->inline_io && in_task() &&
+	       READ_ONCE(sc->unanswered) <= READ_ONCE(krdma_blk_inline_depth);
 }
 
 static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait);
 
 /*
- * Context: the completion workqueue (softirq for a "softirq" export):
+ * Context: softirq (the completion workqueue for a "wq" export):
  * copy the command, then start a READ or WRITE here or queue its work.
  */
 static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
@@ -865,7 +885,7 @@ static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait)
  * A command's steps that need process context, when they cannot run in
  * their completion: a HELLO, FLUSH, DISCARD and WRITE_ZEROES (they wait
  * for the device here), a READ or WRITE that found no RDMA slot, every
- * start and WRITE bio of a "softirq" export, and what follows a bio that
+ * start and WRITE bio of an export without "wq", and what follows a bio that
  * ended in hardirq context.  None of them waits for the client or for a
  * READ or WRITE's bio.
  */
@@ -901,7 +921,7 @@ static void krdma_blk_sio_work(struct work_struct *work)
 struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a)
 {
 	struct krdma_conn_opts opts = { .ops = &krdma_blk_srv_ops,
-					.workqueue = !a->softirq };
+					.workqueue = a->wq };
 	struct krdma_blk_export *exp;
 	struct block_device *bdev;
 	u32 maxd;
@@ -912,7 +932,7 @@ struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a
 		return ERR_PTR(-ENOMEM);
 	strscpy(exp->name, a->name, sizeof(exp->name));
 	exp->ro = a->ro;
-	exp->inline_io = !a->softirq;
+	exp->inline_io = a->wq;
 	mutex_init(&exp->lock);
 	INIT_LIST_HEAD(&exp->conns);
 	/* The control file's line names what failed (a->failed). */

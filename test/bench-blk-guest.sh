@@ -4,9 +4,9 @@
 # the rxe device the rest of the bench used: the same fio jobs against
 #   null_blk    /dev/nullb0 itself, the bound;
 #   krdma-blk   krdma_blk.ko's export of /dev/nullb0 mapped over rxe;
-#   krdma-blk-softirq  the same with the export's "softirq" word: the
-#               server's completions in softirq, a work item per command
-#               (what the workqueue completions replaced);
+#   krdma-blk-wq  the same with the export's "wq" word: the server's
+#               completions in the completion workqueue, a shallow queue's
+#               commands started there;
 #   nvme-rdma   the kernel's nvmet-rdma target (configfs) on /dev/nullb0 and
 #               its nvme-rdma host (/dev/nvme-fabrics), over the same rxe;
 # one after the other, each torn down before the next.  The null_blk is
@@ -19,7 +19,7 @@
 #   KRDMA_BENCH_BLK_QUEUES   hardware queues of krdma-blk and I/O queues of
 #                            nvme-rdma (default 2, one per vCPU)
 #   KRDMA_BENCH_BLK_TARGETS  which, in order (default "null_blk krdma-blk
-#                            krdma-blk-softirq nvme-rdma")
+#                            krdma-blk-wq nvme-rdma")
 #   KRDMA_BENCH_BLK_PROFILE  a job name (randread-4k-qd32, ...): after the
 #                            measured runs, that job runs once more on each
 #                            target under `perf record -a` (cpu-clock; TCG
@@ -38,7 +38,7 @@ secs=${KRDMA_BENCH_BLK_SECS:-5}
 ramp=${KRDMA_BENCH_BLK_RAMP:-1}
 size=${KRDMA_BENCH_BLK_SIZE:-128M}
 queues=${KRDMA_BENCH_BLK_QUEUES:-2}
-targets=${KRDMA_BENCH_BLK_TARGETS:-null_blk krdma-blk krdma-blk-softirq nvme-rdma}
+targets=${KRDMA_BENCH_BLK_TARGETS:-null_blk krdma-blk krdma-blk-wq nvme-rdma}
 profile=${KRDMA_BENCH_BLK_PROFILE:-}
 out=$LAB/bench-blk.tsv
 dir=$LAB/bench-blk
@@ -240,7 +240,7 @@ for target in $targets; do
 	case $target in
 	null_blk)
 		run_fio null_blk $NB ;;
-	krdma-blk|krdma-blk-softirq)
+	krdma-blk|krdma-blk-wq)
 		word=${target#krdma-blk}
 		log "$target: export${word:+ (${word#-})} and map over $IBDEV"
 		if why=$(kb_up "${word#-}"); then

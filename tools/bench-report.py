@@ -38,9 +38,9 @@ BLK_ROWS = [
 # krdma's two runs of a cell: the interrupt-driven connection and the
 # polled one (poll=1), as test/bench-guest.sh records them.
 MODES = [("irq", "krdma"), ("poll", "krdma_poll")]
-BLK_TARGETS = ["null_blk", "nvme-rdma", "krdma-blk", "krdma-blk-softirq"]
-# Cells of these must be there; krdma-blk-softirq (the server's completions
-# in softirq, a work item per command) only when the guest ran it.
+BLK_TARGETS = ["null_blk", "nvme-rdma", "krdma-blk", "krdma-blk-wq"]
+# Cells of these must be there; krdma-blk-wq (the server's completions in
+# the completion workqueue, export word "wq") only when the guest ran it.
 BLK_REQUIRED = ["null_blk", "nvme-rdma", "krdma-blk"]
 TOPOS = {"single": "one guest, rxe loopback",
          "pair": "two guests, A -> B over a qemu UDP link"}
@@ -339,13 +339,13 @@ def blk_boot(result, text, md, line, rel, lab):
             idle.append(f"{t} {min(v)} to {max(v)}%")
     if idle:
         summary.append("guest CPU idle while fio ran: " + ", ".join(idle))
-    if cells and "krdma-blk-softirq" in cells[0]["targets"]:
-        r = [f"{c['krdma-blk'] / c['krdma-blk-softirq']:.2f}"
-             if c["krdma-blk"] and c["krdma-blk-softirq"] else "-"
+    if cells and "krdma-blk-wq" in cells[0]["targets"]:
+        r = [f"{c['krdma-blk-wq'] / c['krdma-blk']:.2f}"
+             if c["krdma-blk"] and c["krdma-blk-wq"] else "-"
              for c in cells]
-        summary.append("krdma-blk/krdma-blk-softirq (the server's "
-                       "completions in its workqueue against softirq and "
-                       "a work item), cell by cell: " + ", ".join(r))
+        summary.append("krdma-blk-wq/krdma-blk (the server's completions "
+                       "in the completion workqueue against softirq and a "
+                       "work item), cell by cell: " + ", ".join(r))
     summary += ["failed: " + f for f in failed]
     for x in summary:
         text.append("   " + x)
