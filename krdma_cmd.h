@@ -67,6 +67,7 @@ struct krdma_cmd {
 	u32			delay_ms;	/* session */
 	u32			loss_tmo_ms;	/* session */
 	u32			poll;		/* connect/session: opts.poll */
+	u32			wq;		/* opts.workqueue */
 };
 
 int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,

@@ -42,15 +42,34 @@ const char *krdma_conn_state_str(enum krdma_conn_state state)
 	return "unknown";
 }
 
+/**
+ * krdma_conn_get - keep a connection's memory
+ * @conn: the connection
+ *
+ * For a consumer that may still look at @conn after krdma_close() (a
+ * registry of its own that finds it by name, say): @conn stays valid,
+ * closed, until the matching krdma_conn_put().  A closed connection is
+ * good for krdma_conn_name() and krdma_conn_priv() only.
+ *
+ * Context: any.
+ */
 void krdma_conn_get(struct krdma_conn *conn)
 {
 	kobject_get(&conn->kobj);
 }
+EXPORT_SYMBOL_GPL(krdma_conn_get);
 
+/**
+ * krdma_conn_put - drop what krdma_conn_get() or krdma_conn_find() took
+ * @conn: the connection
+ *
+ * Context: process context (the last one frees @conn).
+ */
 void krdma_conn_put(struct krdma_conn *conn)
 {
 	kobject_put(&conn->kobj);
 }
+EXPORT_SYMBOL_GPL(krdma_conn_put);
 
 /**
  * krdma_listener_get - keep a listener's memory
@@ -105,6 +124,16 @@ static void krdma_conn_opts_fill(struct krdma_conn_opts *o,
 
 static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 {
+	if (o->name && strlen(o->name) >= KRDMA_OPTS_NAME_MAX) {
+		pr_warn_ratelimited("name '%s' too long (at most %u bytes)\n",
+				    o->name, KRDMA_OPTS_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	if (o->test_hello > KRDMA_TEST_HELLO_MAX) {
+		pr_warn_ratelimited("test_hello %u out of range 0..%u\n",
+				    o->test_hello, KRDMA_TEST_HELLO_MAX);
+		return -EINVAL;
+	}
 	if (o->queue_depth < 1 || o->queue_depth > KRDMA_MAX_DEPTH) {
 		pr_warn_ratelimited("queue depth %u out of range 1..%u\n",
 				    o->queue_depth, KRDMA_MAX_DEPTH);
@@ -144,6 +173,10 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 				    KRDMA_MAX_MR_POOL, KRDMA_MAX_MR_POOL_PAGES);
 		return -EINVAL;
 	}
+	if (o->poll && o->workqueue) {
+		pr_warn_ratelimited("a connection is polled or reaped by a workqueue, not both\n");
+		return -EINVAL;
+	}
 	if (o->heartbeat_misses > KRDMA_MAX_HEARTBEAT_MISSES) {
 		pr_warn_ratelimited("heartbeat misses %u out of range 1..%u\n",
 				    o->heartbeat_misses,
@@ -173,6 +206,8 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 		snprintf(conn->name, sizeof(conn->name), "conn%u", conn->id);
 	conn->ctx.type = KRDMA_CTX_CONN;
 	conn->opts = *opts;
+	/* The caller's string need not outlive krdma_connect(). */
+	conn->opts.name = NULL;
 	/* The caller's bytes need not outlive krdma_connect(): a copy. */
 	if (opts->private_data_len)
 		memcpy(conn->pdata, opts->private_data, opts->private_data_len);
@@ -278,6 +313,20 @@ static bool krdma_conn_unpublish(struct krdma_conn *conn)
 	return true;
 }
 
+/**
+ * krdma_conn_find - look a connection up by name
+ * @name: its name (krdma_conn_name(), its directory under
+ *	/sys/kernel/krdma/conns/)
+ *
+ * Every consumer's connections are there, not only the caller's: a
+ * consumer looks up its own in a registry of its own, and uses this to
+ * tell whether a name is free before it gives it (opts.name).  A
+ * connection krdma_close() closed is not found.
+ *
+ * Context: process context; sleeps (krdma's lock).
+ * Return: the connection, with a reference the caller drops with
+ * krdma_conn_put(), or NULL if none has @name.
+ */
 struct krdma_conn *krdma_conn_find(const char *name)
 {
 	struct krdma_conn *c, *found = NULL;
@@ -293,7 +342,18 @@ struct krdma_conn *krdma_conn_find(const char *name)
 	mutex_unlock(&krdma_lock);
 	return found;
 }
+EXPORT_SYMBOL_GPL(krdma_conn_find);
 
+/**
+ * krdma_listener_find - look a listener up by name
+ * @name: its name (its directory under /sys/kernel/krdma/listeners/)
+ *
+ * Every consumer's listeners are there, not only the caller's.
+ *
+ * Context: process context; sleeps (krdma's lock).
+ * Return: the listener, with a reference the caller drops with
+ * krdma_listener_put(), or NULL if none has @name.
+ */
 struct krdma_listener *krdma_listener_find(const char *name)
 {
 	struct krdma_listener *l, *found = NULL;
@@ -309,6 +369,7 @@ struct krdma_listener *krdma_listener_find(const char *name)
 	mutex_unlock(&krdma_lock);
 	return found;
 }
+EXPORT_SYMBOL_GPL(krdma_listener_find);
 
 /* ---- the consumer's event callback --------------------------------- */
 
@@ -500,7 +561,8 @@ EXPORT_SYMBOL_GPL(krdma_conn_set_priv);
  *
  * Context: any.
  * Return: its directory's name under /sys/kernel/krdma/conns/ (and in
- * dmesg), valid until the connection is closed.
+ * dmesg), valid until the connection is closed, or with a reference of
+ * krdma_conn_get() until krdma_conn_put().
  */
 const char *krdma_conn_name(struct krdma_conn *conn)
 {
@@ -1218,16 +1280,16 @@ static int krdma_conn_do_connect(struct krdma_conn *conn)
 	memcpy(req.pdata, conn->pdata, conn->opts.private_data_len);
 	/* Test hooks: speak a wrong handshake to exercise the peer's checks. */
 	switch (conn->test_hello) {
-	case 1:
+	case KRDMA_TEST_HELLO_BAD_MAGIC:
 		h->magic = cpu_to_be32(0xdeadbeef);
 		break;
-	case 2:
+	case KRDMA_TEST_HELLO_NEXT_VERSION:
 		h->version = KRDMA_PROTO_VERSION + 1;
 		break;
-	case 3:
+	case KRDMA_TEST_HELLO_SHORT:
 		len = 4;
 		break;
-	case 4:
+	case KRDMA_TEST_HELLO_ZERO_DEPTH:
 		h->queue_depth = cpu_to_be16(0);
 		break;
 	}
@@ -1726,30 +1788,46 @@ static void krdma_connect_give_up(struct krdma_conn *conn, int err)
 	krdma_conn_schedule_teardown(conn, err);
 }
 
-struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
-				   const struct sockaddr *src,
-				   const struct krdma_conn_opts *in_opts,
-				   const char *name, u8 test_hello)
+/**
+ * krdma_connect - open a connection to a peer
+ * @dst: the peer's address (IPv4 or IPv6, with port)
+ * @src: local address to bind to, or NULL
+ * @opts: parameters, or NULL for the defaults
+ *
+ * Resolves the address to an RDMA device, creates the queue pair and
+ * exchanges the handshake.  Sleeps up to @opts->timeout_ms.
+ *
+ * Return: the connection, or an ERR_PTR: -ECONNREFUSED (nobody listens),
+ * -EPROTONOSUPPORT (peer speaks another krdma version), -EPROTO (not a krdma
+ * peer), -EINVAL (bad parameters), -ETIMEDOUT, -EHOSTUNREACH, -ENODEV,
+ * -EBUSY (the listener's backlog is full), -ENOMEM (the peer was out of
+ * resources), -EEXIST (a connection has @opts->name).
+ *
+ * Context: process context; sleeps.
+ */
+struct krdma_conn *krdma_connect(const struct sockaddr *dst,
+				 const struct sockaddr *src,
+				 const struct krdma_conn_opts *opts)
 {
-	struct krdma_conn_opts opts;
+	struct krdma_conn_opts o;
 	struct rdma_cm_id *id;
 	struct krdma_conn *conn;
 	long left;
 	int ret;
 
-	krdma_conn_opts_fill(&opts, in_opts);
-	ret = krdma_conn_opts_check(&opts);
+	krdma_conn_opts_fill(&o, opts);
+	ret = krdma_conn_opts_check(&o);
 	if (ret)
 		return ERR_PTR(ret);
 
-	conn = krdma_conn_alloc(&opts, name);
+	conn = krdma_conn_alloc(&o, o.name);
 	if (!conn) {
 		pr_warn_ratelimited("%s: no memory for a connection\n",
-				    name && *name ? name : "connect");
+				    o.name && *o.name ? o.name : "connect");
 		return ERR_PTR(-ENOMEM);
 	}
 	conn->active = true;
-	conn->test_hello = test_hello;
+	conn->test_hello = o.test_hello;
 	memcpy(&conn->raddr, dst, dst->sa_family == AF_INET6 ?
 	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 
@@ -1762,8 +1840,8 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 		return ERR_CAST(id);
 	}
 	conn->cm_id = id;
-	if (opts.tos)
-		rdma_set_service_type(id, opts.tos);
+	if (o.tos)
+		rdma_set_service_type(id, o.tos);
 
 	ret = krdma_conn_publish(conn);
 	if (ret) {
@@ -1784,7 +1862,7 @@ struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
 	}
 
 	left = wait_for_completion_killable_timeout(&conn->cm_done,
-						    msecs_to_jiffies(opts.timeout_ms));
+						    msecs_to_jiffies(o.timeout_ms));
 	if (left <= 0) {
 		if (left < 0)
 			pr_warn_ratelimited("%s: connecting to %pISpc interrupted\n",
@@ -1810,28 +1888,6 @@ fail:
 		krdma_conn_put(conn);
 	return ERR_PTR(ret);
 }
-
-/**
- * krdma_connect - open a connection to a peer
- * @dst: the peer's address (IPv4 or IPv6, with port)
- * @src: local address to bind to, or NULL
- * @opts: parameters, or NULL for the defaults
- *
- * Resolves the address to an RDMA device, creates the queue pair and
- * exchanges the handshake.  Sleeps up to @opts->timeout_ms.
- *
- * Return: the connection, or an ERR_PTR: -ECONNREFUSED (nobody listens),
- * -EPROTONOSUPPORT (peer speaks another krdma version), -EPROTO (not a krdma
- * peer), -EINVAL (bad parameters), -ETIMEDOUT, -EHOSTUNREACH, -ENODEV,
- * -EBUSY (the listener's backlog is full), -ENOMEM (the peer was out of
- * resources).
- */
-struct krdma_conn *krdma_connect(const struct sockaddr *dst,
-				 const struct sockaddr *src,
-				 const struct krdma_conn_opts *opts)
-{
-	return __krdma_connect(dst, src, opts, NULL, 0);
-}
 EXPORT_SYMBOL_GPL(krdma_connect);
 
 /* ---- listen -------------------------------------------------------- */
@@ -1851,10 +1907,28 @@ static void krdma_listener_free_id(struct krdma_listener *l, int err)
 		rdma_destroy_id(id);
 }
 
-struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
-				      const struct krdma_conn_opts *in_opts,
-				      const char *name)
+/**
+ * krdma_listen - listen for connections
+ * @addr: local address and port (a wildcard address listens on every device)
+ * @opts: parameters offered to peers, or NULL for the defaults; with
+ *	@opts->ops, each connection accepted is handed to the consumer by
+ *	its KRDMA_EVENT_ESTABLISHED event instead of krdma_accept()
+ *
+ * A listener bound to one device's address stops listening when that
+ * device is removed (krdma_listener_query()'s error is -ENODEV, and
+ * krdma_accept() fails with -ENODEV), and listens again by itself once a
+ * device for the address is added or a port comes up.  Either way the
+ * owner closes it with krdma_listener_close().
+ *
+ * Context: process; sleeps.
+ *
+ * Return: the listener, or an ERR_PTR (-EADDRINUSE, -EADDRNOTAVAIL,
+ * -EEXIST: a listener has @opts->name, ...).
+ */
+struct krdma_listener *krdma_listen(const struct sockaddr *addr,
+				    const struct krdma_conn_opts *opts)
 {
+	const char *name = opts ? opts->name : NULL;
 	struct krdma_listener *l, *o;
 	struct rdma_cm_id *id;
 	int ret;
@@ -1867,10 +1941,12 @@ struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
 		return ERR_PTR(-ENOMEM);
 	}
 	krdma_kobj_init(&l->kobj, &krdma_listener_ktype);
-	krdma_conn_opts_fill(&l->opts, in_opts);
+	krdma_conn_opts_fill(&l->opts, opts);
 	ret = krdma_conn_opts_check(&l->opts);
 	if (ret)
 		goto out_put;
+	/* The caller's string need not outlive krdma_listen(). */
+	l->opts.name = NULL;
 	l->id = atomic_inc_return(&krdma_next_id);
 	if (name && *name)
 		strscpy(l->name, name, sizeof(l->name));
@@ -1934,29 +2010,6 @@ out_id:
 out_put:
 	kobject_put(&l->kobj);
 	return ERR_PTR(ret);
-}
-
-/**
- * krdma_listen - listen for connections
- * @addr: local address and port (a wildcard address listens on every device)
- * @opts: parameters offered to peers, or NULL for the defaults; with
- *	@opts->ops, each connection accepted is handed to the consumer by
- *	its KRDMA_EVENT_ESTABLISHED event instead of krdma_accept()
- *
- * A listener bound to one device's address stops listening when that
- * device is removed (krdma_listener_query()'s error is -ENODEV, and
- * krdma_accept() fails with -ENODEV), and listens again by itself once a
- * device for the address is added or a port comes up.  Either way the
- * owner closes it with krdma_listener_close().
- *
- * Context: process; sleeps.
- *
- * Return: the listener, or an ERR_PTR (-EADDRINUSE, -EADDRNOTAVAIL, ...).
- */
-struct krdma_listener *krdma_listen(const struct sockaddr *addr,
-				    const struct krdma_conn_opts *opts)
-{
-	return __krdma_listen(addr, opts, NULL);
 }
 EXPORT_SYMBOL_GPL(krdma_listen);
 

@@ -312,7 +312,6 @@ static inline bool krdma_conn_usable(struct krdma_conn *conn)
 
 extern struct mutex krdma_lock;		/* devices list and removal */
 extern struct list_head krdma_devices;
-extern struct kobject *krdma_kobj;	/* /sys/kernel/krdma */
 extern struct kobject *krdma_sessions_kobj;	/* krdma_session.c's */
 extern struct list_head krdma_conns;
 extern struct list_head krdma_listeners;
@@ -339,23 +338,8 @@ void krdma_conn_set_error_wc(struct krdma_conn *conn, int err,
 void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err);
 void krdma_conn_fail_locked(struct krdma_conn *conn, int err,
 			    const char *what);
-void krdma_conn_put(struct krdma_conn *conn);
-void krdma_conn_get(struct krdma_conn *conn);
-struct krdma_conn *krdma_conn_find(const char *name);
-struct krdma_listener *krdma_listener_find(const char *name);
-/* A session's name: sessN, or one the control file gave (1-31 bytes). */
-#define KRDMA_SESSION_NAME_MAX	32
-struct krdma_session *__krdma_session_create(const struct sockaddr *dst,
-					     const struct sockaddr *src,
-					     const struct krdma_session_opts *opts,
-					     const char *name);
-struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
-				   const struct sockaddr *src,
-				   const struct krdma_conn_opts *opts,
-				   const char *name, u8 test_hello);
-struct krdma_listener *__krdma_listen(const struct sockaddr *addr,
-				      const struct krdma_conn_opts *opts,
-				      const char *name);
+/* A session's name: sessN, or its opts.name (1-31 bytes). */
+#define KRDMA_SESSION_NAME_MAX	KRDMA_OPTS_NAME_MAX
 void krdma_remove_device_users(struct krdma_device *kdev);
 void krdma_relisten(void);
 void krdma_relisten_stop(void);
@@ -434,10 +418,6 @@ extern const struct kobj_type krdma_conn_ktype;
 extern const struct kobj_type krdma_listener_ktype;
 int krdma_sysfs_add_conn(struct krdma_conn *conn);
 void krdma_sysfs_del_conn(struct krdma_conn *conn);
-int krdma_sysfs_conn_add_group(struct krdma_conn *conn,
-			       const struct attribute_group *grp);
-void krdma_sysfs_conn_remove_group(struct krdma_conn *conn,
-				   const struct attribute_group *grp);
 int krdma_sysfs_add_listener(struct krdma_listener *l);
 void krdma_sysfs_del_listener(struct krdma_listener *l);
 

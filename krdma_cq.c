@@ -130,9 +130,9 @@ int krdma_op_errno(struct krdma_conn *conn, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_WR_FLUSH_ERR)
 		return krdma_wc_errno(wc->status);
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	err = conn->error ?: -ECONNRESET;
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	return err;
 }
 
@@ -547,9 +547,9 @@ static bool krdma_conn_failed(struct krdma_conn *conn)
 {
 	bool failed;
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	failed = conn->error;
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	return failed;
 }
 
@@ -587,12 +587,12 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
 		trace_krdma_recv_done(conn->name, 0, wc->status);
 		/* The data went to the token; this receive only notifies. */
-		spin_lock(&conn->lock);
+		spin_lock_bh(&conn->lock);
 		ret = krdma_credit_recv(&conn->cr, false);
 		if (ret) {
 			bool failed = conn->error;
 
-			spin_unlock(&conn->lock);
+			spin_unlock_bh(&conn->lock);
 			krdma_rx_uncredited(conn, false, ret, failed);
 			return;
 		}
@@ -604,7 +604,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		rx->inv_rkey = 0;
 		rx->imm = be32_to_cpu(wc->ex.imm_data);
 		deliver = krdma_rx_ready_locked(conn, rx);
-		spin_unlock(&conn->lock);
+		spin_unlock_bh(&conn->lock);
 		atomic64_inc(&conn->stats.recv_ops);
 		if (deliver)
 			krdma_rx_deliver(conn, rx);
@@ -634,7 +634,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			      info.type == KRDMA_MSG_DATA ? info.len : 0,
 			      wc->status);
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	/*
 	 * The peer's SEND_WITH_INV: the device invalidated that rkey in our
 	 * PD before this completion.  Only a valid registration from this
@@ -652,7 +652,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (ret) {
 			bool failed = conn->error;
 
-			spin_unlock(&conn->lock);
+			spin_unlock_bh(&conn->lock);
 			krdma_rx_uncredited(conn, info.type == KRDMA_MSG_CREDIT,
 					    ret, failed);
 			return;
@@ -664,7 +664,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		u32 have = conn->cr.credits;
 		bool failed = conn->error;
 
-		spin_unlock(&conn->lock);
+		spin_unlock_bh(&conn->lock);
 		if (!failed)
 			pr_warn_ratelimited("%s: flow control violated by the peer: %u credits%s returned with %u of %u in hand\n",
 					    conn->name, info.credits,
@@ -719,7 +719,7 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	/* Credits owed may now go out with the token we got back. */
 	if (krdma_credit_should_send_ctl(&conn->cr))
 		krdma_post_ctl_locked(conn);
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	if (deliver)
 		krdma_rx_deliver(conn, rx);
 	if (wake)
@@ -766,10 +766,13 @@ static void krdma_rx_deliver(struct krdma_conn *conn, struct krdma_rx *rx)
 void krdma_rx_cb_start(struct krdma_conn *conn)
 {
 	struct krdma_rx *rx;
+	bool bh = !conn->opts.workqueue;
 
-	local_bh_disable();
+	/* The callback's context: as from the CQ's softirq, or its work. */
+	if (bh)
+		local_bh_disable();
 	for (;;) {
-		spin_lock(&conn->lock);
+		spin_lock_bh(&conn->lock);
 		rx = NULL;
 		if (!conn->rx_closed)
 			rx = list_first_entry_or_null(&conn->rx_ready,
@@ -777,16 +780,17 @@ void krdma_rx_cb_start(struct krdma_conn *conn)
 		if (!rx) {
 			/* Nothing queued: from now on they go straight. */
 			conn->rx_cb = true;
-			spin_unlock(&conn->lock);
+			spin_unlock_bh(&conn->lock);
 			break;
 		}
 		list_del_init(&rx->list);
 		rx->kept = true;
 		conn->rx_kept++;
-		spin_unlock(&conn->lock);
+		spin_unlock_bh(&conn->lock);
 		krdma_rx_deliver(conn, rx);
 	}
-	local_bh_enable();
+	if (bh)
+		local_bh_enable();
 }
 
 /**
@@ -1070,7 +1074,7 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	/* The caller's memory is its own again once ->done runs. */
 	krdma_tx_unmap(conn, tx);
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	req = tx->req;
 	tx->req = NULL;
 	/*
@@ -1081,7 +1085,7 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	 */
 	wake = list_empty(&conn->tx_free);
 	list_add(&tx->list, &conn->tx_free);
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	if (wake)
 		wake_up_all(&conn->wq);
 	if (req) {
@@ -1376,9 +1380,9 @@ static int __krdma_send_async(struct krdma_conn *conn, const void *buf,
  * @conn: the connection
  * @buf: the message; copied before this returns, so it may be reused
  * @len: its length, up to krdma_max_msg_size() (0 is a valid message)
- * @req: request whose ->done runs (softirq) when the peer has the message;
- *	or NULL when the sender need not know (a send that fails still
- *	fails the connection)
+ * @req: request whose ->done runs (completion context) when the peer has
+ *	the message; or NULL when the sender need not know (a send that
+ *	fails still fails the connection)
  * @nowait: fail with -EAGAIN instead of sleeping when no credit is free
  *
  * Context: process or softirq with @nowait (it never sleeps then); process
@@ -1404,8 +1408,8 @@ EXPORT_SYMBOL_GPL(krdma_send_async);
  * @len: its length, up to krdma_max_msg_size()
  * @inv_rkey: the rkey of a token the peer gave us on @conn (one from its
  *	MR pool, krdma_reg_sg_nowait(), when the peer is to be told)
- * @req: request whose ->done runs (softirq) when the peer has the message,
- *	or NULL (as krdma_send_async())
+ * @req: request whose ->done runs (completion context) when the peer has
+ *	the message, or NULL (as krdma_send_async())
  * @nowait: fail with -EAGAIN instead of sleeping when no credit is free
  *
  * A SEND_WITH_INV: the peer's device invalidates @inv_rkey before the
@@ -1485,7 +1489,7 @@ static int krdma_sendv_check(struct krdma_conn *conn, const struct kvec *iov,
  *	message (a SEND_WITH_IMM): the peer's recv callback finds it in
  *	struct krdma_msg's imm_valid and imm (krdma_recv_ex(): struct
  *	krdma_recv_info), with the message's bytes in data and len
- * @req: request whose ->done runs (softirq) when the peer has the
+ * @req: request whose ->done runs (completion context) when the peer has the
  *	message, or NULL
  * @nowait: fail with -EAGAIN instead of sleeping when no credit is free
  *

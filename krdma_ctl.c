@@ -9,11 +9,14 @@
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
-#include "krdma_core.h"
+#include <krdma.h>
 #include "krdma_cmd.h"
 #include "krdma_ctl.h"
 #include "krdma_selftest.h"
 #include "krdma_bench.h"
+
+/* A name the grammar takes for a new object is one krdma takes. */
+static_assert(KRDMA_NEW_NAME_MAX <= KRDMA_OPTS_NAME_MAX);
 
 /* Held by control-file writers; module exit takes it to shut them out. */
 static DECLARE_RWSEM(krdma_ctl_rwsem);
@@ -85,7 +88,7 @@ void krdma_ctl_put(struct krdma_ctl_conn *ctl)
 static struct krdma_ctl_conn *krdma_ctl_of(struct kobject *kobj)
 {
 	/* The files exist only while the connection's priv is its ctl. */
-	return krdma_conn_priv(container_of(kobj, struct krdma_conn, kobj));
+	return krdma_conn_priv(krdma_conn_from_kobj(kobj));
 }
 
 #define KRDMA_CTL_TEST(_name, _what)					\
@@ -154,7 +157,7 @@ static int krdma_ctl_add_files(struct krdma_ctl_conn *ctl)
 {
 	int ret;
 
-	ret = krdma_sysfs_conn_add_group(ctl->conn, &krdma_ctl_conn_group);
+	ret = krdma_conn_add_group(ctl->conn, &krdma_ctl_conn_group);
 	ctl->files = !ret;
 	return ret;
 }
@@ -163,7 +166,7 @@ static int krdma_ctl_add_files(struct krdma_ctl_conn *ctl)
 static void krdma_ctl_del_files(struct krdma_ctl_conn *ctl)
 {
 	if (ctl->files)
-		krdma_sysfs_conn_remove_group(ctl->conn, &krdma_ctl_conn_group);
+		krdma_conn_remove_group(ctl->conn, &krdma_ctl_conn_group);
 	ctl->files = false;
 }
 
@@ -194,7 +197,7 @@ static struct krdma_ctl_conn *krdma_ctl_find(const char *name)
 
 	mutex_lock(&krdma_ctl_lock);
 	list_for_each_entry(c, &krdma_ctl_conns, list) {
-		if (strcmp(c->conn->name, name))
+		if (strcmp(krdma_conn_name(c->conn), name))
 			continue;
 		found = c;
 		if (!c->closing)
@@ -232,7 +235,7 @@ static void krdma_ctl_close(struct krdma_ctl_conn *ctl)
 {
 	struct krdma_conn *conn = ctl->conn;
 
-	krdma_conn_teardown(conn, 0);
+	krdma_conn_shutdown(conn);
 	krdma_svc_stop(ctl);
 	krdma_test_flush(ctl);
 	krdma_bench_flush(ctl);
@@ -257,10 +260,10 @@ static void krdma_ctl_reap_work(struct work_struct *work)
 		/* A peer that disconnected is ordinary life; a failure is not. */
 		if (err == -ECONNRESET)
 			pr_debug_ratelimited("%s: peer gone (%d), connection closed\n",
-					     ctl->conn->name, err);
+					     krdma_conn_name(ctl->conn), err);
 		else
 			pr_info_ratelimited("%s: peer gone (%d), connection closed\n",
-					    ctl->conn->name, err);
+					    krdma_conn_name(ctl->conn), err);
 		krdma_ctl_close(ctl);
 	}
 	up_read(&krdma_ctl_rwsem);
@@ -296,6 +299,9 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 		.heartbeat_ms = cmd->hb_ms,
 		.heartbeat_misses = cmd->hb_misses,
 		.poll = cmd->poll,
+		.workqueue = cmd->wq,
+		.name = cmd->name,
+		.test_hello = cmd->hello,
 	};
 	struct krdma_ctl_conn *ctl;
 	struct krdma_conn *conn;
@@ -314,10 +320,9 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 		return -ENOMEM;
 	}
 	opts.priv = ctl;
-	conn = __krdma_connect((struct sockaddr *)&cmd->addr,
-			       cmd->has_src ? (struct sockaddr *)&cmd->src :
-					      NULL,
-			       &opts, cmd->name, cmd->hello);
+	conn = krdma_connect((struct sockaddr *)&cmd->addr,
+			     cmd->has_src ? (struct sockaddr *)&cmd->src : NULL,
+			     &opts);
 	if (IS_ERR(conn)) {
 		krdma_ctl_put(ctl);
 		return PTR_ERR(conn);
@@ -347,8 +352,10 @@ out_close:
 /*
  * A passive connection is established: the control file takes it (its
  * state, its service thread, its files) and enters it in the registry,
- * where a "disconnect" can find it.  Unless unload began: then it is left
- * to krdma_close_all(), and nothing of the control file's stays on it.
+ * where a "disconnect" can find it.  Unless unload began: then nothing
+ * of the control file's stays on it, and it is refused
+ * (krdma_conn_abandon()), as when there is no memory to take it: the
+ * control file closes what it took, like any consumer.
  */
 static void krdma_ctl_take(struct krdma_conn *conn)
 {
@@ -358,7 +365,7 @@ static void krdma_ctl_take(struct krdma_conn *conn)
 	ctl = krdma_ctl_alloc();
 	if (!ctl) {
 		pr_warn_ratelimited("%s: no memory to take it, disconnected\n",
-				    conn->name);
+				    krdma_conn_name(conn));
 		krdma_conn_abandon(conn);
 		return;
 	}
@@ -368,12 +375,12 @@ static void krdma_ctl_take(struct krdma_conn *conn)
 	ret = krdma_svc_start(ctl);
 	if (ret && ret != -ESHUTDOWN)
 		pr_warn_ratelimited("%s: no service thread, self-test will not answer: %d\n",
-				    conn->name, ret);
+				    krdma_conn_name(conn), ret);
 	if (ret != -ESHUTDOWN) {
 		ret = krdma_ctl_add_files(ctl);
 		if (ret)
 			pr_warn_ratelimited("%s: no test and bench files: %d\n",
-					    conn->name, ret);
+					    krdma_conn_name(conn), ret);
 		if (krdma_ctl_register(ctl))
 			return;
 	}
@@ -382,6 +389,7 @@ static void krdma_ctl_take(struct krdma_conn *conn)
 	krdma_ctl_del_files(ctl);
 	krdma_conn_set_priv(conn, NULL);
 	krdma_ctl_put(ctl);
+	krdma_conn_abandon(conn);
 }
 
 /*
@@ -401,7 +409,7 @@ static void krdma_ctl_passive_event(struct krdma_conn *conn,
 		krdma_ctl_take(conn);
 		return;
 	}
-	/* None: the control file could not take it; unload closes it. */
+	/* None: the control file could not take it, and abandoned it. */
 	ctl = krdma_conn_priv(conn);
 	if (ctl)
 		krdma_ctl_reap(ctl);
@@ -467,7 +475,9 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 		.backlog = cmd->backlog,
 		.heartbeat_ms = cmd->hb_ms,
 		.heartbeat_misses = cmd->hb_misses,
+		.workqueue = cmd->wq,
 		.ops = &krdma_ctl_passive_ops,
+		.name = cmd->name,
 	};
 	struct krdma_ctl_listener *cl;
 	struct krdma_listener *l;
@@ -484,7 +494,7 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 		pr_warn_ratelimited("listen: %s: no memory\n", cmd->name);
 		return -ENOMEM;
 	}
-	l = __krdma_listen((struct sockaddr *)&cmd->addr, &opts, cmd->name);
+	l = krdma_listen((struct sockaddr *)&cmd->addr, &opts);
 	if (IS_ERR(l)) {
 		kfree(cl);
 		return PTR_ERR(l);
@@ -532,9 +542,11 @@ static int krdma_ctl_session(struct krdma_cmd *cmd)
 			.heartbeat_ms = cmd->hb_ms,
 			.heartbeat_misses = cmd->hb_misses,
 			.poll = cmd->poll,
+			.workqueue = cmd->wq,
 		},
 		.reconnect_delay_ms = cmd->delay_ms,
 		.loss_tmo_ms = cmd->loss_tmo_ms,
+		.name = cmd->name,
 	};
 	struct krdma_ctl_session *cs;
 	struct krdma_session *s;
@@ -544,9 +556,9 @@ static int krdma_ctl_session(struct krdma_cmd *cmd)
 		pr_warn_ratelimited("session: %s: no memory\n", cmd->name);
 		return -ENOMEM;
 	}
-	s = __krdma_session_create((struct sockaddr *)&cmd->addr,
-				   cmd->has_src ? (struct sockaddr *)&cmd->src :
-						  NULL, &opts, cmd->name);
+	s = krdma_session_create((struct sockaddr *)&cmd->addr,
+				 cmd->has_src ? (struct sockaddr *)&cmd->src :
+						NULL, &opts);
 	if (IS_ERR(s)) {
 		kfree(cs);
 		if (PTR_ERR(s) == -EEXIST)
@@ -686,6 +698,15 @@ static ssize_t control_show(struct kobject *kobj, struct kobj_attribute *attr,
 static struct kobj_attribute krdma_attr_control =
 	__ATTR(control, 0600, control_show, control_store);
 
+static struct attribute *krdma_ctl_attrs[] = {
+	&krdma_attr_control.attr,
+	NULL,
+};
+
+static const struct attribute_group krdma_ctl_group = {
+	.attrs	= krdma_ctl_attrs,
+};
+
 /* ---- module level -------------------------------------------------- */
 
 int krdma_ctl_init(void)
@@ -701,7 +722,7 @@ int krdma_ctl_init(void)
 	ret = krdma_bench_init();
 	if (ret)
 		goto out_test;
-	ret = sysfs_create_file(krdma_kobj, &krdma_attr_control.attr);
+	ret = krdma_sysfs_add_group(&krdma_ctl_group);
 	if (ret)
 		goto out_bench;
 	return 0;
@@ -718,8 +739,8 @@ out_wq:
 /*
  * Module exit, first step: no control command runs or starts any more, and
  * the control file closes every listener and connection it owns (their
- * service threads stopped, self-tests and benches flushed);
- * krdma_close_all() then closes everybody else's.
+ * service threads stopped, self-tests and benches flushed); krdma's own
+ * exit then closes everybody else's.
  */
 void krdma_ctl_stop(void)
 {
@@ -764,14 +785,15 @@ void krdma_ctl_stop(void)
 		mutex_unlock(&krdma_ctl_lock);
 		if (!ctl)
 			break;
-		pr_debug("%s: closed by module unload\n", ctl->conn->name);
+		pr_debug("%s: closed by module unload\n",
+			 krdma_conn_name(ctl->conn));
 		krdma_ctl_close(ctl);
 	}
 }
 
 void krdma_ctl_exit(void)
 {
-	sysfs_remove_file(krdma_kobj, &krdma_attr_control.attr);
+	krdma_sysfs_remove_group(&krdma_ctl_group);
 	/* Reaps still queued only drop their references. */
 	destroy_workqueue(krdma_ctl_wq);
 	krdma_bench_exit();

@@ -68,13 +68,13 @@ void krdma_hb_sent(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	if (wc->status != IB_WC_SUCCESS)
 		krdma_wc_error(conn, wc, "heartbeat");
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	conn->hb_tx_busy = false;
 	if (conn->hb_pong_owed && conn->qp_ok) {
 		conn->hb_pong_owed = false;
 		krdma_hb_post_locked(conn, true);
 	}
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 }
 
 /*

@@ -496,6 +496,12 @@ int krdma_inject_store(struct krdma_conn *conn, struct krdma_inject *inj,
 				    bad ? bad : "", bad ? "'" : "");
 		return -EINVAL;
 	}
+	/* Held completions come back from a timer: softirq, not a kworker. */
+	if (v.delay_ms && conn->opts.workqueue) {
+		pr_warn_ratelimited("%s: inject: delay: not on a workqueue connection (its callbacks run in process context)\n",
+				    conn->name);
+		return -EOPNOTSUPP;
+	}
 set:
 	mutex_lock(&inj->mutex);
 	spin_lock_irqsave(&inj->lock, flags);

@@ -599,7 +599,7 @@ static void krdma_pool_wr_done(struct krdma_mr *kmr)
 	struct ib_mr *mr = NULL;
 	int mapped = 0, status = 0;
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	if (!WARN_ON_ONCE(!kmr->wr_out))
 		kmr->wr_out--;
 	if (!kmr->wr_out && kmr->letgo && !kmr->gone) {
@@ -609,7 +609,7 @@ static void krdma_pool_wr_done(struct krdma_mr *kmr)
 		if (!status && !kmr->valid)
 			mr = krdma_pool_detach_locked(kmr, &mapped);
 	}
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	if (mr)
 		krdma_pool_return(kmr, mr, mapped);
 	if (req) {
@@ -644,11 +644,11 @@ static void krdma_pool_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_wc_error(conn, wc, "memory invalidation");
 		status = krdma_op_errno(conn, wc);
 	}
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	kmr->inv_status = status;
 	if (!status)
 		kmr->valid = false;
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	krdma_pool_wr_done(kmr);
 }
 
@@ -809,9 +809,9 @@ EXPORT_SYMBOL_GPL(krdma_reg_sg_nowait);
  * @kmr: a registration from krdma_reg_sg_nowait()
  * @req: request whose ->done runs when it is over
  *
- * Posts a signaled LOCAL_INV of the registration's rkey.  On success
- * ->done runs (softirq) with status 0 only after the device completed the
- * invalidation, so every later remote access with the token fails (and
+ * Posts a signaled LOCAL_INV of the registration's rkey.  On success ->done
+ * runs (completion context) with status 0 only after the device completed
+ * the invalidation, so every later remote access with the token fails (and
  * fails the peer's connection); before ->done runs, the DMA mapping was
  * undone and the MR went back to the pool: the memory is the caller's
  * again, and @kmr must not be used any more.  If the invalidation fails

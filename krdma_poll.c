@@ -13,13 +13,16 @@
  * (krdma_poll_step()).  The heartbeat tick polls too (krdma_hb.c), so that
  * an idle polled connection still answers its peer's pings.
  *
- * Completion handlers were written for softirq context: they take
- * conn->lock with spin_lock().  So every poll runs with bottom halves
- * off, and one at a time per connection (conn->poll_lock): a handler
- * never runs beside another of its connection, in order, as from the
- * pool's softirq.  A poll that finds another in progress returns at once.
- * ib_drain_qp() would run the handlers with bottom halves on, from its own
- * loop: a polled QP is drained here instead (krdma_drain_qp()).
+ * Completion handlers run in softirq (the pool's IB_POLL_SOFTIRQ CQs) or
+ * in a kworker (opts.workqueue, IB_POLL_WORKQUEUE), so they take
+ * conn->lock with spin_lock_bh().  The consumer's callbacks on a polled
+ * connection are promised softirq's rules and company, though: every poll
+ * runs with bottom halves off, and one at a time per connection
+ * (conn->poll_lock), so a handler never runs beside another of its
+ * connection, in order, as from the pool's softirq.  A poll that finds
+ * another in progress returns at once.  ib_drain_qp() would run the
+ * handlers with bottom halves on, from its own loop, beside a poll: a
+ * polled QP is drained here instead (krdma_drain_qp()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -31,7 +34,10 @@
 
 #include "krdma_core.h"
 
-/* Allocate the connection's CQ: from the pool, or its own if polled. */
+/*
+ * Allocate the connection's CQ: from the pool, reaped in softirq or (for
+ * opts.workqueue) by the completion workqueue, or its own if polled.
+ */
 int krdma_cq_create(struct krdma_conn *conn, struct ib_device *ibdev)
 {
 	struct ib_cq *cq;
@@ -39,7 +45,9 @@ int krdma_cq_create(struct krdma_conn *conn, struct ib_device *ibdev)
 	if (conn->opts.poll)
 		cq = ib_alloc_cq(ibdev, conn, conn->cq_size, 0, IB_POLL_DIRECT);
 	else
-		cq = ib_cq_pool_get(ibdev, conn->cq_size, -1, IB_POLL_SOFTIRQ);
+		cq = ib_cq_pool_get(ibdev, conn->cq_size, -1,
+				    conn->opts.workqueue ? IB_POLL_WORKQUEUE :
+							   IB_POLL_SOFTIRQ);
 	if (IS_ERR(cq)) {
 		pr_warn_ratelimited("%s: no completion queue: %ld\n",
 				    conn->name, PTR_ERR(cq));

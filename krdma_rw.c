@@ -96,9 +96,9 @@ static void krdma_rw_wc_status(struct krdma_rdma *op, struct ib_wc *wc)
 
 	krdma_wc_error(conn, wc, op->write ? "RDMA WRITE" : "RDMA READ");
 	if (wc->status == IB_WC_WR_FLUSH_ERR) {
-		spin_lock(&conn->lock);
+		spin_lock_bh(&conn->lock);
 		cmpxchg(&op->status, 0, conn->error ?: -ECONNRESET);
-		spin_unlock(&conn->lock);
+		spin_unlock_bh(&conn->lock);
 	} else {
 		cmpxchg(&op->status, 0, krdma_wc_errno(wc->status));
 	}
@@ -580,7 +580,8 @@ EXPORT_SYMBOL_GPL(krdma_rdma_chunk_size);
  * @nents: entries in @sg
  * @token: the peer's region
  * @offset: where in the peer's region
- * @req: ->done runs (softirq) when the whole transfer is complete
+ * @req: ->done runs (completion context) when the whole transfer is
+ *	complete
  * @nowait: fail with -EAGAIN instead of waiting for a free slot
  *
  * The transfer may be at most queue depth chunks long (256 pages each);
@@ -664,7 +665,8 @@ EXPORT_SYMBOL_GPL(krdma_rdma_prep);
 /**
  * krdma_rdma_post - start a transfer that krdma_rdma_prep() got ready
  * @op: from krdma_rdma_prep(); krdma's after this call, whatever it returns
- * @req: ->done runs (softirq) when the whole transfer is complete
+ * @req: ->done runs (completion context) when the whole transfer is
+ *	complete
  *
  * Context: any context up to softirq (not hardirq: a bio's end_io that may
  * run there must defer); never sleeps, never allocates.
@@ -695,8 +697,8 @@ EXPORT_SYMBOL_GPL(krdma_rdma_discard);
  * @write: true to write local data to the peer, false to read from it
  * @vec: the transfers, in the order the device runs them
  * @n: entries in @vec
- * @req: ->done runs (softirq) once, when every transfer is complete;
- *	->len is then their total
+ * @req: ->done runs (completion context) once, when every transfer is
+ *	complete; ->len is then their total
  * @nowait: fail with -EAGAIN instead of waiting for free slots
  *
  * The work requests of all the transfers go to the device in one post, and

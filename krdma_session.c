@@ -83,8 +83,8 @@ struct krdma_session {
 static atomic_t krdma_sess_ids = ATOMIC_INIT(0);
 
 /*
- * Every session, by name: a name given to __krdma_session_create() (the
- * control file's) must not be one in use, and neither may a made one.
+ * Every session, by name: a name given in opts.name must not be one in
+ * use, and neither may a made one.
  */
 static DEFINE_MUTEX(krdma_sess_names_lock);
 static LIST_HEAD(krdma_sess_names);
@@ -561,8 +561,14 @@ static int krdma_sess_opts_fill(struct krdma_session *s,
 
 	if (in)
 		*o = *in;
+	/* A pointer of the caller's, valid during krdma_session_create(). */
+	o->name = NULL;
 	if (o->conn.ops || o->conn.priv) {
 		pr_warn_ratelimited("session: opts.conn.ops and .priv are the session's\n");
+		return -EINVAL;
+	}
+	if (o->conn.name) {
+		pr_warn_ratelimited("session: opts.conn.name refused: krdma names its connections\n");
 		return -EINVAL;
 	}
 	if (o->conn.private_data_len > KRDMA_SESSION_MAX_USER_DATA ||
@@ -614,33 +620,23 @@ static size_t krdma_sess_addr_len(const struct sockaddr *a)
  *
  * Context: process context; sleeps up to @opts->conn.timeout_ms.
  * Return: the session, or an ERR_PTR: krdma_connect()'s errors, -EINVAL
- * (bad @opts: a reconnect delay out of range, opts.conn.ops or .priv set,
- * more than KRDMA_SESSION_MAX_USER_DATA bytes of private data), -ENOMEM.
+ * (bad @opts: a reconnect delay out of range, opts.conn.ops, .priv or
+ * .name set, more than KRDMA_SESSION_MAX_USER_DATA bytes of private data,
+ * a name too long), -EEXIST (a session has @opts->name), -ENOMEM.
  */
 struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 					   const struct sockaddr *src,
 					   const struct krdma_session_opts *opts)
 {
-	return __krdma_session_create(dst, src, opts, NULL);
-}
-EXPORT_SYMBOL_GPL(krdma_session_create);
-
-/*
- * krdma_session_create(), named @name (the control file's sessions;
- * -EEXIST if a session has that name), or sessN for NULL.
- */
-struct krdma_session *__krdma_session_create(const struct sockaddr *dst,
-					     const struct sockaddr *src,
-					     const struct krdma_session_opts *opts,
-					     const char *name)
-{
+	const char *name = opts && opts->name && *opts->name ? opts->name :
+							       NULL;
 	struct krdma_sess_conn *sc;
 	struct krdma_session *s;
 	int ret;
 
 	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
 		return ERR_PTR(-EINVAL);
-	if (name && (!*name || strlen(name) >= KRDMA_SESSION_NAME_MAX))
+	if (name && strlen(name) >= KRDMA_SESSION_NAME_MAX)
 		return ERR_PTR(-EINVAL);
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
@@ -686,6 +682,7 @@ fail:
 	kobject_put(&s->kobj);
 	return ERR_PTR(ret);
 }
+EXPORT_SYMBOL_GPL(krdma_session_create);
 
 static void krdma_sess_close(struct krdma_session *s,
 			     struct krdma_sess_conn *sc)

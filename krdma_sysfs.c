@@ -14,7 +14,7 @@
 
 #include "krdma_core.h"
 
-struct kobject *krdma_kobj;
+static struct kobject *krdma_kobj;
 static struct kobject *krdma_devices_kobj;
 static struct kobject *krdma_conns_kobj;
 static struct kobject *krdma_listeners_kobj;
@@ -323,6 +323,15 @@ static ssize_t conn_poll_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%d\n", krdma_conn_polled(to_conn(kobj)));
 }
 
+static ssize_t conn_completions_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	const struct krdma_conn_opts *o = &to_conn(kobj)->opts;
+
+	return sysfs_emit(buf, "%s\n", o->poll ? "poll" :
+			  o->workqueue ? "workqueue" : "softirq");
+}
+
 static ssize_t conn_credits_show(struct kobject *kobj,
 				 struct kobj_attribute *attr, char *buf)
 {
@@ -410,6 +419,7 @@ KRDMA_CONN_ATTR(max_inline);
 KRDMA_CONN_ATTR(max_send_sge);
 KRDMA_CONN_ATTR(heartbeat_ms);
 KRDMA_CONN_ATTR(poll);
+KRDMA_CONN_ATTR(completions);
 
 static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_state.attr,
@@ -441,6 +451,7 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_credit_waits.attr,
 	&conn_attr_heartbeat_ms.attr,
 	&conn_attr_poll.attr,
+	&conn_attr_completions.attr,
 	&conn_attr_hb_sent.attr,
 	&conn_attr_hb_received.attr,
 	&conn_attr_poll_reaped.attr,
@@ -490,31 +501,60 @@ void krdma_sysfs_del_conn(struct krdma_conn *conn)
 }
 
 /**
- * krdma_sysfs_conn_add_group - a consumer's files in conns/<name>/
+ * krdma_conn_add_group - a consumer's files in conns/<name>/
  * @conn: a connection the consumer owns, not closed yet
- * @grp: the files (the control file's test_* and bench_*)
+ * @grp: the files (the control file's test_* and bench_*), struct
+ *	kobj_attribute ones
  *
- * Their show() finds the consumer's state through krdma_conn_priv().
- * The consumer removes them with krdma_sysfs_conn_remove_group() before it
- * closes @conn.
+ * Their show() and store() get the connection's kobject:
+ * krdma_conn_from_kobj() makes it the connection, and krdma_conn_priv()
+ * of that is the consumer's state.  The consumer removes them with
+ * krdma_conn_remove_group() before it closes @conn.
  *
+ * Context: process context; sleeps.
  * Return: 0, or -ENOENT when @conn has no directory, or sysfs's error.
  */
-int krdma_sysfs_conn_add_group(struct krdma_conn *conn,
-			       const struct attribute_group *grp)
+int krdma_conn_add_group(struct krdma_conn *conn,
+			 const struct attribute_group *grp)
 {
 	if (!conn->in_sysfs)
 		return -ENOENT;
 	return sysfs_create_group(&conn->kobj, grp);
 }
+EXPORT_SYMBOL_GPL(krdma_conn_add_group);
 
-/* Undoes krdma_sysfs_conn_add_group(); waits for show() calls running. */
-void krdma_sysfs_conn_remove_group(struct krdma_conn *conn,
-				   const struct attribute_group *grp)
+/**
+ * krdma_conn_remove_group - undo krdma_conn_add_group()
+ * @conn: the connection, not closed yet
+ * @grp: the files krdma_conn_add_group() added
+ *
+ * Waits for the show() and store() calls in progress: none of @grp's
+ * runs once this returned.
+ *
+ * Context: process context; sleeps.  Not from a show() or store() of
+ * @grp.
+ */
+void krdma_conn_remove_group(struct krdma_conn *conn,
+			     const struct attribute_group *grp)
 {
 	if (conn->in_sysfs)
 		sysfs_remove_group(&conn->kobj, grp);
 }
+EXPORT_SYMBOL_GPL(krdma_conn_remove_group);
+
+/**
+ * krdma_conn_from_kobj - the connection of a consumer's file
+ * @kobj: what a show() or store() of a group that krdma_conn_add_group()
+ *	added gets
+ *
+ * Context: any.
+ * Return: the connection whose directory @kobj is.
+ */
+struct krdma_conn *krdma_conn_from_kobj(struct kobject *kobj)
+{
+	return to_conn(kobj);
+}
+EXPORT_SYMBOL_GPL(krdma_conn_from_kobj);
 
 /* ---- listeners ----------------------------------------------------- */
 
@@ -674,6 +714,37 @@ static void krdma_sysfs_put_dir(struct kobject *kobj)
 	kobject_del(kobj);
 	kobject_put(kobj);
 }
+
+/**
+ * krdma_sysfs_add_group - a consumer's files in /sys/kernel/krdma/
+ * @grp: the files (the control file, krdma_ctl.c's)
+ *
+ * The consumer removes them with krdma_sysfs_remove_group() before it
+ * goes (its module's exit).
+ *
+ * Context: process context; sleeps.
+ * Return: 0, or sysfs's error (-EEXIST for a name in use).
+ */
+int krdma_sysfs_add_group(const struct attribute_group *grp)
+{
+	return sysfs_create_group(krdma_kobj, grp);
+}
+EXPORT_SYMBOL_GPL(krdma_sysfs_add_group);
+
+/**
+ * krdma_sysfs_remove_group - undo krdma_sysfs_add_group()
+ * @grp: the files krdma_sysfs_add_group() added
+ *
+ * Waits for the show() and store() calls in progress.
+ *
+ * Context: process context; sleeps.  Not from a show() or store() of
+ * @grp.
+ */
+void krdma_sysfs_remove_group(const struct attribute_group *grp)
+{
+	sysfs_remove_group(krdma_kobj, grp);
+}
+EXPORT_SYMBOL_GPL(krdma_sysfs_remove_group);
 
 int krdma_sysfs_init(void)
 {

@@ -26,6 +26,10 @@ struct krdma_blk_map;
  * @path: the block device's path
  * @addr: where to listen
  * @ro: refuse writes
+ * @wq: take the connections' completions in the completion workqueue
+ *	(opts.workqueue) and start the READs and WRITEs of a shallow queue
+ *	there (the default takes them in softirq and starts every command
+ *	from a work item)
  * @failed: set on failure: the word to name (the path, or "addr=")
  */
 struct krdma_blk_export_args {
@@ -33,6 +37,7 @@ struct krdma_blk_export_args {
 	const char		*path;
 	struct sockaddr_storage	addr;
 	bool			ro;
+	bool			wq;
 	const char		*failed;
 };
 
@@ -61,6 +66,20 @@ struct krdma_blk_map_args {
 
 extern bool krdma_blk_test_ignore_ro;
 extern const struct kernel_param_ops krdma_blk_counter_ops;
+
+/**
+ * struct krdma_blk_every - tests only: a fault every Nth time
+ * @every: N, a module parameter (0: never)
+ * @n: times asked
+ * @seen: times it said yes, a counter parameter (krdma_blk_counter_ops)
+ */
+struct krdma_blk_every {
+	unsigned int	every;
+	atomic_t	n;
+	atomic_t	seen;
+};
+
+bool krdma_blk_every(struct krdma_blk_every *e);
 
 struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a);
 void krdma_blk_export_destroy(struct krdma_blk_export *exp);

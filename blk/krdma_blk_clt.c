@@ -125,12 +125,10 @@ struct krdma_blk_rq {
  * Tests only: every Nth command finds no credit, and test_busy_seen counts
  * how many did (the path that invalidates and requeues).
  */
-static unsigned int krdma_blk_test_busy_every;
-module_param_named(test_busy_every, krdma_blk_test_busy_every, uint, 0644);
+static struct krdma_blk_every krdma_blk_test_busy;
+module_param_named(test_busy_every, krdma_blk_test_busy.every, uint, 0644);
 MODULE_PARM_DESC(test_busy_every,
 		 "Tests only: every Nth I/O command finds no send credit (0: off)");
-static atomic_t krdma_blk_test_busy_n = ATOMIC_INIT(0);
-static atomic_t krdma_blk_test_busy_seen = ATOMIC_INIT(0);
 /* Replies that did not invalidate the token: a LOCAL_INV of our own. */
 static atomic_t krdma_blk_test_local_inv = ATOMIC_INIT(0);
 
@@ -144,7 +142,7 @@ const struct kernel_param_ops krdma_blk_counter_ops = {
 	.get	= krdma_blk_counter_get,
 };
 module_param_cb(test_busy_seen, &krdma_blk_counter_ops,
-		&krdma_blk_test_busy_seen, 0444);
+		&krdma_blk_test_busy.seen, 0444);
 MODULE_PARM_DESC(test_busy_seen,
 		 "Tests only: I/O commands test_busy_every refused so far");
 module_param_cb(test_local_inv, &krdma_blk_counter_ops,
@@ -152,13 +150,14 @@ module_param_cb(test_local_inv, &krdma_blk_counter_ops,
 MODULE_PARM_DESC(test_local_inv,
 		 "Tests only: replies that did not invalidate their token, so far");
 
-static bool krdma_blk_test_busy(void)
+/* Tests only: whether this is the Nth time (struct krdma_blk_every). */
+bool krdma_blk_every(struct krdma_blk_every *e)
 {
-	unsigned int every = READ_ONCE(krdma_blk_test_busy_every);
+	unsigned int every = READ_ONCE(e->every);
 
-	if (!every || atomic_inc_return(&krdma_blk_test_busy_n) % every)
+	if (!every || atomic_inc_return(&e->n) % every)
 		return false;
-	atomic_inc(&krdma_blk_test_busy_seen);
+	atomic_inc(&e->seen);
 	return true;
 }
 
@@ -556,7 +555,7 @@ static blk_status_t krdma_blk_submit(struct krdma_blk_queue *q,
 	atomic_set(&pdu->ref, 2);
 	atomic_set(&pdu->state, KRDMA_BLK_RQ_INFLIGHT);
 	pdu->send_req.done = krdma_blk_send_done;
-	ret = krdma_blk_test_busy() ? -EAGAIN :
+	ret = krdma_blk_every(&krdma_blk_test_busy) ? -EAGAIN :
 		krdma_send_async(conn, &c, sizeof(c), &pdu->send_req, true);
 	if (!ret)
 		return BLK_STS_OK;

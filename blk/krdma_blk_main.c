@@ -59,7 +59,7 @@ static LIST_HEAD(krdma_blk_entries);
 static struct kobject *krdma_blk_kobj;
 
 static const char krdma_blk_grammar[] =
-	"export name=NAME path=/dev/BLOCKDEV addr=IP:PORT [ro]\n"
+	"export name=NAME path=/dev/BLOCKDEV addr=IP:PORT [ro] [wq]\n"
 	"unexport name=NAME\n"
 	"map name=NAME addr=IP:PORT export=NAME [queues=N] [poll_queues=N] [reconnect_delay_ms=MS] [loss_tmo_ms=MS|never]\n"
 	"unmap name=NAME";
@@ -110,6 +110,7 @@ struct krdma_blk_cmdline {
 	const char	*name, *path, *addr, *export, *queues;
 	const char	*delay, *loss, *pollq;
 	bool		ro;
+	bool		wq;
 	const char	*bad;		/* the offending word */
 };
 
@@ -128,6 +129,10 @@ static int krdma_blk_split(char *buf, struct krdma_blk_cmdline *c)
 		}
 		if (!strcmp(w, "ro")) {
 			c->ro = true;
+			continue;
+		}
+		if (!strcmp(w, "wq")) {
+			c->wq = true;
 			continue;
 		}
 		v = strchr(w, '=');
@@ -194,8 +199,8 @@ static int krdma_blk_keys(struct krdma_blk_cmdline *c, bool path, bool addr,
 			"poll_queues=";
 		return -EINVAL;
 	}
-	if (!ro && c->ro) {
-		c->bad = "ro";
+	if (!ro && (c->ro || c->wq)) {
+		c->bad = c->ro ? "ro" : "wq";
 		return -EINVAL;
 	}
 	if (!krdma_blk_name_ok(c->name)) {
@@ -208,7 +213,7 @@ static int krdma_blk_keys(struct krdma_blk_cmdline *c, bool path, bool addr,
 static int krdma_blk_do_export(struct krdma_blk_cmdline *c)
 {
 	struct krdma_blk_export_args a = { .name = c->name, .path = c->path,
-					   .ro = c->ro };
+					   .ro = c->ro, .wq = c->wq };
 	struct krdma_blk_entry *e;
 	int ret;
 

@@ -3,17 +3,32 @@
  * krdma-blk server: exports a local block device on an address.
  *
  * A connection's first message is a HELLO naming the export; the reply
- * gives its geometry.  Then each command arrives in the recv callback
- * (softirq): it is copied into one of the connection's queue-depth I/O
- * slots and started by a work item.  Nothing waits for the client or for
- * the device on the way; each step starts the next from its completion:
+ * gives its geometry.  Then each command arrives in the recv callback: it
+ * is copied into one of the connection's queue-depth I/O slots and
+ * started.  Nothing waits for the client or for the device on the way;
+ * each step starts the next from its completion:
  *
- *   WRITE: work: pages, RDMA READ of the data from the client's token
- *          -> READ done (softirq): work: the bio over those very pages
- *          -> end_io: the reply
- *   READ:  work: pages, the RDMA WRITE prepared (krdma_rdma_prep()), the
- *          bio -> end_io: the RDMA WRITE posted, the reply right behind it
- *          in the send queue -> WRITE done (softirq): pages and slot free
+ *   WRITE: pages, RDMA READ of the data from the client's token
+ *          -> READ done: the bio over those very pages -> end_io: the reply
+ *   READ:  pages, the RDMA WRITE prepared (krdma_rdma_prep()), the bio
+ *          -> end_io: the RDMA WRITE posted, the reply right behind it in
+ *          the send queue -> WRITE done: pages and slot free
+ *
+ * Where the steps run: by default the connections take their completions
+ * in softirq, and every step that needs process context (a command's
+ * start, a WRITE's bio) goes to the export's unbound work item, one
+ * hand-off each.  An export made with "wq" takes them in the completion
+ * workqueue (opts.workqueue, as nvmet-rdma's IB_POLL_WORKQUEUE queues), so
+ * a READ or WRITE can start in its recv callback and a WRITE's bio go
+ * from its RDMA READ's completion, in process context, with no hand-off.
+ * They do while the connection's queue is shallow (at most inline_depth
+ * commands unanswered, 1 by default); a deeper queue hands them to the
+ * work item, which spreads them over the CPUs, where the completion work
+ * of the device's CQ runs on one.  make bench measured both (README): the
+ * workqueue's wake-ups cost more at depth than the hand-offs they save.
+ * Nothing in a completion waits for one: the RDMA is posted with nowait,
+ * and a command that finds no RDMA slot goes to its work item, which may
+ * wait.
  *
  * The reply is a SEND_WITH_INV of the token's rkey: the client's pages are
  * its own again when the reply arrives.  Since a READ's slot outlives its
@@ -45,6 +60,18 @@
 
 #define KRDMA_BLK_MAX_PAGES	(KRDMA_BLK_MAX_IO / PAGE_SIZE)
 
+/*
+ * How deep a connection's queue may be for a command to start in the
+ * completion that brought it.  Inline saves a hand-off per step, which is
+ * what a shallow queue waits on; a deep queue gains more from the export's
+ * unbound work item, which spreads its commands over the CPUs, where the
+ * completion work of the device's CQ runs on one.
+ */
+static unsigned int krdma_blk_inline_depth = 1;
+module_param_named(inline_depth, krdma_blk_inline_depth, uint, 0644);
+MODULE_PARM_DESC(inline_depth,
+		 "A server starts a READ or WRITE in its recv callback while its connection has at most this many commands unanswered, the new one included (default 1; 0: never)");
+
 /* Tests only: the next N replies to commands are not sent. */
 static int krdma_blk_test_drop_replies;
 module_param_named(test_drop_replies, krdma_blk_test_drop_replies, int, 0644);
@@ -64,15 +91,13 @@ MODULE_PARM_DESC(test_hello_delay_ms,
  * work item; test_reply_busy_seen counts them, and test_hardirq_ends the
  * bios that ended in hardirq context and went on from the work item.
  */
-static unsigned int krdma_blk_test_reply_busy_every;
-module_param_named(test_reply_busy_every, krdma_blk_test_reply_busy_every,
-		   uint, 0644);
+static struct krdma_blk_every krdma_blk_test_reply_busy;
+module_param_named(test_reply_busy_every,
+		   krdma_blk_test_reply_busy.every, uint, 0644);
 MODULE_PARM_DESC(test_reply_busy_every,
 		 "Tests only: every Nth reply to a command finds no send credit (0: off)");
-static atomic_t krdma_blk_test_reply_busy_n = ATOMIC_INIT(0);
-static atomic_t krdma_blk_test_reply_busy_seen = ATOMIC_INIT(0);
 module_param_cb(test_reply_busy_seen, &krdma_blk_counter_ops,
-		&krdma_blk_test_reply_busy_seen, 0444);
+		&krdma_blk_test_reply_busy.seen, 0444);
 MODULE_PARM_DESC(test_reply_busy_seen,
 		 "Tests only: replies test_reply_busy_every held back so far");
 static atomic_t krdma_blk_test_hardirq_ends = ATOMIC_INIT(0);
@@ -81,15 +106,35 @@ module_param_cb(test_hardirq_ends, &krdma_blk_counter_ops,
 MODULE_PARM_DESC(test_hardirq_ends,
 		 "Tests only: bios of the server that ended in hardirq context, so far");
 
-static bool krdma_blk_test_reply_busy(void)
-{
-	unsigned int every = READ_ONCE(krdma_blk_test_reply_busy_every);
+/*
+ * Tests only: every Nth READ or WRITE started in its completion finds no
+ * RDMA slot (as -EAGAIN from a full connection) and goes on from the work
+ * item; test_start_busy_seen counts them.
+ */
+static struct krdma_blk_every krdma_blk_test_start_busy;
+module_param_named(test_start_busy_every,
+		   krdma_blk_test_start_busy.every, uint, 0644);
+MODULE_PARM_DESC(test_start_busy_every,
+		 "Tests only: every Nth READ or WRITE started in its completion finds no RDMA slot (0: off)");
+module_param_cb(test_start_busy_seen, &krdma_blk_counter_ops,
+		&krdma_blk_test_start_busy.seen, 0444);
+MODULE_PARM_DESC(test_start_busy_seen,
+		 "Tests only: starts test_start_busy_every sent to the work item so far");
 
-	if (!every || atomic_inc_return(&krdma_blk_test_reply_busy_n) % every)
-		return false;
-	atomic_inc(&krdma_blk_test_reply_busy_seen);
-	return true;
-}
+/*
+ * Tests only: commands started in the completion (opts.workqueue), and
+ * WRITE bios submitted from their RDMA READ's completion, so far.
+ */
+static atomic_t krdma_blk_test_inline_starts = ATOMIC_INIT(0);
+module_param_cb(test_inline_starts, &krdma_blk_counter_ops,
+		&krdma_blk_test_inline_starts, 0444);
+MODULE_PARM_DESC(test_inline_starts,
+		 "Tests only: READs and WRITEs the server started in their recv callback, so far");
+static atomic_t krdma_blk_test_inline_submits = ATOMIC_INIT(0);
+module_param_cb(test_inline_submits, &krdma_blk_counter_ops,
+		&krdma_blk_test_inline_submits, 0444);
+MODULE_PARM_DESC(test_inline_submits,
+		 "Tests only: WRITE bios the server submitted from their data's completion, so far");
 
 /* Tests only: is this reply one to drop? */
 static bool krdma_blk_test_drop(void)
@@ -108,6 +153,7 @@ static bool krdma_blk_test_drop(void)
 struct krdma_blk_export {
 	char			name[KRDMA_BLK_NAME_LEN];
 	bool			ro;
+	bool			inline_io;	/* steps run in completions */
 	struct krdma_blk_bdev	bd;
 	struct krdma_listener	*l;
 	struct workqueue_struct	*wq;
@@ -329,7 +375,23 @@ static void krdma_blk_srv_event(struct krdma_conn *conn, enum krdma_event ev,
 	mutex_unlock(&exp->lock);
 }
 
-/* Context: softirq (or BHs off): copy the command, queue its work. */
+/*
+ * Whether a step may run in the completion that starts it: process
+ * context, from the completion workqueue (an export made "wq"),
+ * and a queue no deeper than inline_depth (a hint: read unlocked).
+ */
+static bool krdma_blk_sio_inline(struct krdma_blk_sconn *sc)
+{
+	return sc->exp->inline_io && in_task() &&
+	       READ_ONCE(sc->unanswered) <= READ_ONCE(krdma_blk_inline_depth);
+}
+
+static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait);
+
+/*
+ * Context: softirq (the completion workqueue for a "wq" export):
+ * copy the command, then start a READ or WRITE here or queue its work.
+ */
 static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 {
 	struct krdma_blk_sconn *sc = krdma_conn_priv(conn);
@@ -371,6 +433,14 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	spin_unlock_bh(&sc->lock);
 	memcpy(&io->msg, msg->data, msg->len);
 	io->stage = KRDMA_BLK_SIO_START;
+	/* In the completion workqueue a READ or WRITE starts right here. */
+	if (!hello && krdma_blk_sio_inline(sc) &&
+	    (io->msg.hdr.op == KRDMA_BLK_OP_READ ||
+	     io->msg.hdr.op == KRDMA_BLK_OP_WRITE)) {
+		atomic_inc(&krdma_blk_test_inline_starts);
+		krdma_blk_sio_start(io, true);
+		return 0;
+	}
 	queue_work(sc->exp->wq, &io->work);
 	return 0;
 bad:
@@ -530,7 +600,7 @@ static void krdma_blk_reply_send(struct krdma_blk_sconn *sc,
 		krdma_blk_sconn_put(sc);
 		return;
 	}
-	if (!krdma_blk_test_reply_busy() &&
+	if (!krdma_blk_every(&krdma_blk_test_reply_busy) &&
 	    krdma_blk_reply_post(sc, rp, true) != -EAGAIN) {
 		krdma_blk_sconn_put(sc);
 		return;
@@ -671,7 +741,10 @@ static void krdma_blk_sio_submit(struct krdma_blk_sio *io)
 	submit_bio(bio);
 }
 
-/* The RDMA READ of a WRITE's data is over.  Context: softirq. */
+/*
+ * The RDMA READ of a WRITE's data is over: its bio goes from here in the
+ * completion workqueue, else from the work item.  Context: completion.
+ */
 static void krdma_blk_sio_rdma_done(struct krdma_req *req)
 {
 	struct krdma_blk_sio *io = container_of(req, struct krdma_blk_sio, req);
@@ -681,16 +754,24 @@ static void krdma_blk_sio_rdma_done(struct krdma_req *req)
 		return;
 	}
 	io->stage = KRDMA_BLK_SIO_SUBMIT;
+	if (krdma_blk_sio_inline(io->sc)) {
+		atomic_inc(&krdma_blk_test_inline_submits);
+		krdma_blk_sio_submit(io);
+		return;
+	}
 	queue_work(io->sc->exp->wq, &io->work);
 }
 
 /*
  * Start a READ or WRITE: data straight between the client's token and the
- * bio's pages.  A WRITE reads the data in first, then submits its bio from
- * a work item; a READ prepares the RDMA WRITE of its data, then submits
- * its bio.  Return: -EINPROGRESS when started (the reply comes later).
+ * bio's pages.  A WRITE reads the data in first, then submits its bio when
+ * that is over; a READ prepares the RDMA WRITE of its data, then submits
+ * its bio.  @nowait: in a completion, where nothing may wait for an RDMA
+ * slot.  Return: -EINPROGRESS when started (the reply comes later),
+ * -EAGAIN (@nowait) for no RDMA slot free, nothing kept.
  */
-static int krdma_blk_srv_rw(struct krdma_blk_sio *io, bool write, u32 len)
+static int krdma_blk_srv_rw(struct krdma_blk_sio *io, bool write, u32 len,
+			    bool nowait)
 {
 	struct krdma_blk_sconn *sc = io->sc;
 	struct krdma_rdma *op;
@@ -701,22 +782,33 @@ static int krdma_blk_srv_rw(struct krdma_blk_sio *io, bool write, u32 len)
 	ret = krdma_blk_sio_alloc_pages(io, len);
 	if (ret)
 		return ret;
+	if (nowait && krdma_blk_every(&krdma_blk_test_start_busy)) {
+		ret = -EAGAIN;
+		goto out;
+	}
 	if (write) {
 		io->req.done = krdma_blk_sio_rdma_done;
 		ret = krdma_rdma_async(sc->conn, false, io->sg, io->npages,
-				       &io->tok, 0, &io->req, false);
-		return ret ?: -EINPROGRESS;
+				       &io->tok, 0, &io->req, nowait);
+		goto out;
 	}
 	op = krdma_rdma_prep(sc->conn, true, io->sg, io->npages, &io->tok, 0,
-			     false);
-	if (IS_ERR(op))
-		return PTR_ERR(op);
+			     nowait);
+	if (IS_ERR(op)) {
+		ret = PTR_ERR(op);
+		goto out;
+	}
 	io->rdma = op;
 	krdma_blk_sio_submit(io);
 	return -EINPROGRESS;
+out:
+	/* The work item starts it again, with pages of its own. */
+	if (ret == -EAGAIN)
+		krdma_blk_sio_free_pages(io);
+	return ret ?: -EINPROGRESS;
 }
 
-static int krdma_blk_srv_cmd(struct krdma_blk_sio *io)
+static int krdma_blk_srv_cmd(struct krdma_blk_sio *io, bool nowait)
 {
 	struct krdma_blk_export *exp = io->sc->exp;
 	const struct krdma_blk_cmd *c = &io->msg.cmd;
@@ -752,33 +844,22 @@ static int krdma_blk_srv_cmd(struct krdma_blk_sio *io)
 	default:
 		if (nr > exp->max_sectors)
 			return -EINVAL;
-		return krdma_blk_srv_rw(io, op == KRDMA_BLK_OP_WRITE, len);
+		return krdma_blk_srv_rw(io, op == KRDMA_BLK_OP_WRITE, len,
+					nowait);
 	}
 }
 
 /*
- * A command's steps that need process context: its start, a WRITE's bio
- * once its data is in, and what follows a bio that ended in hardirq
- * context.  None of them waits for the client or for a READ or WRITE's
- * bio; FLUSH, DISCARD and WRITE_ZEROES wait for the device here.
+ * A new command: a HELLO's answer, a READ or WRITE started, or the other
+ * commands done (they wait for the device).  @nowait: in the recv
+ * callback, where a READ or WRITE that finds no RDMA slot free goes on
+ * from the work item instead, which waits for one.
  */
-static void krdma_blk_sio_work(struct work_struct *work)
+static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait)
 {
-	struct krdma_blk_sio *io = container_of(work, struct krdma_blk_sio,
-						work);
 	u8 op = io->msg.hdr.op;
 	int status;
 
-	switch (io->stage) {
-	case KRDMA_BLK_SIO_SUBMIT:
-		krdma_blk_sio_submit(io);
-		return;
-	case KRDMA_BLK_SIO_BIO_DONE:
-		krdma_blk_sio_bio_done(io);
-		return;
-	default:
-		break;
-	}
 	memset(&io->resp, 0, sizeof(io->resp));
 	memset(&io->tok, 0, sizeof(io->tok));
 	krdma_blk_hdr_init(&io->resp.hdr, op, 0);
@@ -790,10 +871,40 @@ static void krdma_blk_sio_work(struct work_struct *work)
 		io->resp.tag = io->msg.cmd.tag;
 		if (op == KRDMA_BLK_OP_READ || op == KRDMA_BLK_OP_WRITE)
 			krdma_token_unpack(&io->msg.cmd.token, &io->tok);
-		status = krdma_blk_srv_cmd(io);
+		status = krdma_blk_srv_cmd(io, nowait);
+	}
+	if (status == -EAGAIN && nowait) {
+		queue_work(io->sc->exp->wq, &io->work);
+		return;
 	}
 	if (status != -EINPROGRESS)
 		krdma_blk_sio_reply(io, status);
+}
+
+/*
+ * A command's steps that need process context, when they cannot run in
+ * their completion: a HELLO, FLUSH, DISCARD and WRITE_ZEROES (they wait
+ * for the device here), a READ or WRITE that found no RDMA slot, every
+ * start and WRITE bio of an export without "wq", and what follows a bio that
+ * ended in hardirq context.  None of them waits for the client or for a
+ * READ or WRITE's bio.
+ */
+static void krdma_blk_sio_work(struct work_struct *work)
+{
+	struct krdma_blk_sio *io = container_of(work, struct krdma_blk_sio,
+						work);
+
+	switch (io->stage) {
+	case KRDMA_BLK_SIO_SUBMIT:
+		krdma_blk_sio_submit(io);
+		return;
+	case KRDMA_BLK_SIO_BIO_DONE:
+		krdma_blk_sio_bio_done(io);
+		return;
+	default:
+		krdma_blk_sio_start(io, false);
+		return;
+	}
 }
 
 /**
@@ -809,7 +920,8 @@ static void krdma_blk_sio_work(struct work_struct *work)
  */
 struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a)
 {
-	struct krdma_conn_opts opts = { .ops = &krdma_blk_srv_ops };
+	struct krdma_conn_opts opts = { .ops = &krdma_blk_srv_ops,
+					.workqueue = a->wq };
 	struct krdma_blk_export *exp;
 	struct block_device *bdev;
 	u32 maxd;
@@ -820,6 +932,7 @@ struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a
 		return ERR_PTR(-ENOMEM);
 	strscpy(exp->name, a->name, sizeof(exp->name));
 	exp->ro = a->ro;
+	exp->inline_io = a->wq;
 	mutex_init(&exp->lock);
 	INIT_LIST_HEAD(&exp->conns);
 	/* The control file's line names what failed (a->failed). */

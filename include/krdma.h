@@ -25,7 +25,10 @@
  * context.  Completion callbacks (struct krdma_req.done, recv callbacks) run
  * in softirq context and must not sleep; on a polled connection
  * (opts.poll) they run in the task that polls, with bottom halves off,
- * under the same rules.
+ * under the same rules.  On a connection made with opts.workqueue they run
+ * in process context, from the completion workqueue: they may allocate
+ * with GFP_NOIO and submit bios, but must not wait for a completion (see
+ * &struct krdma_conn_opts).
  */
 #ifndef _KRDMA_H
 #define _KRDMA_H
@@ -44,6 +47,8 @@ struct krdma_conn;
 struct krdma_listener;
 struct krdma_mr;
 struct krdma_rdma;
+struct kobject;
+struct attribute_group;
 
 /* Defaults and limits of the negotiated connection parameters. */
 #define KRDMA_DEFAULT_DEPTH	32
@@ -69,6 +74,33 @@ struct krdma_rdma;
 #define KRDMA_MAX_MR_POOL		1024
 #define KRDMA_DEFAULT_MR_POOL_PAGES	32
 #define KRDMA_MAX_MR_POOL_PAGES		256
+/*
+ * A name a consumer gives (opts.name): 1 to KRDMA_OPTS_NAME_MAX - 1 bytes.
+ * A listener's connections are named after it: NAME.<n>, up to
+ * KRDMA_CONN_NAME_MAX - 1 bytes.
+ */
+#define KRDMA_OPTS_NAME_MAX		32
+
+/**
+ * enum krdma_test_hello - a wrong handshake, for tests only (opts.test_hello)
+ * @KRDMA_TEST_HELLO_NONE: the right one (what everybody but a test uses)
+ * @KRDMA_TEST_HELLO_BAD_MAGIC: a magic that is not krdma's
+ * @KRDMA_TEST_HELLO_NEXT_VERSION: the next protocol version
+ * @KRDMA_TEST_HELLO_SHORT: a handshake cut short
+ * @KRDMA_TEST_HELLO_ZERO_DEPTH: a queue depth of 0
+ * @KRDMA_TEST_HELLO_MAX: the last one
+ *
+ * What krdma_connect() sends the listener to exercise its checks: the
+ * peer refuses each (the connect fails).
+ */
+enum krdma_test_hello {
+	KRDMA_TEST_HELLO_NONE,
+	KRDMA_TEST_HELLO_BAD_MAGIC,
+	KRDMA_TEST_HELLO_NEXT_VERSION,
+	KRDMA_TEST_HELLO_SHORT,
+	KRDMA_TEST_HELLO_ZERO_DEPTH,
+	KRDMA_TEST_HELLO_MAX = KRDMA_TEST_HELLO_ZERO_DEPTH,
+};
 
 /**
  * enum krdma_event - what a connection's event callback is told
@@ -161,7 +193,10 @@ struct krdma_conn_req {
  *	copy); a kept message holds one of the peer's credits, so keeping
  *	queue-depth messages stops the peer until one is released.
  *	Context: softirq, or process context with bottom halves disabled;
- *	must not sleep.  Messages that came before the connection failed
+ *	must not sleep.  On a workqueue connection (opts.workqueue):
+ *	process context, from the completion workqueue; may sleep to
+ *	allocate or submit I/O, never to wait for a completion.  Messages
+ *	that came before the connection failed
  *	may still be delivered after its end event.  With @recv,
  *	krdma_recv() on the connection fails with -EINVAL.
  *
@@ -239,6 +274,28 @@ struct krdma_conn_ops {
  *	messages, and the credits they return to the peer, wait in the
  *	completion queue until then.  For a listener: every connection it
  *	accepts is polled.
+ * @workqueue: completions are reaped in process context, by the RDMA
+ *	core's completion workqueue (IB_POLL_WORKQUEUE, as nvmet-rdma's
+ *	queues), not in softirq.  The callbacks (&struct krdma_req.done,
+ *	@ops' recv) run in a kworker with bottom halves and
+ *	preemption on: they may sleep to allocate (GFP_NOIO) and may submit
+ *	bios, so that a server starts a command's I/O in its completion
+ *	rather than handing it to a work item of its own.  They must not wait
+ *	for a completion (a synchronous krdma call on any connection, a
+ *	krdma_close()): the device's completion queues are shared, and one
+ *	callback that waits holds up the completions of every connection on
+ *	its queue.  Not with @poll (-EINVAL).  Completions held back by a
+ *	delay= fault injection would come from a timer, in softirq: a
+ *	workqueue connection refuses delay= with -EOPNOTSUPP.  For a
+ *	listener: every connection it accepts.
+ * @name: the name of the connection or listener: its directory under
+ *	/sys/kernel/krdma/conns/ or listeners/, and how dmesg calls it.
+ *	NULL or "": krdma makes one (connN, listenN).  At most
+ *	KRDMA_OPTS_NAME_MAX - 1 bytes (-EINVAL); -EEXIST if a connection
+ *	(or a listener) has it already.  Read during the call only.
+ * @test_hello: tests only (enum krdma_test_hello): krdma_connect() sends
+ *	a wrong handshake, so that a test sees the peer refuse it.  0 for
+ *	everybody else; above KRDMA_TEST_HELLO_MAX: -EINVAL.
  */
 struct krdma_conn_opts {
 	u32	queue_depth;
@@ -255,6 +312,9 @@ struct krdma_conn_opts {
 	u32	mr_pool;
 	u32	mr_pool_pages;
 	bool	poll;
+	bool	workqueue;
+	const char	*name;
+	u8	test_hello;
 };
 
 /**
@@ -301,7 +361,9 @@ static inline void krdma_token_unpack(const struct krdma_token_wire *w,
 
 /**
  * struct krdma_req - an asynchronous operation
- * @done: called once when the operation ends, in softirq context
+ * @done: called once when the operation ends, in the connection's
+ *	completion context: softirq; the polling task with bottom halves off
+ *	(opts.poll); a kworker in process context (opts.workqueue)
  * @status: 0, or a negative errno saying why the operation failed
  * @len: bytes moved
  * @priv: for the caller
@@ -631,8 +693,8 @@ enum krdma_session_event {
  *	return values as struct krdma_conn_ops.recv.
  *
  * Context: @event runs in process context, from krdma's workqueue, one
- * call at a time per session and in order.  @recv runs in softirq, or in
- * process context with bottom halves disabled, and must not sleep.
+ * call at a time per session and in order.  @recv runs where the
+ * connection's recv callback does (see struct krdma_conn_ops).
  */
 struct krdma_session_ops {
 	void	(*event)(struct krdma_session *s, enum krdma_session_event ev,
@@ -643,8 +705,9 @@ struct krdma_session_ops {
 
 /**
  * struct krdma_session_opts - session parameters
- * @conn: the parameters of each connection.  Its @ops and @priv must be
- *	NULL (the session's own are used: see @ops and @priv here); its
+ * @conn: the parameters of each connection.  Its @ops, @priv and @name
+ *	must be NULL (the session's own are used: see @ops and @priv here;
+ *	its connections are named by krdma, connN); its
  *	@private_data (at most KRDMA_SESSION_MAX_USER_DATA bytes, else
  *	-EINVAL) follows the session header in every connect request.
  * @reconnect_delay_ms: between a failure and the next attempt, and
@@ -659,6 +722,11 @@ struct krdma_session_ops {
  *	dead peer would block.
  * @ops: the callbacks, or NULL
  * @priv: the consumer's pointer, for krdma_session_priv()
+ * @name: the session's name, its directory under
+ *	/sys/kernel/krdma/sessions/ (krdma_session_name()).  NULL or "":
+ *	krdma makes one (sessN).  At most KRDMA_OPTS_NAME_MAX - 1 bytes
+ *	(-EINVAL); -EEXIST if a session has it already.  Read during the
+ *	call only.
  */
 struct krdma_session_opts {
 	struct krdma_conn_opts	conn;
@@ -666,6 +734,7 @@ struct krdma_session_opts {
 	u32			loss_tmo_ms;
 	const struct krdma_session_ops	*ops;
 	void			*priv;
+	const char		*name;
 };
 
 struct krdma_session *krdma_session_create(const struct sockaddr *dst,
@@ -781,5 +850,19 @@ wait_queue_head_t *krdma_listener_waitq(struct krdma_listener *l);
 void krdma_conn_shutdown(struct krdma_conn *conn);
 void krdma_listener_get(struct krdma_listener *l);
 void krdma_listener_put(struct krdma_listener *l);
+void krdma_conn_get(struct krdma_conn *conn);
+void krdma_conn_put(struct krdma_conn *conn);
+struct krdma_conn *krdma_conn_find(const char *name);
+struct krdma_listener *krdma_listener_find(const char *name);
+
+/* ---- a consumer's files in /sys/kernel/krdma --------------------------- */
+
+int krdma_sysfs_add_group(const struct attribute_group *grp);
+void krdma_sysfs_remove_group(const struct attribute_group *grp);
+int krdma_conn_add_group(struct krdma_conn *conn,
+			 const struct attribute_group *grp);
+void krdma_conn_remove_group(struct krdma_conn *conn,
+			     const struct attribute_group *grp);
+struct krdma_conn *krdma_conn_from_kobj(struct kobject *kobj);
 
 #endif /* _KRDMA_H */

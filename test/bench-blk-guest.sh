@@ -4,6 +4,9 @@
 # the rxe device the rest of the bench used: the same fio jobs against
 #   null_blk    /dev/nullb0 itself, the bound;
 #   krdma-blk   krdma_blk.ko's export of /dev/nullb0 mapped over rxe;
+#   krdma-blk-wq  the same with the export's "wq" word: the server's
+#               completions in the completion workqueue, a shallow queue's
+#               commands started there;
 #   nvme-rdma   the kernel's nvmet-rdma target (configfs) on /dev/nullb0 and
 #               its nvme-rdma host (/dev/nvme-fabrics), over the same rxe;
 # one after the other, each torn down before the next.  The null_blk is
@@ -16,7 +19,7 @@
 #   KRDMA_BENCH_BLK_QUEUES   hardware queues of krdma-blk and I/O queues of
 #                            nvme-rdma (default 2, one per vCPU)
 #   KRDMA_BENCH_BLK_TARGETS  which, in order (default "null_blk krdma-blk
-#                            nvme-rdma")
+#                            krdma-blk-wq nvme-rdma")
 #   KRDMA_BENCH_BLK_PROFILE  a job name (randread-4k-qd32, ...): after the
 #                            measured runs, that job runs once more on each
 #                            target under `perf record -a` (cpu-clock; TCG
@@ -35,7 +38,7 @@ secs=${KRDMA_BENCH_BLK_SECS:-5}
 ramp=${KRDMA_BENCH_BLK_RAMP:-1}
 size=${KRDMA_BENCH_BLK_SIZE:-128M}
 queues=${KRDMA_BENCH_BLK_QUEUES:-2}
-targets=${KRDMA_BENCH_BLK_TARGETS:-null_blk krdma-blk nvme-rdma}
+targets=${KRDMA_BENCH_BLK_TARGETS:-null_blk krdma-blk krdma-blk-wq nvme-rdma}
 profile=${KRDMA_BENCH_BLK_PROFILE:-}
 out=$LAB/bench-blk.tsv
 dir=$LAB/bench-blk
@@ -124,11 +127,12 @@ prof_fio() {
 }
 
 # ---- krdma-blk --------------------------------------------------------------
+# kb_up [WORD]: WORD (softirq) goes on the export line.
 kb_up() {
 	local ko=$BUILD/blk/krdma_blk.ko
 	[ -f "$ko" ] || { echo "$ko not built"; return 1; }
 	lsmod | grep -q '^krdma_blk ' || insmod "$ko" || { echo "insmod krdma_blk"; return 1; }
-	t 60 bash -c "echo 'export name=bench path=$NB addr=$KB_ADDR' >$BLK_CTL" ||
+	t 60 bash -c "echo 'export name=bench path=$NB addr=$KB_ADDR ${1:-}' >$BLK_CTL" ||
 		{ echo "krdma-blk export"; return 1; }
 	t 60 bash -c "echo 'map name=$KB addr=$KB_ADDR export=bench queues=$queues' >$BLK_CTL" ||
 		{ echo "krdma-blk map"; return 1; }
@@ -236,12 +240,13 @@ for target in $targets; do
 	case $target in
 	null_blk)
 		run_fio null_blk $NB ;;
-	krdma-blk)
-		log "krdma-blk: export and map over $IBDEV"
-		if why=$(kb_up); then
-			run_fio krdma-blk /dev/$KB
+	krdma-blk|krdma-blk-wq)
+		word=${target#krdma-blk}
+		log "$target: export${word:+ (${word#-})} and map over $IBDEV"
+		if why=$(kb_up "${word#-}"); then
+			run_fio "$target" /dev/$KB
 		else
-			fail_all krdma-blk "set-up: $why"
+			fail_all "$target" "set-up: $why"
 			rc=1
 		fi
 		kb_down ;;

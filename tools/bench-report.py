@@ -38,7 +38,10 @@ BLK_ROWS = [
 # krdma's two runs of a cell: the interrupt-driven connection and the
 # polled one (poll=1), as test/bench-guest.sh records them.
 MODES = [("irq", "krdma"), ("poll", "krdma_poll")]
-BLK_TARGETS = ["null_blk", "nvme-rdma", "krdma-blk"]
+BLK_TARGETS = ["null_blk", "nvme-rdma", "krdma-blk", "krdma-blk-wq"]
+# Cells of these must be there; krdma-blk-wq (the server's completions in
+# the completion workqueue, export word "wq") only when the guest ran it.
+BLK_REQUIRED = ["null_blk", "nvme-rdma", "krdma-blk"]
 TOPOS = {"single": "one guest, rxe loopback",
          "pair": "two guests, A -> B over a qemu UDP link"}
 
@@ -174,10 +177,12 @@ def blk_cells(lab):
     except OSError:
         return None, None
     cells = []
+    ran = [t for t in BLK_TARGETS
+           if t in BLK_REQUIRED or any(k[0] == t for k in status)]
     for job, direction, metric, title, lower in BLK_ROWS:
         c = {"job": job, "metric": metric, "title": title,
-             "lower_is_better": lower}
-        for t in BLK_TARGETS:
+             "lower_is_better": lower, "targets": ran}
+        for t in ran:
             st, why = status.get((t, job), ("failed", "not run"))
             v = None
             if why.startswith("idle="):
@@ -201,24 +206,28 @@ def blk_cells(lab):
 
 def blk_table(cells, md):
     """Rows: the fio cells; columns: the three targets and the ratio."""
-    head = ["fio job"] + BLK_TARGETS + ["krdma-blk/nvme-rdma"]
+    targets = cells[0]["targets"] if cells else BLK_REQUIRED
+    head = ["fio job"] + targets + ["krdma-blk/nvme-rdma"]
     lines = []
     if md:
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
     else:
-        lines.append(f"{head[0]:<34}" + "".join(f"{h:>12}" for h in head[1:4]) +
-                     f"{head[4]:>22}")
+        lines.append(f"{head[0]:<34}" +
+                     "".join(f"{h:>{max(12, len(h) + 2)}}"
+                             for h in head[1:-1]) + f"{head[-1]:>22}")
     for c in cells:
         vals = [fmt(c[t]) if c[t] is not None else "failed"
-                for t in BLK_TARGETS]
+                for t in targets]
         r = f"{c['ratio']:.2f}x" if c["ratio"] is not None else "-"
         t = c["title"] + (" (lower is better)" if c["lower_is_better"] and md
                           else "")
         if md:
             lines.append(f"| {t} | " + " | ".join(vals) + f" | {r} |")
         else:
-            lines.append(f"{t:<34}" + "".join(f"{v:>12}" for v in vals) +
+            lines.append(f"{t:<34}" +
+                         "".join(f"{v:>{max(12, len(h) + 2)}}"
+                                 for v, h in zip(vals, head[1:-1])) +
                          f"{r:>22}")
     return lines
 
@@ -323,13 +332,20 @@ def blk_boot(result, text, md, line, rel, lab):
     summary = [f"krdma-blk at least as good as nvme-rdma in "
                f"{sum(c['goal_met'] for c in rated)} of {len(cells)} cells"]
     idle = []
-    for t in BLK_TARGETS:
+    for t in cells[0]["targets"]:
         v = [c["guest_idle_pct"][t] for c in cells
              if t in c.get("guest_idle_pct", {})]
         if v:
             idle.append(f"{t} {min(v)} to {max(v)}%")
     if idle:
         summary.append("guest CPU idle while fio ran: " + ", ".join(idle))
+    if cells and "krdma-blk-wq" in cells[0]["targets"]:
+        r = [f"{c['krdma-blk-wq'] / c['krdma-blk']:.2f}"
+             if c["krdma-blk"] and c["krdma-blk-wq"] else "-"
+             for c in cells]
+        summary.append("krdma-blk-wq/krdma-blk (the server's completions "
+                       "in the completion workqueue against softirq and a "
+                       "work item), cell by cell: " + ", ".join(r))
     summary += ["failed: " + f for f in failed]
     for x in summary:
         text.append("   " + x)

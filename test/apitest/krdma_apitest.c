@@ -6116,6 +6116,246 @@ out_free:
 	kfree(lbuf);
 }
 
+/*
+ * #17: completions in process context (opts.workqueue).  On one guest, a
+ * listener with opts.workqueue whose recv callback answers each message
+ * from inside the callback, and a client connection with opts.workqueue.
+ *  - the server's recv callback runs in a kworker: process context, bottom
+ *    halves and interrupts on, not the test's task.  Every tenth call it
+ *    sleeps, and every call allocates its answer with GFP_KERNEL, then
+ *    sends the bytes inverted with krdma_send_async();
+ *  - AT_WQ_ROUNDS rounds of every size, every byte of the answer checked;
+ *  - the client's RDMA WRITE and READ (krdma_rdma_async()) callbacks run in
+ *    process context too, and sleep; the data is compared byte for byte;
+ *  - opts.poll with opts.workqueue: krdma_connect() says -EINVAL.
+ * Planted: the pool CQ taken with IB_POLL_SOFTIRQ whatever opts.workqueue
+ * says fails "server callbacks outside process context".
+ */
+#define AT_WQ_MSG	4096
+#define AT_WQ_ROUNDS	100
+
+struct at_wq_srv {
+	struct at_ev	ev;	/* first: at_ev_cb() takes the priv as one */
+	atomic_t	calls;
+	atomic_t	bad_ctx;
+	atomic_t	slept;
+	atomic_t	failed;
+	struct task_struct *task;	/* the test's */
+};
+
+/* Process context that may sleep, and not the given task. */
+static bool at_wq_ctx_ok(struct task_struct *not)
+{
+	return in_task() && !in_softirq() && !irqs_disabled() &&
+	       preemptible() && current != not;
+}
+
+static int at_wq_recv(struct krdma_conn *c, struct krdma_msg *m)
+{
+	struct at_wq_srv *s = krdma_conn_priv(c);
+	int n = atomic_inc_return(&s->calls);
+	bool ok = at_wq_ctx_ok(s->task);
+	u8 *rep;
+	u32 i;
+
+	if (!ok)
+		atomic_inc(&s->bad_ctx);
+	if (ok && n % 10 == 1) {
+		usleep_range(200, 400);
+		atomic_inc(&s->slept);
+	}
+	if (!m->data || !m->len) {
+		atomic_inc(&s->failed);
+		return 0;
+	}
+	rep = kmalloc(m->len, ok ? GFP_KERNEL : GFP_ATOMIC);
+	if (!rep) {
+		atomic_inc(&s->failed);
+		return 0;
+	}
+	for (i = 0; i < m->len; i++)
+		rep[i] = ~((u8 *)m->data)[i];
+	if (krdma_send_async(c, rep, m->len, NULL, true))
+		atomic_inc(&s->failed);
+	kfree(rep);
+	return 0;
+}
+
+static const struct krdma_conn_ops at_wq_ops = {
+	.event	= at_ev_cb,
+	.recv	= at_wq_recv,
+};
+
+struct at_wq_req {
+	struct krdma_req	req;
+	struct completion	done;
+	struct task_struct	*task;
+	bool			ctx_ok;
+};
+
+static void at_wq_done(struct krdma_req *req)
+{
+	struct at_wq_req *q = container_of(req, struct at_wq_req, req);
+
+	q->ctx_ok = at_wq_ctx_ok(q->task);
+	if (q->ctx_ok)
+		usleep_range(100, 200);
+	complete(&q->done);
+}
+
+/* One asynchronous RDMA WRITE or READ of @sg; its callback's context. */
+static bool at_wq_rdma(struct at_test *t, struct krdma_conn *c, bool write,
+		       struct scatterlist *sg, int n,
+		       const struct krdma_token *tok)
+{
+	const char *what = write ? "WRITE" : "READ";
+	struct at_wq_req q = { .req.done = at_wq_done, .task = current };
+	int ret;
+
+	init_completion(&q.done);
+	ret = krdma_rdma_async(c, write, sg, n, tok, 0, &q.req, false);
+	if (!at_expect(t, ret, 0, "krdma_rdma_async %s", what))
+		return false;
+	if (!at_expect(t, wait_for_completion_timeout(&q.done, AT_TIMEOUT) > 0,
+		       1, "%s completed", what))
+		return false;
+	return at_expect(t, q.req.status, 0, "%s status", what) &&
+	       at_expect(t, q.ctx_ok, 1, "%s callback in process context",
+			 what);
+}
+
+static void sc_workqueue(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_wq_ops,
+		.timeout_ms = 10000,
+		.max_msg_size = AT_WQ_MSG,
+		.workqueue = true,
+	};
+	struct krdma_conn_opts copts = {
+		.timeout_ms = 10000,
+		.max_msg_size = AT_WQ_MSG,
+		.workqueue = true,
+	};
+	struct scatterlist sg[AT_PL_REGION / PAGE_SIZE + 1];
+	struct krdma_conn *c = NULL, *p, *bad;
+	struct krdma_listener *l;
+	struct krdma_token tok;
+	struct krdma_mr *mr = NULL;
+	u8 *buf, *rbuf, *lbuf;
+	struct at_wq_srv *s;
+	int i, n, ret;
+	u32 len, k;
+
+	if (at_needs_one_guest(t))
+		return;
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	buf = kmalloc(AT_WQ_MSG, GFP_KERNEL);
+	rbuf = kmalloc(AT_PL_REGION, GFP_KERNEL);
+	lbuf = kmalloc(AT_PL_REGION, GFP_KERNEL);
+	if (!s || !buf || !rbuf || !lbuf) {
+		at_fail(t, "out of memory");
+		goto out_free;
+	}
+	at_ev_init(&s->ev);
+	s->task = current;
+	l = at_listen_local(t, &laddr, port + 15, &lopts, s, "workqueue");
+	if (!l)
+		goto out_free;
+
+	copts.poll = true;
+	bad = krdma_connect((struct sockaddr *)&laddr, NULL, &copts);
+	if (!at_expect(t, PTR_ERR_OR_ZERO(bad), -EINVAL,
+		       "connect with poll and workqueue")) {
+		if (!IS_ERR(bad))
+			krdma_close(bad);
+		goto out;
+	}
+	copts.poll = false;
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, &copts);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect: %ld", PTR_ERR(c));
+		c = NULL;
+		goto out;
+	}
+	if (!at_ev_expect(t, &s->ev, 0, KRDMA_EVENT_ESTABLISHED, 0, "passive"))
+		goto out;
+	p = s->ev.conn[0];
+
+	for (i = 0; i < AT_WQ_ROUNDS; i++) {
+		len = 1 + (i * 997) % AT_WQ_MSG;
+		at_fill(buf, len, 0x5751 + i, 0);
+		ret = krdma_send(c, buf, len, AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "round %d: send of %u bytes", i, len))
+			goto out;
+		memset(buf, 0, AT_WQ_MSG);
+		ret = krdma_recv(c, buf, AT_WQ_MSG, AT_TIMEOUT);
+		if (!at_expect(t, ret, len, "round %d: answer", i))
+			goto out;
+		for (k = 0; k < len; k++) {
+			if (buf[k] != (u8)~at_pat(0x5751 + i, k)) {
+				at_fail(t, "round %d: answer byte %u is 0x%02x, expected 0x%02x",
+					i, k, buf[k],
+					(u8)~at_pat(0x5751 + i, k));
+				goto out;
+			}
+		}
+	}
+	if (!at_expect(t, atomic_read(&s->bad_ctx), 0,
+		       "server callbacks outside process context") ||
+	    !at_expect(t, atomic_read(&s->failed), 0,
+		       "server callbacks that could not answer") ||
+	    !at_expect(t, atomic_read(&s->calls), AT_WQ_ROUNDS,
+		       "server callbacks") ||
+	    !at_expect(t, atomic_read(&s->slept), AT_WQ_ROUNDS / 10,
+		       "server callbacks that slept"))
+		goto out;
+
+	/* One-sided: the client's callbacks in process context. */
+	mr = krdma_reg_buf(p, rbuf, AT_PL_REGION, AT_RW);
+	if (IS_ERR(mr)) {
+		at_fail(t, "krdma_reg_buf: %ld", PTR_ERR(mr));
+		mr = NULL;
+		goto out;
+	}
+	krdma_mr_token(mr, &tok);
+	n = at_sg_from_buf(sg, ARRAY_SIZE(sg), lbuf, AT_PL_REGION);
+	if (!at_expect(t, n > 0, 1, "scatterlist of the local buffer"))
+		goto out;
+	at_fill(lbuf, AT_PL_REGION, 0x5757, 0);
+	memset(rbuf, 0, AT_PL_REGION);
+	if (!at_wq_rdma(t, c, true, sg, n, &tok) ||
+	    !at_expect(t, at_check(rbuf, AT_PL_REGION, 0x5757, 0), -1,
+		       "written bytes"))
+		goto out;
+	at_fill(rbuf, AT_PL_REGION, 0x5752, 0);
+	memset(lbuf, 0, AT_PL_REGION);
+	if (!at_wq_rdma(t, c, false, sg, n, &tok) ||
+	    !at_expect(t, at_check(lbuf, AT_PL_REGION, 0x5752, 0), -1,
+		       "read bytes"))
+		goto out;
+	if (!at_expect(t, krdma_conn_error(c), 0, "error of the client") ||
+	    !at_expect(t, krdma_conn_error(p), 0, "error of the server side"))
+		goto out;
+	pr_info("%s: %d rounds answered from process-context callbacks (%d slept), WRITE and READ\n",
+		t->name, AT_WQ_ROUNDS, atomic_read(&s->slept));
+out:
+	if (mr)
+		krdma_mr_free(mr);
+	if (c)
+		krdma_close(c);
+	/* The accepted side is ours from its ESTABLISHED event on. */
+	if (READ_ONCE(s->ev.n) && s->ev.ev[0] == KRDMA_EVENT_ESTABLISHED)
+		krdma_close(s->ev.conn[0]);
+	krdma_listener_close(l);
+out_free:
+	kfree(s);
+	kfree(buf);
+	kfree(rbuf);
+	kfree(lbuf);
+}
+
 static const struct at_scenario {
 	const char	*name;
 	void		(*run)(struct at_test *t);
@@ -6158,6 +6398,7 @@ static const struct at_scenario {
 	{ "sendv", sc_sendv },
 	{ "sendv_imm", sc_sendv_imm },
 	{ "poll", sc_poll },
+	{ "workqueue", sc_workqueue },
 };
 
 static struct task_struct *at_client_task;

@@ -99,12 +99,21 @@ for v in export unexport map unmap; do
 done
 expect_eq "$(wc -l <<<"$g")" 4 "grammar lines"
 
-blk export name=e0 path=$NB addr=$ADDR || fail "export e0"
+blk export name=e0 path=$NB addr=$ADDR wq || fail "export e0"
 blk map name=krdmablk0 addr=$ADDR export=e0 queues=2 reconnect_delay_ms=200 ||
 	fail "map krdmablk0"
 wait_for 10 test -b "$D" || fail "$D never appeared"
 expect_eq "$(blockdev --getsize64 "$D")" "$(blockdev --getsize64 "$NB")" "size"
 expect_eq "$(blockdev --getss "$D")" "$(blockdev --getss "$NB")" "logical block size"
+
+# e0 is made with wq: its completions come in the completion workqueue.
+# Every READ and WRITE starts in its completion, however deep the queue
+# (the default starts there only a connection's lone command): until the
+# credit tests below, the inline paths carry all of the data.  The
+# read-only export and e0 made again later are without wq (softirq).
+P=/sys/module/krdma_blk/parameters
+expect_eq "$(cat $P/inline_depth)" 1 "inline_depth's default"
+echo 1000 >$P/inline_depth
 
 # ---- data, byte for byte -----------------------------------------------
 log "dd and cmp"
@@ -132,7 +141,6 @@ cmp "$W/small" "$W/back" || fail "1536 B at sector 12345 read back differs"
 
 # ---- fio verify ---------------------------------------------------------
 log "fio verify, $fio_size"
-P=/sys/module/krdma_blk/parameters
 fio_verify "$fio_size"
 # make stress: 4 jobs at depth 1 and 128, and reads and writes mixed.
 if [ "${KRDMA_STRESS:-0}" = 1 ]; then
@@ -147,17 +155,31 @@ fi
 expect_eq "$(cat $P/test_local_inv)" 0 "replies that did not invalidate their token"
 # null_blk ended every bio in softirq: the server posted from its end_io.
 expect_eq "$(cat $P/test_hardirq_ends)" 0 "bios ended in hardirq (irqmode=1)"
+# The server's completions come in its workqueue: READs and WRITEs start
+# in their recv callback, WRITE bios go from their data's completion.
+n=$(cat $P/test_inline_starts)
+log "server: $n commands started in their recv callback, $(cat $P/test_inline_submits) WRITE bios submitted from their data's completion"
+[ "$n" -ge 50 ] || fail "$n commands started in their completion, expected 50 or more"
+n=$(cat $P/test_inline_submits)
+[ "$n" -ge 20 ] || fail "$n WRITE bios submitted from their completion, expected 20 or more"
 
 # ---- a command that finds no credit --------------------------------------
 # Its registration is invalidated and the request is sent again later.
-# The server's side: every 3rd reply finds none and waits in a work item.
+# The server's side: every 3rd reply finds none and waits in a work item,
+# and every 4th command started in its completion finds no RDMA slot and
+# starts again from the work item (its pages given back first).
 log "fio verify, every 5th command and every 3rd reply without a credit"
 echo 5 >$P/test_busy_every
 echo 3 >$P/test_reply_busy_every
+echo 4 >$P/test_start_busy_every
 dmesg_mark
 fio_verify 4M 64k
 echo 0 >$P/test_busy_every
 echo 0 >$P/test_reply_busy_every
+echo 0 >$P/test_start_busy_every
+seen=$(cat $P/test_start_busy_seen)
+[ "$seen" -ge 20 ] || fail "test_start_busy_every deferred $seen starts, expected 20 or more"
+echo 1 >$P/inline_depth
 seen=$(cat $P/test_busy_seen)
 [ "$seen" -ge 20 ] || fail "test_busy_every refused $seen commands, expected 20 or more"
 seen=$(cat $P/test_reply_busy_seen)
@@ -197,6 +219,7 @@ blk_err EEXIST "export name=e0 path=$NB addr=$MY_IP:$((PORT + 1))"
 blk_err EINVAL "map name=krdmablk1 export=e0"
 blk_err EINVAL "map name=krdmablk1 addr=$ADDR"
 blk_err EINVAL "export name=x addr=$ADDR"
+blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 wq"
 blk_err EINVAL "frobnicate name=x"
 blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 queues=lots"
 blk_err EINVAL "map name=krdmablk1 addr=$ADDR export=e0 queues=0"
@@ -397,10 +420,12 @@ echo 0 >$ADRB/power && rmdir $ADRB || fail "remove the address null_blk"
 # ---- a read-only export -------------------------------------------------
 log "read-only export"
 # Same null_blk: a second export of it, read-only (the first has it
-# exclusively, so export e0 goes first).
+# exclusively, so export e0 goes first).  Made without wq, it takes its
+# completions in softirq: every command starts from its work item.
 blk "unmap name=krdmablk0" || fail "unmap krdmablk0"
 blk "unexport name=e0" || fail "unexport e0"
 blk export name=ero path=$NB addr=$ADDR ro || fail "export ro"
+starts=$(cat $P/test_inline_starts)
 blk map name=krdmablk1 addr=$ADDR export=ero || fail "map ro"
 wait_for 10 test -b /dev/krdmablk1 || fail "/dev/krdmablk1 never appeared"
 expect_eq "$(blockdev --getro /dev/krdmablk1)" 1 "ro disk"
@@ -408,6 +433,7 @@ dd if=/dev/krdmablk1 of="$W/ro-before" bs=1M count=1 iflag=direct status=none ||
 	fail "read the ro export"
 dd if="$NB" of="$W/nb" bs=1M count=1 iflag=direct status=none
 cmp "$W/ro-before" "$W/nb" || fail "ro export reads other data than null_blk"
+expect_eq "$(cat $P/test_inline_starts)" "$starts" "commands an export without wq started in their completion"
 dd if=/dev/zero of=/dev/krdmablk1 bs=1M count=1 oflag=direct status=none 2>/dev/null &&
 	fail "write to the read-only disk succeeded"
 blk "unmap name=krdmablk1" || fail "unmap krdmablk1"

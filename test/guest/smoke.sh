@@ -15,6 +15,7 @@ ctl listen name=l1 addr=$MY_IP:7000 || fail "listen"
 ctl connect name=c1 addr=$PEER_IP:7000 || fail "connect"
 c=$KRDMA_SYS/conns/c1
 expect_eq "$(cat $c/state)" connected "c1 state"
+expect_eq "$(cat $c/completions)" softirq "c1 completions"
 wait_for 5 grep -q connected $KRDMA_SYS/conns/l1.0/state || fail "l1.0 not connected"
 cat $c/queue_depth $c/max_msg_size $c/device $c/qp_num $c/local_addr $c/peer_addr
 ctl test name=c1 op=send,write,read size=4096 count=3 || fail "test start"
@@ -29,6 +30,28 @@ ctl unlisten name=l1 || fail "unlisten"
 dmesg_new | grep -q 'krdma: c1: self-test passed' || fail "no self-test line: $(dmesg_new | grep krdma)"
 chatter=$(dmesg_new | grep 'krdma: ' | grep -vE "krdma: (version .* loaded|$IBDEV: added|c1: self-test passed|loading out-of-tree module|module verification failed)")
 [ -z "$chatter" ] || fail "pr_info for a connection's life: $chatter"
+# Completions in process context (wq=1, opts.workqueue): both sides say
+# so, the self-test's data is compared as on any connection, a delay=
+# injection (whose completions would come from a timer) is refused with
+# EOPNOTSUPP and a line, and a polled one with it is refused by the grammar.
+ctl listen name=lw addr=$MY_IP:7002 wq=1 || fail "listen wq=1"
+ctl connect name=cw addr=$PEER_IP:7002 wq=1 || fail "connect wq=1"
+wait_for 5 test -e $KRDMA_SYS/conns/lw.0/completions || fail "lw.0 not there"
+expect_eq "$(cat $KRDMA_SYS/conns/cw/completions)" workqueue "cw completions"
+expect_eq "$(cat $KRDMA_SYS/conns/lw.0/completions)" workqueue "lw.0 completions"
+ctl test name=cw op=send,write,read size=65536 count=3 || fail "test on cw"
+wait_for 60 not_running $KRDMA_SYS/conns/cw/test_status
+expect_eq "$(cat $KRDMA_SYS/conns/cw/test_status)" passed "cw test_status"
+dmesg_mark
+out=$( (echo delay=100 >$KRDMA_SYS/conns/cw/inject) 2>&1) &&
+	fail "delay= on a workqueue connection was accepted"
+case $out in *"Operation not supported"*) ;; *) fail "delay= on cw: $out" ;; esac
+dmesg_new | grep -qF "krdma: cw: inject: delay: not on a workqueue connection" ||
+	fail "no line for delay= on cw: $(dmesg_new | tail -n 2)"
+expect_ctl_err EINVAL connect name=cx addr=$PEER_IP:7002 wq=1 poll=1
+ctl disconnect name=cw || fail "disconnect cw"
+wait_for 20 test ! -e $KRDMA_SYS/conns/lw.0 || fail "lw.0 not closed after its peer left"
+ctl unlisten name=lw || fail "unlisten lw"
 # Dynamic debug on: the same life is told.
 ddc=/proc/dynamic_debug/control
 [ -w $ddc ] || ddc=/sys/kernel/debug/dynamic_debug/control

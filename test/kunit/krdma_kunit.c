@@ -160,6 +160,20 @@ static void cmd_listen_ok(struct kunit *test)
 		   "poll=2 out of range (at most 1)");
 	expect_bad(test, "listen name=l5 addr=1.2.3.4:5 poll=1",
 		   "unknown word 'poll' for listen");
+
+	/* Workqueue completions: listen, connect and session; not polled. */
+	expect_ok(test, "listen name=l6 addr=10.1.2.3:7000 wq=1");
+	KUNIT_EXPECT_EQ(test, cmd->wq, 1u);
+	expect_ok(test, "connect name=c6 addr=10.1.2.3:7000 wq=1 poll=0");
+	KUNIT_EXPECT_EQ(test, cmd->wq, 1u);
+	KUNIT_EXPECT_EQ(test, cmd->poll, 0u);
+	expect_ok(test, "session name=s6 addr=10.1.2.3:7000 wq=0");
+	KUNIT_EXPECT_EQ(test, cmd->wq, 0u);
+	expect_bad(test, "connect name=c6 addr=1.2.3.4:5 wq=2",
+		   "wq=2 out of range (at most 1)");
+	expect_bad(test, "connect name=c6 addr=1.2.3.4:5 poll=1 wq=1",
+		   "poll=1 and wq=1 together");
+	expect_bad(test, "test name=c6 wq=1", "unknown word 'wq' for test");
 	expect_bad(test, "test name=c4 hb_ms=500", "unknown word 'hb_ms'");
 }
 
