@@ -65,7 +65,18 @@ ratelimit_pace() {
 	KRDMA_PACE_NEXT=$((${EPOCHREALTIME//[!0-9]/} + 600000))
 }
 
-fail() { echo "FAIL: $*"; exit 1; }
+# fail MSG: the test fails with MSG.  The kernel's last RDMA lines since
+# the test began follow as "DMESG:" lines, which test/run-suite.sh adds to
+# the result: CI keeps only the results, and a rare failure must be
+# readable from them alone.
+fail() {
+	echo "FAIL: $*"
+	[ -n "${KRDMA_DMESG_BEFORE:-}" ] &&
+		dmesg | tail -n +"$((KRDMA_DMESG_BEFORE + 1))" |
+		grep -E 'krdma|siw|rxe|rdma|iw_cm|ib_' | tail -n 4 |
+		sed 's/^\[ *[0-9.]*\] /DMESG: /'
+	exit 1
+}
 skip() { echo "SKIP: $*"; exit 77; }
 log() { echo "# [${SECONDS} s] $*"; }
 

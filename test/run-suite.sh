@@ -60,7 +60,7 @@ sync_peer() {
 
 # run_test NAME: one test on $DEV, its result appended to $results.
 run_test() {
-	local t=$1 out before t0 rc bug why
+	local t=$1 out before t0 rc bug why kmsg
 	# The sync files of the two guests are per device too.
 	export TEST_ID=$DEV.$t
 	if ! sync_peer begin; then
@@ -75,7 +75,8 @@ run_test() {
 	before=$(dmesg | wc -l)
 	echo "=== $t ($KLINE $DEV $topo $GUEST)" >/dev/console
 	t0=$SECONDS
-	timeout -k 5 "${KRDMA_TEST_TIMEOUT:-300}" bash "$top/test/guest/$t.sh" >"$out" 2>&1
+	KRDMA_DMESG_BEFORE=$before timeout -k 5 "${KRDMA_TEST_TIMEOUT:-300}" \
+		bash "$top/test/guest/$t.sh" >"$out" 2>&1
 	rc=$?
 	echo "# $t took $((SECONDS - t0)) s" >>"$out"
 	# A test that hung: keep the stacks of the blocked tasks in its log
@@ -99,7 +100,8 @@ run_test() {
 		echo "FAIL $t: timed out" >>"$results"
 	else
 		why=$(grep -m1 '^FAIL:' "$out" | cut -c7-)
-		echo "FAIL $t: ${why:-exit status $rc}" >>"$results"
+		kmsg=$(grep '^DMESG: ' "$out" | cut -c8- | paste -sd '|' -)
+		echo "FAIL $t: ${why:-exit status $rc}${kmsg:+ [dmesg: $kmsg]}" >>"$results"
 	fi
 	echo "$(tail -n 1 "$results") ($((SECONDS - t0)) s)" >/dev/console
 	sync_peer end || echo "# $t: the other guest did not finish it" >>"$out"
