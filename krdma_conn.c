@@ -188,6 +188,7 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 
 static void krdma_teardown_work(struct work_struct *work);
 static void krdma_conn_ev_work(struct work_struct *work);
+static void krdma_handover_work(struct work_struct *work);
 static void krdma_conn_flush_work(struct work_struct *work);
 
 static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
@@ -232,6 +233,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_DELAYED_WORK(&conn->flush_work, krdma_conn_flush_work);
 	krdma_inject_init(&conn->inj);
 	krdma_hb_init(conn);
+	INIT_DELAYED_WORK(&conn->handover_work, krdma_handover_work);
 	spin_lock_init(&conn->lock);
 	spin_lock_init(&conn->poll_lock);
 	init_waitqueue_head(&conn->wq);
@@ -947,6 +949,9 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 		conn->dying = true;
 		rdma_unlock_handler(conn->cm_id);
 	}
+	/* Like the CM handler, a handover acts no more (it checks dying). */
+	if (cancel_delayed_work_sync(&conn->handover_work))
+		krdma_conn_put(conn);
 
 	spin_lock_bh(&conn->lock);
 	/* A cause (device removal, say) replaces a placeholder. */
@@ -1322,6 +1327,12 @@ static int krdma_connect_done(struct krdma_conn *conn, int status)
 		else
 			status = conn->error ?: -ECONNRESET;
 		spin_unlock_bh(&conn->lock);
+		/* iWARP: the passive side waits for our first word. */
+		if (!status && conn->active && conn->iwarp) {
+			status = krdma_hb_first(conn);
+			if (status)
+				krdma_conn_set_error(conn, status);
+		}
 		wake_up_all(&conn->wq);
 		if (!status)
 			krdma_hb_start(conn);
@@ -1378,20 +1389,16 @@ static int krdma_active_established(struct krdma_conn *conn,
 	return 0;
 }
 
-static void krdma_passive_established(struct krdma_conn *conn)
+/*
+ * Give an established passive connection to its listener's accept queue
+ * or consumer.  In the CM handler of its id, or holding that handler's
+ * lock (krdma_handover_work()), with conn->dying false.
+ */
+static void krdma_passive_handover(struct krdma_conn *conn)
 {
 	struct krdma_listener *l = conn->listener;
 	bool queued = false, handed = false;
-	int ret;
 
-	ret = krdma_connect_done(conn, 0);
-	if (ret) {
-		/* Still an orphan: the teardown work frees it. */
-		pr_warn_ratelimited("%s: failed before it was established: %d\n",
-				    conn->name, ret);
-		krdma_conn_schedule_teardown(conn, ret);
-		return;
-	}
 	spin_lock_bh(&l->lock);
 	if (!l->closed) {
 		l->accepted++;
@@ -1420,6 +1427,89 @@ static void krdma_passive_established(struct krdma_conn *conn)
 	/* Owned now, by the accept queue. */
 	conn->orphan = false;
 	wake_up_all(&l->wq);
+}
+
+/* Queue the handover after @delay jiffies, with a reference for it. */
+static void krdma_handover_queue(struct krdma_conn *conn, unsigned long delay)
+{
+	krdma_conn_get(conn);
+	if (!queue_delayed_work(krdma_wq, &conn->handover_work, delay))
+		krdma_conn_put(conn);
+}
+
+/*
+ * iWARP: MPA lets the initiator alone send the first FPDU (RFC 6581,
+ * section 1), and siw fails a connect whose MPA reply arrives with data
+ * behind it (CONNECT_ERROR, -EINVAL: "connect error (-22)"), as happened
+ * when a listener's consumer sent at once.  So the active side sends a
+ * heartbeat ping as soon as it is established (krdma_hb_first()), and the
+ * passive side, which itself sends only in answer to what came, gives the
+ * connection to its consumer once the first message arrived: at once when
+ * it came before the ESTABLISHED event, else from the receive completion
+ * (krdma_conn_peer_spoke_locked()) through this work, or, polled, from
+ * polling here.  Until then the connection counts against the listener's
+ * backlog, and its heartbeats or the peer's disconnect end it.
+ */
+static void krdma_handover_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(to_delayed_work(work),
+					       struct krdma_conn,
+					       handover_work);
+	bool go, again;
+
+	/* Nobody else polls a polled connection that nobody owns yet. */
+	if (conn->opts.poll)
+		krdma_poll_cq(conn, conn->cq_size);
+	rdma_lock_handler(conn->cm_id);
+	spin_lock_bh(&conn->lock);
+	go = !conn->dying && conn->handover_wait && conn->peer_spoke;
+	again = !conn->dying && conn->handover_wait && !conn->peer_spoke &&
+		conn->opts.poll;
+	if (go)
+		conn->handover_wait = false;
+	spin_unlock_bh(&conn->lock);
+	if (go)
+		krdma_passive_handover(conn);
+	else if (again)
+		krdma_handover_queue(conn, 1);
+	rdma_unlock_handler(conn->cm_id);
+	krdma_conn_put(conn);	/* the work's reference */
+}
+
+/*
+ * A receive completed (conn->lock held; softirq, a kworker or the
+ * poller): an iWARP passive connection waiting for it is handed over.
+ */
+void krdma_conn_peer_spoke_locked(struct krdma_conn *conn)
+{
+	conn->peer_spoke = true;
+	if (conn->handover_wait)
+		krdma_handover_queue(conn, 0);
+}
+
+static void krdma_passive_established(struct krdma_conn *conn)
+{
+	bool wait = false;
+	int ret;
+
+	ret = krdma_connect_done(conn, 0);
+	if (ret) {
+		/* Still an orphan: the teardown work frees it. */
+		pr_warn_ratelimited("%s: failed before it was established: %d\n",
+				    conn->name, ret);
+		krdma_conn_schedule_teardown(conn, ret);
+		return;
+	}
+	if (conn->iwarp) {
+		spin_lock_bh(&conn->lock);
+		wait = !conn->peer_spoke;
+		conn->handover_wait = wait;
+		spin_unlock_bh(&conn->lock);
+	}
+	if (!wait)
+		krdma_passive_handover(conn);
+	else if (conn->opts.poll)
+		krdma_handover_queue(conn, 1);
 }
 
 static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
@@ -2148,7 +2238,8 @@ void krdma_listener_close(struct krdma_listener *l)
 	mutex_lock(&krdma_lock);
 	list_for_each_entry(conn, &krdma_conns, list) {
 		if (conn->listener == l && READ_ONCE(conn->orphan) &&
-		    READ_ONCE(conn->state) == KRDMA_CONN_CONNECTING)
+		    (READ_ONCE(conn->state) == KRDMA_CONN_CONNECTING ||
+		     READ_ONCE(conn->handover_wait)))
 			krdma_conn_schedule_teardown(conn, -ECONNABORTED);
 	}
 	mutex_unlock(&krdma_lock);

@@ -173,6 +173,14 @@ struct krdma_conn {
 	struct ib_device	*ibdev;		/* once the address is resolved */
 	bool			dying;		/* CM handler must not act */
 	bool			orphan;		/* passive, no owner yet */
+	/*
+	 * iWARP passive: established, given to its consumer only once the
+	 * active side's first message came (krdma_passive_established()).
+	 * Under conn->lock.
+	 */
+	bool			peer_spoke;	/* a receive completed */
+	bool			handover_wait;	/* established, not handed */
+	struct delayed_work	handover_work;
 	struct krdma_device	*kdev;
 	char			devname[IB_DEVICE_NAME_MAX];
 	u32			qp_num;
@@ -392,6 +400,8 @@ void krdma_hb_start(struct krdma_conn *conn);
 void krdma_hb_stop(struct krdma_conn *conn);
 void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong);
 void krdma_hb_sent(struct ib_cq *cq, struct ib_wc *wc);
+int krdma_hb_first(struct krdma_conn *conn);
+void krdma_conn_peer_spoke_locked(struct krdma_conn *conn);
 
 /* The heartbeat interval a side asks for in its hello (0: none). */
 static inline u32 krdma_hb_asked(const struct krdma_conn_opts *o)

@@ -675,6 +675,8 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_conn_set_error(conn, ret);
 		return;
 	}
+	if (unlikely(!conn->peer_spoke))
+		krdma_conn_peer_spoke_locked(conn);
 	if (info.type != KRDMA_MSG_HB || !krdma_inject_drop_hb(&conn->inj))
 		conn->hb_rx++;
 	if (info.credits || (info.flags & KRDMA_MSG_F_CTL_ACK))

@@ -101,6 +101,26 @@ void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
 }
 
 /*
+ * iWARP, the active side just established: a ping at once, whether or not
+ * heartbeats were agreed, since MPA lets only the initiator send the first
+ * FPDU and the passive side hands its connection over once something came
+ * (krdma_handover_work()).  Its pong comes back like any other.
+ */
+int krdma_hb_first(struct krdma_conn *conn)
+{
+	int ret = 0;
+
+	spin_lock_bh(&conn->lock);
+	if (conn->qp_ok && !conn->hb_tx_busy && !conn->hb_ping_out) {
+		ret = krdma_hb_post_locked(conn, false);
+		if (!ret)
+			conn->hb_ping_out = true;
+	}
+	spin_unlock_bh(&conn->lock);
+	return ret;
+}
+
+/*
  * A polled connection (opts.poll) is reaped by nobody but its consumer,
  * who may not poll while it is idle: the tick polls it.  A ping then
  * waits in the CQ until the peer's tick, and its pong until ours: so a

@@ -17,8 +17,12 @@
  * more receive on each side for them; the consumer's private data after
  * the connect request's hello, and the listener consumer's refusal
  * (KRDMA_REJ_APP with an errno) in the reject.
+ * 4: on iWARP the active side speaks first, a ping as soon as it is
+ * established, and the passive side posts nothing before a message came
+ * (MPA lets only the initiator send the first FPDU); a version 3 active
+ * side would leave a version 4 listener waiting.
  */
-#define KRDMA_PROTO_VERSION	3
+#define KRDMA_PROTO_VERSION	4
 
 /*
  * Connect request and accept reply.  IB pads CM private data with zeros,

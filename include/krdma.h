@@ -106,7 +106,11 @@ enum krdma_test_hello {
  * enum krdma_event - what a connection's event callback is told
  * @KRDMA_EVENT_ESTABLISHED: the connection is usable.  First, and once.
  *	On the passive side it hands the connection over: the listener's
- *	consumer owns it from here on and must krdma_close() it.
+ *	consumer owns it from here on and must krdma_close() it.  On iWARP
+ *	that is once the active side's first message arrived (krdma sends
+ *	one itself as soon as it is established: MPA lets only the
+ *	initiator send the first FPDU), so a listener's consumer may send
+ *	at once without breaking the peer's connect.
  * @KRDMA_EVENT_DISCONNECTED: the peer disconnected, or the connection was
  *	reset with no other cause reported (error -ECONNRESET).
  * @KRDMA_EVENT_ERROR: the connection failed; the error says why (the work

@@ -11,7 +11,9 @@
 # "success", each one-sided operation's start and completion with its
 # length and work completion status by name ("remote access error" for
 # the refused one), a credit stall, and the registrations with their
-# length and rights; and nothing that looks like an address.  Not on the
+# length and rights; and nothing that looks like an address.  On iWARP
+# every passive connection's first completion is a receive (the active
+# side speaks first).  Not on the
 # debug kernel: it is built without tracing.
 # topo: single
 # dev: rxe siw
@@ -161,6 +163,26 @@ if [ "$DEV" = rxe ]; then
 	has "the refused FADD, by status name" " krdma_rdma_done: $name op=FADD len=8 status=remote [a-z ]+ error \\([0-9]+\\)"
 	has "receive of the notice" " krdma_recv_done: $name len=0 status=success \\(0\\)"
 	has "the refused FADD's state change" " krdma_conn_state: $name connected -> error cm_event=none"
+fi
+# iWARP: MPA lets only the initiator send the first FPDU, so a passive
+# connection (LISTENER.N) completes a receive (the active side's first
+# ping) before anything it sent or read: the server's token went out only
+# after it.  siw fails a connect whose MPA reply has data behind it.
+if [ "$DEV" = siw ]; then
+	bad=$(awk '
+		match($0, / krdma_(send_done|recv_done|rdma_start|rdma_done): conn=[A-Za-z0-9_-]+\.[0-9]+ /) {
+			split(substr($0, RSTART + 1, RLENGTH - 2), f, /: conn=/)
+			if (!(f[2] in first)) { first[f[2]] = f[1]; n++ }
+		}
+		END {
+			for (c in first)
+				if (first[c] != "krdma_recv_done")
+					print c " began with " first[c]
+			if (!n)
+				print "no passive connection in the trace"
+		}' "$tmp/trace.txt")
+	[ -z "$bad" ] || fail "a passive connection spoke first: $bad"
+	log "every passive connection received before it sent"
 fi
 # The names are the sysfs names of connections and listeners.
 bad=$(grep -E ' krdma_' "$tmp/trace.txt" | grep -vE " krdma_[a-z_]+: $name " | head -n 3)
