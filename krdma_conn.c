@@ -189,6 +189,8 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 static void krdma_teardown_work(struct work_struct *work);
 static void krdma_conn_ev_work(struct work_struct *work);
 static void krdma_handover_work(struct work_struct *work);
+static void krdma_handover_queue(struct krdma_conn *conn,
+				 unsigned long delay);
 static void krdma_conn_flush_work(struct work_struct *work);
 
 static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
@@ -664,6 +666,9 @@ static bool __krdma_conn_set_error(struct krdma_conn *conn, int err,
 	if (krdma_conn_cause_locked(conn, err, weak))
 		conn->error_wc = wc;
 	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
+	/* Not handed over yet (iWARP): nobody else would close it. */
+	if (first && conn->handover_wait)
+		krdma_handover_queue(conn, 0);
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
 	return first;
@@ -1462,9 +1467,10 @@ static void krdma_handover_work(struct work_struct *work)
 		krdma_poll_cq(conn, conn->cq_size);
 	rdma_lock_handler(conn->cm_id);
 	spin_lock_bh(&conn->lock);
-	go = !conn->dying && conn->handover_wait && conn->peer_spoke;
-	again = !conn->dying && conn->handover_wait && !conn->peer_spoke &&
-		conn->opts.poll;
+	/* A connection that failed first goes too: its owner closes it. */
+	go = !conn->dying && conn->handover_wait &&
+	     (conn->peer_spoke || conn->error);
+	again = !conn->dying && conn->handover_wait && !go && conn->opts.poll;
 	if (go)
 		conn->handover_wait = false;
 	spin_unlock_bh(&conn->lock);
@@ -1482,7 +1488,7 @@ static void krdma_handover_work(struct work_struct *work)
  */
 void krdma_conn_peer_spoke_locked(struct krdma_conn *conn)
 {
-	conn->peer_spoke = true;
+	WRITE_ONCE(conn->peer_spoke, true);
 	if (conn->handover_wait)
 		krdma_handover_queue(conn, 0);
 }

@@ -584,6 +584,12 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_wc_error(conn, wc, "receive");
 		return;
 	}
+	/* The peer spoke, well or not: an iWARP passive side may go on. */
+	if (unlikely(!READ_ONCE(conn->peer_spoke))) {
+		spin_lock_bh(&conn->lock);
+		krdma_conn_peer_spoke_locked(conn);
+		spin_unlock_bh(&conn->lock);
+	}
 	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
 		trace_krdma_recv_done(conn->name, 0, wc->status);
 		/* The data went to the token; this receive only notifies. */
@@ -675,8 +681,6 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_conn_set_error(conn, ret);
 		return;
 	}
-	if (unlikely(!conn->peer_spoke))
-		krdma_conn_peer_spoke_locked(conn);
 	if (info.type != KRDMA_MSG_HB || !krdma_inject_drop_hb(&conn->inj))
 		conn->hb_rx++;
 	if (info.credits || (info.flags & KRDMA_MSG_F_CTL_ACK))
