@@ -4486,7 +4486,12 @@ static void sc_mr_pool_inv(struct at_test *t)
  * by closing them from the server's side.
  */
 #define AT_SL_MAX	8
-#define AT_SE_MAX	32
+/*
+ * Session events a scenario records: session_flap's ten flaps in make
+ * stress take up to four or five each (disconnected, a reconnecting per
+ * attempt while the link is down, reconnected).
+ */
+#define AT_SE_MAX	128
 
 struct at_sl {
 	spinlock_t		lock;	/* everything below */
