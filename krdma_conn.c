@@ -1508,7 +1508,11 @@ static void krdma_passive_established(struct krdma_conn *conn)
 	}
 	if (conn->iwarp) {
 		spin_lock_bh(&conn->lock);
-		wait = !conn->peer_spoke;
+		/*
+		 * An error set before handover_wait is not queued by
+		 * __krdma_conn_set_error(): hand such a connection over now.
+		 */
+		wait = !conn->peer_spoke && !conn->error;
 		conn->handover_wait = wait;
 		spin_unlock_bh(&conn->lock);
 	}
