@@ -20,14 +20,14 @@
 
 const char krdma_cmd_usage[] =
 "listen name=NAME addr=IP:PORT [depth=N] [msg=BYTES] [backlog=N]\n"
-"       [hb_ms=MS|off] [hb_misses=N] [wq=0|1]\n"
+"       [hb_ms=MS|off] [hb_misses=N] [wq=0|1] [vector=N|any]\n"
 "unlisten name=NAME\n"
 "connect name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
-"        [hb_ms=MS|off] [hb_misses=N] [poll=0|1] [wq=0|1]\n"
+"        [hb_ms=MS|off] [hb_misses=N] [poll=0|1] [wq=0|1] [vector=N|any]\n"
 "disconnect name=NAME\n"
 "session name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
 "        [hb_ms=MS|off] [hb_misses=N] [reconnect_delay_ms=MS] [loss_tmo_ms=MS|never]\n"
-"        [poll=0|1] [wq=0|1]\n"
+"        [poll=0|1] [wq=0|1] [vector=N|any]\n"
 "unsession name=NAME\n"
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
 "     [sge=N] [timeout_ms=MS]\n"
@@ -38,7 +38,7 @@ const char krdma_cmd_usage[] =
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
 	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_BACKLOG, K_HB_MS,
-	K_HB_MISSES, K_DELAY, K_LOSS, K_POLL, K_WQ, K_NR,
+	K_HB_MISSES, K_DELAY, K_LOSS, K_POLL, K_WQ, K_VECTOR, K_NR,
 };
 
 static const char * const krdma_keys[K_NR] = {
@@ -49,7 +49,7 @@ static const char * const krdma_keys[K_NR] = {
 	[K_SECS] = "secs", [K_BATCH] = "batch", [K_BACKLOG] = "backlog",
 	[K_HB_MS] = "hb_ms", [K_HB_MISSES] = "hb_misses",
 	[K_DELAY] = "reconnect_delay_ms", [K_LOSS] = "loss_tmo_ms",
-	[K_POLL] = "poll", [K_WQ] = "wq",
+	[K_POLL] = "poll", [K_WQ] = "wq", [K_VECTOR] = "vector",
 };
 
 struct krdma_verb {
@@ -63,19 +63,19 @@ struct krdma_verb {
 static const struct krdma_verb krdma_verbs[] = {
 	{ "listen", KRDMA_CMD_LISTEN,
 	  B(K_NAME) | B(K_ADDR) | B(K_DEPTH) | B(K_MSG) | B(K_BACKLOG) |
-	  B(K_HB_MS) | B(K_HB_MISSES) | B(K_WQ),
+	  B(K_HB_MS) | B(K_HB_MISSES) | B(K_WQ) | B(K_VECTOR),
 	  B(K_NAME) | B(K_ADDR) },
 	{ "unlisten", KRDMA_CMD_UNLISTEN, B(K_NAME), B(K_NAME) },
 	{ "connect", KRDMA_CMD_CONNECT,
 	  B(K_NAME) | B(K_ADDR) | B(K_SRC) | B(K_DEPTH) | B(K_MSG) |
 	  B(K_TIMEOUT) | B(K_TOS) | B(K_HELLO) | B(K_HB_MS) | B(K_HB_MISSES) |
-	  B(K_POLL) | B(K_WQ),
+	  B(K_POLL) | B(K_WQ) | B(K_VECTOR),
 	  B(K_NAME) | B(K_ADDR) },
 	{ "disconnect", KRDMA_CMD_DISCONNECT, B(K_NAME), B(K_NAME) },
 	{ "session", KRDMA_CMD_SESSION,
 	  B(K_NAME) | B(K_ADDR) | B(K_SRC) | B(K_DEPTH) | B(K_MSG) |
 	  B(K_TIMEOUT) | B(K_TOS) | B(K_HB_MS) | B(K_HB_MISSES) | B(K_DELAY) |
-	  B(K_LOSS) | B(K_POLL) | B(K_WQ),
+	  B(K_LOSS) | B(K_POLL) | B(K_WQ) | B(K_VECTOR),
 	  B(K_NAME) | B(K_ADDR) },
 	{ "unsession", KRDMA_CMD_UNSESSION, B(K_NAME), B(K_NAME) },
 	{ "test", KRDMA_CMD_TEST,
@@ -283,11 +283,16 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	case K_DELAY:
 	case K_LOSS:
 	case K_POLL:
-	case K_WQ: {
+	case K_WQ:
+	case K_VECTOR: {
 		u32 val;
 
 		if (k == K_HB_MS && !strcmp(v, "off")) {
 			cmd->hb_ms = KRDMA_HEARTBEAT_OFF;
+			return 0;
+		}
+		if (k == K_VECTOR && !strcmp(v, "any")) {
+			cmd->vector = KRDMA_COMP_VECTOR_ANY;
 			return 0;
 		}
 		if (k == K_LOSS && !strcmp(v, "never")) {
@@ -358,6 +363,10 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 			lim = 1;
 			cmd->wq = val;
 			break;
+		case K_VECTOR:
+			lim = KRDMA_CMD_MAX_VECTOR;
+			cmd->vector = KRDMA_COMP_VECTOR(val);
+			break;
 		case K_DELAY:
 			lim = KRDMA_SESSION_MAX_DELAY_MS;
 			cmd->delay_ms = val;
@@ -378,7 +387,7 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 			return ERR("%s=%u out of range (at most %u)", krdma_keys[k],
 			    val, lim);
 		if (!val && k != K_HELLO && k != K_TOS && k != K_SIZE &&
-		    k != K_POLL && k != K_WQ)
+		    k != K_POLL && k != K_WQ && k != K_VECTOR)
 			return ERR("%s must not be 0", krdma_keys[k]);
 		return 0;
 	}

@@ -42,6 +42,8 @@ enum krdma_cmd_op {
  * may be longer, and every command that names an object takes those too.
  */
 #define KRDMA_NEW_NAME_MAX	32
+/* vector=N: at most this N (devices have far fewer). */
+#define KRDMA_CMD_MAX_VECTOR	1023
 #define KRDMA_NAME_MAX		48
 
 struct krdma_cmd {
@@ -68,6 +70,7 @@ struct krdma_cmd {
 	u32			loss_tmo_ms;	/* session */
 	u32			poll;		/* connect/session: opts.poll */
 	u32			wq;		/* opts.workqueue */
+	u32			vector;		/* opts.comp_vector */
 };
 
 int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,

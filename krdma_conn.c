@@ -219,6 +219,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	conn->max_msg = opts->max_msg_size;
 	conn->state = KRDMA_CONN_CONNECTING;
 	conn->cm_event = -1;
+	conn->comp_vector = -1;
 	INIT_LIST_HEAD(&conn->list);
 	INIT_LIST_HEAD(&conn->accept_entry);
 	INIT_LIST_HEAD(&conn->rx_ready);
@@ -1177,6 +1178,7 @@ void krdma_conn_query(struct krdma_conn *conn, struct krdma_conn_info *info)
 	memcpy(&info->peer, &conn->raddr, sizeof(info->peer));
 	strscpy(info->name, conn->name, sizeof(info->name));
 	strscpy(info->device, conn->devname, sizeof(info->device));
+	info->comp_vector = READ_ONCE(conn->comp_vector);
 	info->send_ops = atomic64_read(&st->send_ops);
 	info->send_bytes = atomic64_read(&st->send_bytes);
 	info->recv_ops = atomic64_read(&st->recv_ops);

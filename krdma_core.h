@@ -192,6 +192,7 @@ struct krdma_conn {
 	struct ib_qp		*qp;
 	struct ib_cq		*cq;
 	u32			cq_size;
+	int			comp_vector;	/* cq's; -1: none */
 	spinlock_t		poll_lock;	/* one poll at a time (opts.poll) */
 	u32			port;
 	bool			established;	/* ever reached CONNECTED */

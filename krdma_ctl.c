@@ -300,6 +300,7 @@ static int krdma_ctl_connect(struct krdma_cmd *cmd)
 		.heartbeat_misses = cmd->hb_misses,
 		.poll = cmd->poll,
 		.workqueue = cmd->wq,
+		.comp_vector = cmd->vector,
 		.name = cmd->name,
 		.test_hello = cmd->hello,
 	};
@@ -476,6 +477,7 @@ static int krdma_ctl_listen(struct krdma_cmd *cmd)
 		.heartbeat_ms = cmd->hb_ms,
 		.heartbeat_misses = cmd->hb_misses,
 		.workqueue = cmd->wq,
+		.comp_vector = cmd->vector,
 		.ops = &krdma_ctl_passive_ops,
 		.name = cmd->name,
 	};
@@ -543,6 +545,7 @@ static int krdma_ctl_session(struct krdma_cmd *cmd)
 			.heartbeat_misses = cmd->hb_misses,
 			.poll = cmd->poll,
 			.workqueue = cmd->wq,
+			.comp_vector = cmd->vector,
 		},
 		.reconnect_delay_ms = cmd->delay_ms,
 		.loss_tmo_ms = cmd->loss_tmo_ms,

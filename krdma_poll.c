@@ -40,12 +40,17 @@
  */
 int krdma_cq_create(struct krdma_conn *conn, struct ib_device *ibdev)
 {
+	int nvec = max(ibdev->num_comp_vectors, 1);
+	int vector = -1;	/* the pool's round robin */
 	struct ib_cq *cq;
 
+	if (conn->opts.comp_vector != KRDMA_COMP_VECTOR_ANY)
+		vector = (conn->opts.comp_vector - 1) % nvec;
 	if (conn->opts.poll)
-		cq = ib_alloc_cq(ibdev, conn, conn->cq_size, 0, IB_POLL_DIRECT);
+		cq = ib_alloc_cq(ibdev, conn, conn->cq_size, max(vector, 0),
+				 IB_POLL_DIRECT);
 	else
-		cq = ib_cq_pool_get(ibdev, conn->cq_size, -1,
+		cq = ib_cq_pool_get(ibdev, conn->cq_size, vector,
 				    conn->opts.workqueue ? IB_POLL_WORKQUEUE :
 							   IB_POLL_SOFTIRQ);
 	if (IS_ERR(cq)) {
@@ -54,6 +59,7 @@ int krdma_cq_create(struct krdma_conn *conn, struct ib_device *ibdev)
 		return PTR_ERR(cq);
 	}
 	conn->cq = cq;
+	WRITE_ONCE(conn->comp_vector, cq->comp_vector);
 	return 0;
 }
 

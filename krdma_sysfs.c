@@ -332,6 +332,12 @@ static ssize_t conn_completions_show(struct kobject *kobj,
 			  o->workqueue ? "workqueue" : "softirq");
 }
 
+static ssize_t conn_comp_vector_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", READ_ONCE(to_conn(kobj)->comp_vector));
+}
+
 static ssize_t conn_credits_show(struct kobject *kobj,
 				 struct kobj_attribute *attr, char *buf)
 {
@@ -420,6 +426,7 @@ KRDMA_CONN_ATTR(max_send_sge);
 KRDMA_CONN_ATTR(heartbeat_ms);
 KRDMA_CONN_ATTR(poll);
 KRDMA_CONN_ATTR(completions);
+KRDMA_CONN_ATTR(comp_vector);
 
 static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_state.attr,
@@ -452,6 +459,7 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_heartbeat_ms.attr,
 	&conn_attr_poll.attr,
 	&conn_attr_completions.attr,
+	&conn_attr_comp_vector.attr,
 	&conn_attr_hb_sent.attr,
 	&conn_attr_hb_received.attr,
 	&conn_attr_poll_reaped.attr,

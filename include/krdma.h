@@ -65,6 +65,12 @@ struct attribute_group;
 #define KRDMA_HEARTBEAT_OFF		U32_MAX
 #define KRDMA_DEFAULT_HEARTBEAT_MISSES	4
 #define KRDMA_MAX_HEARTBEAT_MISSES	100
+/*
+ * opts.comp_vector: the RDMA core's choice (round robin over the device's
+ * vectors), or completion vector N modulo the device's number of vectors.
+ */
+#define KRDMA_COMP_VECTOR_ANY	0
+#define KRDMA_COMP_VECTOR(n)	((u32)(n) + 1)
 /* The consumer's bytes in a connect request (opts.private_data). */
 #define KRDMA_MAX_PRIVATE_DATA		32
 /*
@@ -292,6 +298,17 @@ struct krdma_conn_ops {
  *	delay= fault injection would come from a timer, in softirq: a
  *	workqueue connection refuses delay= with -EOPNOTSUPP.  For a
  *	listener: every connection it accepts.
+ * @comp_vector: which of the device's completion vectors (interrupts,
+ *	and so CPUs) reaps the connection's completions:
+ *	KRDMA_COMP_VECTOR_ANY (0), the RDMA core's round robin over them, or
+ *	KRDMA_COMP_VECTOR(n), vector n modulo the device's number of vectors
+ *	(a block driver passes its hardware queue's index, so that each
+ *	queue's completions come on a CPU of its own, as nvme-rdma's do).
+ *	Connections on one vector share completion queues from the device's
+ *	pool.  For a listener: every connection it accepts (the default
+ *	spreads them).  A polled connection's own CQ is made on that vector
+ *	too, though nothing reaps it by interrupt.  krdma_conn_query() and
+ *	conns/NAME/comp_vector say which vector it got.
  * @name: the name of the connection or listener: its directory under
  *	/sys/kernel/krdma/conns/ or listeners/, and how dmesg calls it.
  *	NULL or "": krdma makes one (connN, listenN).  At most
@@ -317,6 +334,7 @@ struct krdma_conn_opts {
 	u32	mr_pool_pages;
 	bool	poll;
 	bool	workqueue;
+	u32	comp_vector;
 	const char	*name;
 	u8	test_hello;
 };
@@ -794,6 +812,8 @@ enum krdma_conn_state {
  * @peer: the peer's
  * @name: its name (its directory under /sys/kernel/krdma/conns/)
  * @device: its RDMA device's name, "" before address resolution
+ * @comp_vector: the completion vector its completions come on (see
+ *	&struct krdma_conn_opts), -1 before it had a completion queue
  * @send_ops: messages sent (and so on for the other counters: operations
  *	completed and their bytes)
  * @send_bytes: bytes of @send_ops
@@ -817,6 +837,7 @@ struct krdma_conn_info {
 	struct sockaddr_storage	local, peer;
 	char			name[KRDMA_CONN_NAME_MAX];
 	char			device[IB_DEVICE_NAME_MAX];
+	int			comp_vector;
 	u64			send_ops, send_bytes;
 	u64			recv_ops, recv_bytes;
 	u64			write_ops, write_bytes;

@@ -174,6 +174,23 @@ static void cmd_listen_ok(struct kunit *test)
 	expect_bad(test, "connect name=c6 addr=1.2.3.4:5 poll=1 wq=1",
 		   "poll=1 and wq=1 together");
 	expect_bad(test, "test name=c6 wq=1", "unknown word 'wq' for test");
+
+	/* Completion vectors: listen, connect and session; 0..1023 or any. */
+	expect_ok(test, "connect name=c7 addr=10.1.2.3:7000 vector=0");
+	KUNIT_EXPECT_EQ(test, cmd->vector, KRDMA_COMP_VECTOR(0));
+	expect_ok(test, "listen name=l7 addr=10.1.2.3:7000 vector=1023");
+	KUNIT_EXPECT_EQ(test, cmd->vector, KRDMA_COMP_VECTOR(1023));
+	expect_ok(test, "session name=s7 addr=10.1.2.3:7000 vector=any");
+	KUNIT_EXPECT_EQ(test, cmd->vector, (u32)KRDMA_COMP_VECTOR_ANY);
+	expect_ok(test, "connect name=c7 addr=10.1.2.3:7000");
+	KUNIT_EXPECT_EQ(test, cmd->vector, (u32)KRDMA_COMP_VECTOR_ANY);
+	expect_bad(test, "connect name=c7 addr=1.2.3.4:5 vector=1024",
+		   "vector=1024 out of range (at most 1023)");
+	expect_bad(test, "connect name=c7 addr=1.2.3.4:5 vector=4294967295",
+		   "vector=4294967295 out of range (at most 1023)");
+	expect_bad(test, "connect name=c7 addr=1.2.3.4:5 vector=some",
+		   "bad number 'vector=some'");
+	expect_bad(test, "test name=c7 vector=1", "unknown word 'vector' for test");
 	expect_bad(test, "test name=c4 hb_ms=500", "unknown word 'hb_ms'");
 }
 
