@@ -1007,18 +1007,15 @@ static bool at_reg(struct at_test *t, struct krdma_conn *c, u64 len,
 	return true;
 }
 
-static struct krdma_conn *at_connect(struct at_test *t, u32 depth, u32 max_msg,
-				     const struct krdma_conn_ops *ops, void *priv)
+/* A connection to the server with @opts (timeout_ms 0: 10 s). */
+static struct krdma_conn *at_connect_opts(struct at_test *t,
+					  const struct krdma_conn_opts *o)
 {
-	struct krdma_conn_opts opts = {
-		.queue_depth = depth,
-		.max_msg_size = max_msg,
-		.timeout_ms = 10000,
-		.ops = ops,
-		.priv = priv,
-	};
+	struct krdma_conn_opts opts = *o;
 	struct krdma_conn *c;
 
+	if (!opts.timeout_ms)
+		opts.timeout_ms = 10000;
 	c = krdma_connect((struct sockaddr *)&at_addr, NULL, &opts);
 	if (IS_ERR(c)) {
 		at_fail(t, "krdma_connect to %pISpc: %ld", &at_addr, PTR_ERR(c));
@@ -1027,20 +1024,15 @@ static struct krdma_conn *at_connect(struct at_test *t, u32 depth, u32 max_msg,
 	return c;
 }
 
-/*
- * A connection to the server in @mode (depth, max_msg: 0 for defaults),
- * with the event callbacks @ops (may be NULL).
- */
-static struct krdma_conn *at_open_ops(struct at_test *t, int mode, u64 arg,
-				      u32 depth, u32 max_msg,
-				      const struct krdma_conn_ops *ops,
-				      void *priv)
+/* A connection with @o to the server in @mode, greeted. */
+static struct krdma_conn *at_open_opts(struct at_test *t, int mode, u64 arg,
+				       const struct krdma_conn_opts *o)
 {
 	struct at_msg m, rep, nop;
 	struct krdma_conn *c;
 	int ret;
 
-	c = at_connect(t, depth, max_msg, ops, priv);
+	c = at_connect_opts(t, o);
 	if (!c)
 		return NULL;
 	at_msg_init(&m, AT_HELLO, 0, 0, 0, 0, arg);
@@ -1086,6 +1078,25 @@ static struct krdma_conn *at_open_ops(struct at_test *t, int mode, u64 arg,
 		return NULL;
 	}
 	return c;
+}
+
+/*
+ * A connection to the server in @mode (depth, max_msg: 0 for defaults),
+ * with the event callbacks @ops (may be NULL).
+ */
+static struct krdma_conn *at_open_ops(struct at_test *t, int mode, u64 arg,
+				      u32 depth, u32 max_msg,
+				      const struct krdma_conn_ops *ops,
+				      void *priv)
+{
+	struct krdma_conn_opts opts = {
+		.queue_depth = depth,
+		.max_msg_size = max_msg,
+		.ops = ops,
+		.priv = priv,
+	};
+
+	return at_open_opts(t, mode, arg, &opts);
 }
 
 static struct krdma_conn *at_open(struct at_test *t, int mode, u64 arg,
@@ -3227,6 +3238,63 @@ out_free:
 }
 
 /* The server closes; a blocked krdma_recv() returns -ECONNRESET promptly. */
+/*
+ * #17: opts.comp_vector.  A connection asked for vector n has its
+ * completions on vector n modulo the device's (rxe and siw: one per
+ * possible CPU, two in the lab's guests), softirq, workqueue or polled,
+ * and krdma_conn_query() says which; its greeting's request and reply
+ * came through that CQ.  The default takes the RDMA core's round robin:
+ * some vector.
+ */
+static void sc_comp_vector(struct at_test *t)
+{
+	static const struct {
+		u32	vec;
+		bool	poll, wq;
+	} vc[] = {
+		{ KRDMA_COMP_VECTOR(0) }, { KRDMA_COMP_VECTOR(1) },
+		{ KRDMA_COMP_VECTOR(5) }, { KRDMA_COMP_VECTOR(1), true },
+		{ KRDMA_COMP_VECTOR(1), false, true },
+		{ KRDMA_COMP_VECTOR_ANY },
+	};
+	int nvec = num_possible_cpus(), want;
+	struct krdma_conn_opts o = {};
+	struct krdma_conn_info *info;
+	struct krdma_conn *c;
+	size_t i;
+
+	if (nvec < 2) {
+		at_fail(t, "%d possible CPU: vectors cannot be told apart", nvec);
+		return;
+	}
+	info = kmalloc(sizeof(*info), GFP_KERNEL);
+	if (!info) {
+		at_fail(t, "no memory");
+		return;
+	}
+	for (i = 0; i < ARRAY_SIZE(vc) && !t->failed; i++) {
+		o.comp_vector = vc[i].vec;
+		o.poll = vc[i].poll;
+		o.workqueue = vc[i].wq;
+		c = at_open_opts(t, AT_MODE_GENERIC, 0, &o);
+		if (!c)
+			break;
+		krdma_conn_query(c, info);
+		if (vc[i].vec == KRDMA_COMP_VECTOR_ANY) {
+			if (info->comp_vector < 0 || info->comp_vector >= nvec)
+				at_fail(t, "default vector: got %d of %d",
+					info->comp_vector, nvec);
+		} else {
+			want = (vc[i].vec - 1) % nvec;
+			at_expect(t, info->comp_vector, want,
+				  "comp_vector for vector %u (poll %d wq %d)",
+				  vc[i].vec - 1, vc[i].poll, vc[i].wq);
+		}
+		krdma_close(c);
+	}
+	kfree(info);
+}
+
 static void sc_peer_close(struct at_test *t)
 {
 	unsigned long start;
@@ -6389,6 +6457,7 @@ static const struct at_scenario {
 	{ "rdma_prep", sc_rdma_prep },
 	{ "close_midflight", sc_close_midflight },
 	{ "peer_close", sc_peer_close },
+	{ "comp_vector", sc_comp_vector },
 	{ "events", sc_events },
 	{ "conn_fail", sc_conn_fail },
 	{ "recv_cb", sc_recv_cb },

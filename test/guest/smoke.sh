@@ -52,6 +52,33 @@ expect_ctl_err EINVAL connect name=cx addr=$PEER_IP:7002 wq=1 poll=1
 ctl disconnect name=cw || fail "disconnect cw"
 wait_for 20 test ! -e $KRDMA_SYS/conns/lw.0 || fail "lw.0 not closed after its peer left"
 ctl unlisten name=lw || fail "unlisten lw"
+# Completion vectors (vector=, opts.comp_vector): rxe and siw have one per
+# possible CPU.  A connection asked for vector N is on N modulo their
+# number (conns/NAME/comp_vector), polled too; a listener's vector is its
+# accepted connections'.  apitest's comp_vector checks the kernel API.
+nvec=$(( $(sed 's/.*-//' /sys/devices/system/cpu/possible) + 1 ))
+[ "$nvec" -ge 2 ] || fail "$nvec possible CPUs: vectors cannot be told apart"
+ctl listen name=lv addr=$MY_IP:7003 vector=1 || fail "listen vector=1"
+for v in 0 1 5 3:poll; do
+	n=${v%%:*} p=0
+	[ "$v" = "$n" ] || p=1
+	ctl connect name=cv$n addr=$PEER_IP:7003 vector=$n poll=$p || fail "connect vector=$n poll=$p"
+	expect_eq "$(cat $KRDMA_SYS/conns/cv$n/comp_vector)" $((n % nvec)) "cv$n comp_vector"
+done
+lv_conns() { [ "$(ls -d $KRDMA_SYS/conns/lv.* 2>/dev/null | wc -l)" = "$1" ]; }
+wait_for 5 lv_conns 4 || fail "lv did not accept 4"
+for c in $KRDMA_SYS/conns/lv.*; do
+	expect_eq "$(cat $c/comp_vector)" $((1 % nvec)) "${c##*/} comp_vector"
+done
+ctl connect name=cva addr=$PEER_IP:7003 vector=any || fail "connect vector=any"
+v=$(cat $KRDMA_SYS/conns/cva/comp_vector)
+[ "$v" -ge 0 ] && [ "$v" -lt "$nvec" ] || fail "cva comp_vector $v"
+expect_ctl_err EINVAL connect name=cvx addr=$PEER_IP:7003 vector=1024
+for n in 0 1 5 3 a; do
+	ctl disconnect name=cv$n || fail "disconnect cv$n"
+done
+wait_for 20 lv_conns 0 || fail "lv's connections not closed"
+ctl unlisten name=lv || fail "unlisten lv"
 # Dynamic debug on: the same life is told.
 ddc=/proc/dynamic_debug/control
 [ -w $ddc ] || ddc=/sys/kernel/debug/dynamic_debug/control
