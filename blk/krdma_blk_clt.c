@@ -751,6 +751,8 @@ static int krdma_blk_queue_connect(struct krdma_blk_queue *q,
 			.mr_pool	= KRDMA_BLK_DEPTH,
 			.mr_pool_pages	= KRDMA_BLK_MAX_SEGS,
 			.poll		= q->polled,
+			/* Each hardware queue's completions on a vector. */
+			.comp_vector	= KRDMA_COMP_VECTOR(q->idx),
 		},
 		.reconnect_delay_ms	= a->reconnect_delay_ms,
 		.loss_tmo_ms		= a->loss_tmo_ms,

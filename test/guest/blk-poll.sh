@@ -8,7 +8,8 @@
 # its completions through blk-mq's ->poll, krdma_poll() on that queue's
 # connection): the polled connection carries replies, and its consumer's
 # krdma_poll() reaps completions (conns/NAME/poll_reaped; krdma's own
-# waits and heartbeat tick do not count there).  Plain I/O after it goes
+# waits and heartbeat tick do not count there).  Queue i's connection is
+# on completion vector i.  Plain I/O after it goes
 # to the default queue.  Without poll_queues the disk does not poll, and
 # a bad poll_queues= is refused naming its value.  On 6.1 the map refuses
 # poll queues with EOPNOTSUPP and a line that says so (fio's polled I/O
@@ -100,6 +101,11 @@ expect_eq "$(wc -w <<<"$polled") $(wc -w <<<"$plain")" "1 1" \
 P=$KRDMA_SYS/conns/${polled# }
 N=$KRDMA_SYS/conns/${plain# }
 stat() { cat "$1/$2"; }
+# Queue i's connection is on completion vector i (opts.comp_vector; rxe
+# and siw have one per possible CPU, two here): the default queue's on 0,
+# the poll queue's on 1.
+expect_eq "$(stat "$N" comp_vector) $(stat "$P" comp_vector)" "0 1" \
+	"the completion vectors of the default and the poll queue"
 
 r0=$(stat "$P" recv_ops) k0=$(stat "$P" poll_reaped) n0=$(stat "$N" recv_ops)
 log "fio verify, io_uring --hipri"
