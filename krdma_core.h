@@ -130,6 +130,7 @@ struct krdma_stats {
 	atomic64_t	send_inline;	/* messages posted IB_SEND_INLINE */
 	atomic64_t	send_zcopy;	/* sent from the caller's memory */
 	atomic64_t	hb_sent, hb_received;	/* pings and pongs */
+	atomic64_t	nudges;		/* iWARP: zero-length WRITEs */
 	atomic64_t	poll_reaped;	/* completions krdma_poll() reaped */
 };
 
@@ -253,6 +254,10 @@ struct krdma_conn {
 	bool			hb_tx_busy;	/* hb_tx is posted */
 	bool			hb_pong_owed;	/* a ping came while it was */
 	bool			hb_ping_out;	/* active: ping not answered */
+	/* iWARP, active: nudges until the first pong (krdma_hb_first()) */
+	struct delayed_work	nudge_work;
+	u32			nudge_count;
+	bool			nudge_done;	/* the first pong came */
 	bool			hb_stopped;	/* teardown began */
 	u32			hb_missed;	/* silent ticks in a row */
 	bool			hb_half;	/* polled: a poll-only tick */

@@ -89,6 +89,7 @@ void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
 	atomic64_inc(&conn->stats.hb_received);
 	if (pong) {
 		conn->hb_ping_out = false;
+		conn->nudge_done = true;
 		return;
 	}
 	if (unlikely(READ_ONCE(fault_hb_mute)))
@@ -101,10 +102,84 @@ void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
 }
 
 /*
+ * The nudges of krdma_hb_first(): the first after KRDMA_NUDGE_FIRST_MS,
+ * each later one after twice as long (at most KRDMA_NUDGE_MAX_MS), at
+ * most KRDMA_NUDGE_MAX of them: about 15 s in all.
+ */
+#define KRDMA_NUDGE_FIRST_MS	200
+#define KRDMA_NUDGE_MAX_MS	3200
+#define KRDMA_NUDGE_MAX		8
+
+static void krdma_nudge_queue(struct krdma_conn *conn)
+{
+	unsigned int ms = KRDMA_NUDGE_FIRST_MS << min(conn->nudge_count, 4U);
+
+	krdma_conn_get(conn);
+	if (!queue_delayed_work(krdma_wq, &conn->nudge_work,
+				msecs_to_jiffies(min(ms, KRDMA_NUDGE_MAX_MS))))
+		krdma_conn_put(conn);
+}
+
+/*
+ * A zero-length RDMA WRITE from hb_tx's send queue slot (hb_tx is free):
+ * it needs no receive at the peer, and the peer checks no STag for it
+ * (RFC 5040, and siw_proc_write()), so it can come at any time.  Its
+ * completion is hb_tx's (krdma_hb_sent()).
+ */
+static int krdma_nudge_post_locked(struct krdma_conn *conn)
+{
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe		= &conn->hb_tx.cqe,
+			.opcode		= IB_WR_RDMA_WRITE,
+			.send_flags	= IB_SEND_SIGNALED,
+		},
+	};
+	int ret;
+
+	ret = ib_post_send(conn->qp, &wr.wr, NULL);
+	if (ret) {
+		krdma_conn_fail_locked(conn, ret, "a nudge");
+		return ret;
+	}
+	conn->hb_tx_busy = true;
+	atomic64_inc(&conn->stats.nudges);
+	return 0;
+}
+
+static void krdma_nudge_work(struct work_struct *work)
+{
+	struct krdma_conn *conn = container_of(to_delayed_work(work),
+					       struct krdma_conn, nudge_work);
+
+	spin_lock_bh(&conn->lock);
+	if (krdma_conn_usable(conn) && !conn->hb_stopped &&
+	    !conn->nudge_done && conn->nudge_count < KRDMA_NUDGE_MAX) {
+		/* hb_tx still busy: try again at the next one. */
+		if (conn->hb_tx_busy || !conn->qp_ok ||
+		    !krdma_nudge_post_locked(conn)) {
+			conn->nudge_count++;
+			krdma_nudge_queue(conn);
+		}
+	}
+	spin_unlock_bh(&conn->lock);
+	krdma_conn_put(conn);	/* this one's */
+}
+
+/*
  * iWARP, the active side just established: a ping at once, whether or not
  * heartbeats were agreed, since MPA lets only the initiator send the first
  * FPDU and the passive side hands its connection over once something came
  * (krdma_handover_work()).  Its pong comes back like any other.
+ *
+ * Until that pong, the ping is followed by nudges (krdma_nudge_work()).
+ * siw's passive side leaves an FPDU that arrives between its MPA reply and
+ * its socket's hand-over to the QP unread until more data comes
+ * (siw_accept()), and this ping arrives just then.  Stuck, it would keep
+ * the passive side from handing its connection over, and (no ping goes
+ * out while one is unanswered) fail the connection after its heartbeats,
+ * as a krdma-blk queue's failed under load (test/guest/soak.sh over siw;
+ * not traced).  A later FPDU has the socket read.
  */
 int krdma_hb_first(struct krdma_conn *conn)
 {
@@ -113,8 +188,10 @@ int krdma_hb_first(struct krdma_conn *conn)
 	spin_lock_bh(&conn->lock);
 	if (conn->qp_ok && !conn->hb_tx_busy && !conn->hb_ping_out) {
 		ret = krdma_hb_post_locked(conn, false);
-		if (!ret)
+		if (!ret) {
 			conn->hb_ping_out = true;
+			krdma_nudge_queue(conn);
+		}
 	}
 	spin_unlock_bh(&conn->lock);
 	return ret;
@@ -193,6 +270,7 @@ unlock:
 void krdma_hb_init(struct krdma_conn *conn)
 {
 	INIT_DELAYED_WORK(&conn->hb_work, krdma_hb_work);
+	INIT_DELAYED_WORK(&conn->nudge_work, krdma_nudge_work);
 }
 
 /* The connection is established: tick, if both sides want heartbeats. */
@@ -232,5 +310,7 @@ void krdma_hb_stop(struct krdma_conn *conn)
 	conn->hb_stopped = true;
 	spin_unlock_bh(&conn->lock);
 	if (cancel_delayed_work_sync(&conn->hb_work))
+		krdma_conn_put(conn);
+	if (cancel_delayed_work_sync(&conn->nudge_work))
 		krdma_conn_put(conn);
 }

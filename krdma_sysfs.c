@@ -384,6 +384,7 @@ KRDMA_CONN_STAT(send_inline, KRDMA_STAT_OFF(send_inline));
 KRDMA_CONN_STAT(send_zcopy, KRDMA_STAT_OFF(send_zcopy));
 KRDMA_CONN_STAT(hb_sent, KRDMA_STAT_OFF(hb_sent));
 KRDMA_CONN_STAT(hb_received, KRDMA_STAT_OFF(hb_received));
+KRDMA_CONN_STAT(nudges, KRDMA_STAT_OFF(nudges));
 KRDMA_CONN_STAT(poll_reaped, KRDMA_STAT_OFF(poll_reaped));
 KRDMA_CONN_STAT(errors, KRDMA_STAT_OFF(errors));
 
@@ -462,6 +463,7 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_comp_vector.attr,
 	&conn_attr_hb_sent.attr,
 	&conn_attr_hb_received.attr,
+	&conn_attr_nudges.attr,
 	&conn_attr_poll_reaped.attr,
 	&conn_attr_errors.attr,
 	&conn_attr_inject.attr,
