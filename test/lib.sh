@@ -219,6 +219,27 @@ barrier() {	# barrier NAME [TIMEOUT]
 
 # Pass a small value to the other guest (pair) or to ourselves (single).
 put_val() { printf '%s\n' "$2" >"$LAB/sync/$TEST_ID.val.$1.tmp" && mv "$LAB/sync/$TEST_ID.val.$1.tmp" "$LAB/sync/$TEST_ID.val.$1"; }
+# has_val NAME: NAME was put (put_val), by either guest.
+has_val() { [ -e "$LAB/sync/$TEST_ID.val.$1" ]; }
+# wait_val SECONDS NAME: VAL is NAME's value, once the other guest put
+# it; fails when it does not come or the other guest ended first (saying
+# OTHER-done, or its qemu gone; B just exits then: A's log says why).
+# Not in $(...): fail must end the test.
+wait_val() {
+	local end=$((SECONDS + $1)) other
+	other=$([ "$ROLE" = A ] && echo B || echo A)
+	until has_val "$2"; do
+		if has_val "$other-done" || peer_gone "$other"; then
+			[ "$ROLE" = A ] || exit 0
+			fail "guest $other ended before it said '$2'"
+		fi
+		[ $SECONDS -lt $end ] || fail "guest $other never said '$2' ($1 s)"
+		nap 0.2
+	done
+	VAL=$(cat "$LAB/sync/$TEST_ID.val.$2")
+}
+# sysfs_empty DIR: no entry in DIR.
+sysfs_empty() { [ -z "$(ls -A "$1" 2>/dev/null)" ]; }
 get_val() {
 	local t=1200 other
 	other=$([ "$ROLE" = A ] && echo B || echo A)

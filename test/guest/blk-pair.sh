@@ -54,27 +54,8 @@ flaps=${KRDMA_BLK_FLAPS:-3} fio_size=${KRDMA_BLK_FIO_SIZE:-8M} dd_mb=8
 if [ "${KRDMA_STRESS:-0}" = 1 ]; then
 	flaps=${KRDMA_BLK_FLAPS:-10} fio_size=${KRDMA_BLK_FIO_SIZE:-16M}
 fi
-other=$([ "$ROLE" = A ] && echo B || echo A)
 bgpid=
 
-has_val() { [ -e "$LAB/sync/$TEST_ID.val.$1" ]; }
-# wait_val SECONDS NAME: VAL is NAME's value, once the other guest put
-# it; fails when it does not come or the other guest ended first (B just
-# exits then: A's log says why).  Not in $(...): fail must end the test.
-wait_val() {
-	local end=$((SECONDS + $1))
-	until has_val "$2"; do
-		if has_val "$other-done" || peer_gone "$other"; then
-			[ "$ROLE" = A ] || exit 0
-			fail "guest $other ended before it said '$2'"
-		fi
-		[ $SECONDS -lt $end ] || fail "guest $other never said '$2' ($1 s)"
-		nap 0.2
-	done
-	VAL=$(cat "$LAB/sync/$TEST_ID.val.$2")
-}
-# sysfs_empty DIR: no entry in DIR.
-sysfs_empty() { [ -z "$(ls -A "$1" 2>/dev/null)" ]; }
 region_sha() {	# region_sha DEV OFFSET_MIB MIB
 	dd if="$1" bs=1M skip="$2" count="$3" iflag=direct status=none |
 		sha256sum | cut -d' ' -f1

@@ -154,7 +154,6 @@ grep -q 'Input/output error' "$W/dd.err" ||
 t0=$SECONDS
 timeout 60 bash -c "echo unmap name=krdmablk0 >$BLK_CTL" || fail "unmap after the power-off"
 log "unmap took $((SECONDS - t0)) s"
-sysfs_empty() { [ -z "$(ls -A "$1" 2>/dev/null)" ]; }
 wait_for 20 sysfs_empty "$S" || fail "sessions left after unmap: $(ls "$S")"
 rmmod krdma_blk || fail "rmmod krdma_blk"
 

@@ -33,7 +33,6 @@ args=(port=7481 "dev=$DEV" scenarios=session_flap "flaps=$flaps")
 
 rdma_dev_up
 krdma_load
-has_val() { [ -e "$LAB/sync/$TEST_ID.val.$1" ]; }
 other=$([ "$ROLE" = A ] && echo B || echo A)
 val_or_gone() { has_val "$1" || has_val "$2" || peer_gone "$other"; }
 start=$(dmesg | wc -l)
