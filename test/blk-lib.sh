@@ -68,6 +68,44 @@ fio_verify() {
 	return 0
 }
 
+# fio_loop SIZE MAXBS DEPTH: in the background, fio_verify with 2 jobs
+# of SIZE, random writes and mixed reads and writes turn about, until
+# $W/stop exists; the runs done so far in $W/fio-runs, the output in
+# $W/fio-loop.log; the first run that fails ends the loop with its reason
+# (exit non-zero).  Sets bgpid.
+fio_loop() {
+	rm -f "$W/stop" "$W/fio-runs"
+	(
+		n=0
+		while [ ! -e "$W/stop" ]; do
+			rw=randwrite
+			[ $((n % 2)) = 1 ] && rw=randrw
+			fio_verify "$1" "$2" 2 "$3" "$rw"
+			n=$((n + 1))
+			echo "$n" >"$W/fio-runs"
+		done
+	) >"$W/fio-loop.log" 2>&1 &
+	bgpid=$!
+}
+
+# sess_sum FILE: FILE (a number) summed over every session.
+sess_sum() {
+	local f n=0 v
+	for f in "$KRDMA_SYS"/sessions/*/"$1"; do
+		read -r v <"$f" || return 1
+		n=$((n + v))
+	done
+	echo $n
+}
+# sess_all_connected: every session is connected.
+sess_all_connected() {
+	local f st
+	for f in "$KRDMA_SYS"/sessions/*/state; do
+		read -r st <"$f" || return 1
+		[ "$st" = connected ] || return 1
+	done
+}
+
 # io_loop ERRFILE: in the background, write and read back $D (256 KiB
 # direct I/O, 100 MiB a pass) until an I/O fails, then exit 3; dd's
 # complaints go to ERRFILE.  Sets bgpid.

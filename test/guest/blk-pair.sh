@@ -181,39 +181,11 @@ fio_verify "$fio_size" 4k 2 16 randrw
 
 # ---- 3. link flaps during fio verify --------------------------------------
 S=$KRDMA_SYS/sessions
-sess_sum() {	# the sum of a file over every session
-	local f n=0 v
-	for f in "$S"/*/"$1"; do
-		read -r v <"$f" || return 1
-		n=$((n + v))
-	done
-	echo $n
-}
-all_connected() {
-	local f st
-	for f in "$S"/*/state; do
-		read -r st <"$f" || return 1
-		[ "$st" = connected ] || return 1
-	done
-}
 expect_eq "$(ls "$S" | wc -l)" 2 "sessions (one a queue)"
-all_connected || fail "sessions not all connected before the flaps"
+sess_all_connected || fail "sessions not all connected before the flaps"
 log "$flaps link flaps during fio verify"
 dmesg_mark
-rm -f "$W/stop" "$W/fio-runs"
-# fio verify in a loop, random writes and mixed turn about, until told
-# to stop; the first run that fails ends the loop with its reason.
-(
-	n=0
-	while [ ! -e "$W/stop" ]; do
-		rw=randwrite
-		[ $((n % 2)) = 1 ] && rw=randrw
-		fio_verify "$fio_size" 1M 2 16 "$rw"
-		n=$((n + 1))
-		echo "$n" >"$W/fio-runs"
-	done
-) >"$W/fio-loop.log" 2>&1 &
-bgpid=$!
+fio_loop "$fio_size" 1M 16
 nap 2
 rc0=$(sess_sum reconnects) || fail "reconnects"
 for i in $(seq 1 "$flaps"); do
@@ -227,7 +199,7 @@ for i in $(seq 1 "$flaps"); do
 	t0=$SECONDS
 	# Some I/O, then every session connected again.
 	nap 1
-	wait_for 60 all_connected ||
+	wait_for 60 sess_all_connected ||
 		fail "flap $i: sessions not connected 60 s after link up: $(grep . "$S"/*/state "$S"/*/last_error | paste -sd ' ')"
 	after=$(sess_sum reconnects)
 	log "flap $i: down $down s; $((after - before)) reconnects; all connected $((SECONDS - t0)) s after link up"

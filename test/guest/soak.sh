@@ -16,7 +16,11 @@
 #   depth 8, then random reads and writes mixed with verify_backlog;
 #   crc32c).
 # Every self-test passes, every fio run exits 0 with 0 errors, no
-# connection counts an error, no session reconnects (the link is steady).
+# connection counts an error.  The map's sessions may reconnect: between
+# two CPU-starved TCG guests rxe now and then runs out of retries on a
+# live peer (3 times in 30 minutes over rxe, 2026-11-27), and krdma-blk is
+# to ride that out with no error reaching fio; the log counts them, and
+# every session must be connected again at the end.
 # Then everything is torn down on both sides (no connection, listener or
 # session left; krdma_blk unloads) and the suite's dmesg scan finds no
 # splat.  Logs the totals: self-tests, their operations and bytes; fio
@@ -103,16 +107,6 @@ loops_check() {
 	done
 	[ $rc = 0 ] || fail "a self-test loop failed"
 }
-# sess_reconnects: the sessions' reconnects, summed.
-sess_reconnects() {
-	local f v t=0
-	for f in "$KRDMA_SYS"/sessions/*/reconnects; do
-		read -r v <"$f" || return 1
-		t=$((t + v))
-	done
-	echo "$t"
-}
-
 rdma_dev_up
 krdma_load
 rm -rf "$W"
@@ -176,22 +170,13 @@ put_val connected 1
 blk map name=krdmablk0 addr=$PEER_IP:$BPORT export=e0 queues=2 || fail "map"
 wait_for 10 test -b "$D" || fail "$D never appeared"
 S=$KRDMA_SYS/sessions
-rc0=$(sess_reconnects) || fail "the sessions' reconnects"
+rc0=$(sess_sum reconnects) || fail "the sessions' reconnects"
 
 log "soak: $secs s of self-tests on c1 and c2 (B: on l1.2) and fio verify on $D (link: ${KRDMA_NET:-udp})"
 selftest_loop c1
 selftest_loop c2
-(
-	n=0
-	while [ ! -e "$W/stop" ]; do
-		rw=randwrite
-		[ $((n % 2)) = 1 ] && rw=randrw
-		fio_verify "$fio_size" 256k 2 8 "$rw"
-		n=$((n + 1))
-		echo "$n" >"$W/fio-runs"
-	done
-) >"$W/fio-loop.log" 2>&1 &
-fpid=$!
+fio_loop "$fio_size" 256k 8
+fpid=$bgpid
 end=$((SECONDS + secs))
 while [ $SECONDS -lt "$end" ]; do
 	kill -0 "$fpid" 2>/dev/null ||
@@ -210,11 +195,12 @@ runs=$(cat "$W/fio-runs" 2>/dev/null || echo 0)
 [ "$runs" -ge 1 ] || fail "no fio verify run finished in $secs s"
 loops_check c1 c2
 [ "$n" -ge 2 ] || fail "only $n self-tests finished in $secs s"
-expect_eq "$(sess_reconnects)" "$rc0" "session reconnects during the soak"
+within 60 sess_all_connected || fail "sessions not connected at the end: $(grep . "$S"/*/state | paste -sd ' ')"
+rcn=$(( $(sess_sum reconnects) - rc0 ))
 wait_val 600 b-sum
 fio_mib=$(( runs * 2 * ${fio_size%M} ))
 log "A: $n self-tests on c1 and c2, $o operations, $b bytes; B: $VAL (self-tests, operations, bytes)"
-log "A: $runs fio verify runs, $fio_mib MiB written and verified through $D"
+log "A: $runs fio verify runs, $fio_mib MiB written and verified through $D; its sessions reconnected $rcn times"
 
 blk "unmap name=krdmablk0" || fail "unmap"
 for c in c1 c2 c3; do
