@@ -103,8 +103,11 @@ void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
 
 /*
  * The nudges of krdma_hb_first(): the first after KRDMA_NUDGE_FIRST_MS,
- * each later one after twice as long (at most KRDMA_NUDGE_MAX_MS), at
- * most KRDMA_NUDGE_MAX of them: about 15 s in all.
+ * or half a heartbeat interval if that is shorter (a stuck ping must be
+ * nudged out well before the heartbeats give up on its pong: 100 ms x 3
+ * would otherwise fail a connection whose ping stuck), each later one
+ * after twice as long (at most KRDMA_NUDGE_MAX_MS), at most
+ * KRDMA_NUDGE_MAX of them: about 15 s in all.
  */
 #define KRDMA_NUDGE_FIRST_MS	200
 #define KRDMA_NUDGE_MAX_MS	3200
@@ -112,7 +115,12 @@ void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
 
 static void krdma_nudge_queue(struct krdma_conn *conn)
 {
-	unsigned int ms = KRDMA_NUDGE_FIRST_MS << min(conn->nudge_count, 4U);
+	unsigned int first = KRDMA_NUDGE_FIRST_MS;
+	unsigned int ms;
+
+	if (conn->hb_ms)
+		first = min(first, conn->hb_ms / 2);
+	ms = first << min(conn->nudge_count, 4U);
 
 	krdma_conn_get(conn);
 	if (!queue_delayed_work(krdma_wq, &conn->nudge_work,
