@@ -596,6 +596,7 @@ EXPORT_SYMBOL_GPL(krdma_conn_device_name);
  * and needs remote write rights on a READ's target.
  *
  * Context: any.
+ * Return: true on an iWARP device (siw), false on RoCE or InfiniBand.
  */
 bool krdma_conn_is_iwarp(struct krdma_conn *conn)
 {
@@ -1196,6 +1197,7 @@ EXPORT_SYMBOL_GPL(krdma_conn_query);
  * krdma_conn_error - why a connection stopped working
  * @conn: the connection
  *
+ * Context: any but hard interrupt; does not sleep.
  * Return: 0 while the connection is usable, else the negative errno that
  * ended it (-ECONNRESET for a disconnect, -ENODEV for device removal, the
  * work completion's error for a failed operation).
@@ -1216,6 +1218,7 @@ EXPORT_SYMBOL_GPL(krdma_conn_error);
  * krdma_max_msg_size - negotiated largest message
  * @conn: the connection
  *
+ * Context: any; does not sleep (fixed once connected).
  * Return: the size in bytes.
  */
 u32 krdma_max_msg_size(struct krdma_conn *conn)
@@ -1228,6 +1231,7 @@ EXPORT_SYMBOL_GPL(krdma_max_msg_size);
  * krdma_queue_depth - negotiated queue depth
  * @conn: the connection
  *
+ * Context: any; does not sleep (fixed once connected).
  * Return: how many messages (and one-sided operations) may be in flight.
  */
 u32 krdma_queue_depth(struct krdma_conn *conn)
@@ -2123,6 +2127,7 @@ EXPORT_SYMBOL_GPL(krdma_listen);
  * @l: the listener
  * @timeout: jiffies to wait, or MAX_SCHEDULE_TIMEOUT
  *
+ * Context: process; sleeps, interruptibly, up to @timeout.
  * Return: the connection (close it with krdma_close()), or an ERR_PTR:
  * -ETIMEDOUT, -ERESTARTSYS on a signal, -ENODEV if the listener was closed
  * or its device went away, -EINVAL if the listener has an event callback
@@ -2171,6 +2176,7 @@ EXPORT_SYMBOL_GPL(krdma_accept);
  *
  * For poll(): takes nothing off the queue and does not sleep.
  *
+ * Context: any but hard interrupt; does not sleep.
  * Return: true when krdma_accept() would return a connection at once.
  */
 bool krdma_accept_ready(struct krdma_listener *l)

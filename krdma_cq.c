@@ -927,6 +927,8 @@ EXPORT_SYMBOL_GPL(krdma_recv_ready);
  *
  * Messages that arrived before the connection failed are still delivered.
  *
+ * Context: process; sleeps, interruptibly, up to @timeout (a polled
+ * connection is polled meanwhile).
  * Return: the message length, or -ETIMEDOUT, -ERESTARTSYS, -EMSGSIZE,
  * -EINVAL (the connection has a recv callback), or the connection's error.
  * A connection can fail with -ETIMEDOUT too (its peer's heartbeats, a
@@ -995,6 +997,7 @@ EXPORT_SYMBOL_GPL(krdma_recv_ex);
  *
  * As krdma_recv_ex() without the immediate data.
  *
+ * Context: process; sleeps, as krdma_recv_ex().
  * Return: the message length, or a negative errno.
  */
 int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout)
@@ -1553,6 +1556,7 @@ EXPORT_SYMBOL_GPL(krdma_sendv_async);
  * gather send always copies).  More are copied into one buffer.
  *
  * Context: any; does not sleep.
+ * Return: that number of elements.
  */
 u32 krdma_max_send_sge(struct krdma_conn *conn)
 {

@@ -204,6 +204,9 @@ void krdma_conn_release_mrs(struct krdma_conn *conn)
  * pages) and have no gaps between entries (all but the first start on a
  * page, all but the last end on one).
  *
+ * Context: process; sleeps until the device has done the registration
+ * (at most 30 s, then the connection fails with -ETIMEDOUT).  For the I/O
+ * path, krdma_reg_sg_nowait().
  * Return: the registration, or an ERR_PTR: -EINVAL (bad rights or a gap),
  * -E2BIG (too large for one MR), -ENOMEM, or the connection's error.
  */
@@ -319,6 +322,7 @@ EXPORT_SYMBOL_GPL(krdma_reg_sg);
  * @len: its length
  * @access: KRDMA_ACCESS_* rights
  *
+ * Context: process; sleeps, as krdma_reg_sg().
  * Return: as krdma_reg_sg().
  */
 struct krdma_mr *krdma_reg_buf(struct krdma_conn *conn, void *buf,
@@ -368,6 +372,8 @@ EXPORT_SYMBOL_GPL(krdma_max_reg_pages);
  * krdma_mr_token - the token that gives the peer access to a registration
  * @kmr: the registration
  * @token: filled in
+ *
+ * Context: any; does not sleep.
  */
 void krdma_mr_token(struct krdma_mr *kmr, struct krdma_token *token)
 {

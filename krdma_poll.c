@@ -149,7 +149,9 @@ EXPORT_SYMBOL_GPL(krdma_conn_polled);
  * @timeout: in jiffies (MAX_SCHEDULE_TIMEOUT: none)
  * @state: TASK_UNINTERRUPTIBLE, TASK_INTERRUPTIBLE or TASK_KILLABLE
  *
- * For the macros of include/krdma.h only.  Context: process context.
+ * For the macros of include/krdma.h only.
+ *
+ * Context: process context.
  */
 void krdma_wait_begin(struct krdma_wait *w, struct krdma_conn *conn,
 		      wait_queue_head_t *wq, long timeout, unsigned int state)
@@ -173,7 +175,9 @@ EXPORT_SYMBOL_GPL(krdma_wait_begin);
  * Not polled: queue the task on the wait queue, as prepare_to_wait_event()
  * does, so that a wake-up between the condition and the sleep is not lost;
  * a signal that @w->state admits ends the wait (-ERESTARTSYS in @w->left).
- * For the macros of include/krdma.h only.  Context: process context.
+ * For the macros of include/krdma.h only.
+ *
+ * Context: process context.
  */
 void krdma_wait_prepare(struct krdma_wait *w)
 {
@@ -195,8 +199,9 @@ EXPORT_SYMBOL_GPL(krdma_wait_prepare);
  * connection once; if that found nothing, nap KRDMA_POLL_NAP_US (for
  * KRDMA_POLL_SPIN_NS after the last completion) or, after that, a jiffy.
  * Updates @w->left: what is left, 0, or -ERESTARTSYS.
- * For the macros of include/krdma.h only.  Context: process context;
- * sleeps.
+ * For the macros of include/krdma.h only.
+ *
+ * Context: process context; sleeps.
  */
 void krdma_wait_step(struct krdma_wait *w)
 {
@@ -234,7 +239,9 @@ EXPORT_SYMBOL_GPL(krdma_wait_step);
  * @w: the wait
  * @done: the condition was true
  *
- * For the macros of include/krdma.h only.  Context: process context.
+ * For the macros of include/krdma.h only.
+ *
+ * Context: process context.
  * Return: what wait_event_timeout() returns: the jiffies left (at least
  * 1) if @done, else 0 or -ERESTARTSYS.
  */

@@ -709,6 +709,8 @@ EXPORT_SYMBOL_GPL(krdma_rdma_discard);
  * the first error and the data of any transfer of it may or may not be
  * placed.
  *
+ * Context: process, as krdma_rdma_async(): mapping and registering
+ * allocate with GFP_KERNEL; without @nowait it waits for slots.
  * Return: as krdma_rdma_async(); -EINVAL for an empty batch.
  */
 int krdma_rdma_batch_async(struct krdma_conn *conn, bool write,
@@ -848,6 +850,7 @@ static int krdma_rdma_sync(struct krdma_conn *conn, bool write,
  * connection, or a reply from the peer, comes back only if the WRITE was
  * placed.
  *
+ * Context: process; sleeps up to @timeout.
  * Return: 0 once the data is placed at the peer (iWARP: once sent), else
  * -EINVAL, -ERANGE, -EACCES (the peer refused the key or the right; RoCE),
  * -ETIMEDOUT, or the connection's error.
@@ -868,6 +871,7 @@ EXPORT_SYMBOL_GPL(krdma_write);
  * @offset: where in the peer's region
  * @timeout: jiffies; a transfer not done by then fails the connection
  *
+ * Context: process; sleeps up to @timeout.
  * Return: as krdma_write().
  */
 int krdma_read(struct krdma_conn *conn, struct scatterlist *sg, int nents,
@@ -890,6 +894,7 @@ EXPORT_SYMBOL_GPL(krdma_read);
  * The notice takes one of the peer's receives, like a message, and arrives
  * in order with the messages.  iWARP has no immediate data.
  *
+ * Context: process; sleeps up to @timeout.
  * Return: as krdma_write(), or -EOPNOTSUPP on iWARP devices (siw).
  */
 int krdma_write_imm(struct krdma_conn *conn, struct scatterlist *sg,
@@ -1049,6 +1054,7 @@ out_put:
  * @old: the value before the operation
  * @timeout: jiffies
  *
+ * Context: process; sleeps up to @timeout.
  * Return: 0, -EOPNOTSUPP where the device has no atomics (siw), -EINVAL for
  * a misaligned target, -ERANGE, -EACCES, or the connection's error.
  */
@@ -1069,6 +1075,7 @@ EXPORT_SYMBOL_GPL(krdma_atomic_cas);
  * @old: the value before the operation
  * @timeout: jiffies
  *
+ * Context: process; sleeps up to @timeout.
  * Return: as krdma_atomic_cas().
  */
 int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,

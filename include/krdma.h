@@ -190,7 +190,7 @@ struct krdma_conn_req {
  * struct krdma_conn_ops - a consumer's callbacks
  * @event: a connection's state changed (enum krdma_event); @error is 0
  *	for ESTABLISHED, else the negative errno that ended it.
- *	Context: process context, from krdma's workqueue, one call at a
+ *	Runs in process context, from krdma's workqueue, one call at a
  *	time per connection and in order.  It may sleep and may call any
  *	krdma function but krdma_close() of @conn itself, which waits for
  *	it (schedule the close instead).
@@ -202,7 +202,7 @@ struct krdma_conn_req {
  *	krdma_msg_release() (a server can answer from them without a
  *	copy); a kept message holds one of the peer's credits, so keeping
  *	queue-depth messages stops the peer until one is released.
- *	Context: softirq, or process context with bottom halves disabled;
+ *	Runs in softirq, or process context with bottom halves disabled;
  *	must not sleep.  On a workqueue connection (opts.workqueue):
  *	process context, from the completion workqueue; may sleep to
  *	allocate or submit I/O, never to wait for a completion.  Messages
@@ -218,7 +218,7 @@ struct krdma_conn_req {
  *	allocated for the request, so refusing costs nothing; @req and its
  *	bytes are valid during the call only.  Without @accept every
  *	request within the backlog is accepted.
- *	Context: process context, from the RDMA CM's handler of the
+ *	Runs in process context, from the RDMA CM's handler of the
  *	listener; it may sleep, but requests to the listener wait for it.
  *	It must not call krdma_listener_close() of this listener.
  *
