@@ -27,7 +27,7 @@ const char krdma_cmd_usage[] =
 "disconnect name=NAME\n"
 "session name=NAME addr=IP:PORT [src=IP] [depth=N] [msg=BYTES] [timeout_ms=MS] [tos=N]\n"
 "        [hb_ms=MS|off] [hb_misses=N] [reconnect_delay_ms=MS] [loss_tmo_ms=MS|never]\n"
-"        [poll=0|1] [wq=0|1] [vector=N|any]\n"
+"        [poll=0|1] [wq=0|1] [vector=N|any] [conns=N]\n"
 "unsession name=NAME\n"
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
 "     [sge=N] [timeout_ms=MS]\n"
@@ -38,7 +38,7 @@ const char krdma_cmd_usage[] =
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
 	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_BACKLOG, K_HB_MS,
-	K_HB_MISSES, K_DELAY, K_LOSS, K_POLL, K_WQ, K_VECTOR, K_NR,
+	K_HB_MISSES, K_DELAY, K_LOSS, K_POLL, K_WQ, K_VECTOR, K_CONNS, K_NR,
 };
 
 static const char * const krdma_keys[K_NR] = {
@@ -50,6 +50,7 @@ static const char * const krdma_keys[K_NR] = {
 	[K_HB_MS] = "hb_ms", [K_HB_MISSES] = "hb_misses",
 	[K_DELAY] = "reconnect_delay_ms", [K_LOSS] = "loss_tmo_ms",
 	[K_POLL] = "poll", [K_WQ] = "wq", [K_VECTOR] = "vector",
+	[K_CONNS] = "conns",
 };
 
 struct krdma_verb {
@@ -75,7 +76,7 @@ static const struct krdma_verb krdma_verbs[] = {
 	{ "session", KRDMA_CMD_SESSION,
 	  B(K_NAME) | B(K_ADDR) | B(K_SRC) | B(K_DEPTH) | B(K_MSG) |
 	  B(K_TIMEOUT) | B(K_TOS) | B(K_HB_MS) | B(K_HB_MISSES) | B(K_DELAY) |
-	  B(K_LOSS) | B(K_POLL) | B(K_WQ) | B(K_VECTOR),
+	  B(K_LOSS) | B(K_POLL) | B(K_WQ) | B(K_VECTOR) | B(K_CONNS),
 	  B(K_NAME) | B(K_ADDR) },
 	{ "unsession", KRDMA_CMD_UNSESSION, B(K_NAME), B(K_NAME) },
 	{ "test", KRDMA_CMD_TEST,
@@ -284,7 +285,8 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	case K_LOSS:
 	case K_POLL:
 	case K_WQ:
-	case K_VECTOR: {
+	case K_VECTOR:
+	case K_CONNS: {
 		u32 val;
 
 		if (k == K_HB_MS && !strcmp(v, "off")) {
@@ -377,6 +379,10 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 		case K_LOSS:
 			lim = KRDMA_SESSION_LOSS_TMO_NEVER - 1;
 			cmd->loss_tmo_ms = val;
+			break;
+		case K_CONNS:
+			lim = KRDMA_SESSION_MAX_CONNS;
+			cmd->conns = val;
 			break;
 		default:
 			lim = KRDMA_TEST_MAX_SGE;

@@ -68,6 +68,7 @@ struct krdma_cmd {
 	u32			hb_misses;
 	u32			delay_ms;	/* session */
 	u32			loss_tmo_ms;	/* session */
+	u32			conns;		/* session: opts.nr_conns */
 	u32			poll;		/* connect/session: opts.poll */
 	u32			wq;		/* opts.workqueue */
 	u32			vector;		/* opts.comp_vector */

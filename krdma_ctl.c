@@ -550,6 +550,7 @@ static int krdma_ctl_session(struct krdma_cmd *cmd)
 		.reconnect_delay_ms = cmd->delay_ms,
 		.loss_tmo_ms = cmd->loss_tmo_ms,
 		.name = cmd->name,
+		.nr_conns = cmd->conns,
 	};
 	struct krdma_ctl_session *cs;
 	struct krdma_session *s;
@@ -568,8 +569,9 @@ static int krdma_ctl_session(struct krdma_cmd *cmd)
 			pr_warn_ratelimited("session: name '%s' already in use\n",
 					    cmd->name);
 		else
-			pr_warn_ratelimited("session: %s: first connection failed: %ld\n",
-					    cmd->name, PTR_ERR(s));
+			pr_warn_ratelimited("session: %s: first connection%s failed: %ld\n",
+					    cmd->name, cmd->conns > 1 ? "s" : "",
+					    PTR_ERR(s));
 		return PTR_ERR(s);
 	}
 	cs->s = s;

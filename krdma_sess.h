@@ -15,14 +15,17 @@
 #include <krdma.h>
 
 /*
- * Fill @buf (KRDMA_MAX_PRIVATE_DATA bytes) with the session header and
- * the consumer's @ulen bytes.  Return: the bytes to send, or -EINVAL when
- * the consumer's do not fit.
+ * Fill @buf (KRDMA_MAX_PRIVATE_DATA bytes) with the session header of
+ * connection @idx of @nr and the consumer's @ulen bytes.  Return: the
+ * bytes to send, or -EINVAL when the consumer's do not fit or @idx, @nr
+ * are out of range.
  */
 static inline int krdma_sess_pdata_encode(u8 *buf, const uuid_t *id, u32 gen,
-					  const void *user, u8 ulen)
+					  u32 idx, u32 nr, const void *user,
+					  u8 ulen)
 {
-	if (ulen > KRDMA_SESSION_MAX_USER_DATA || (ulen && !user))
+	if (ulen > KRDMA_SESSION_MAX_USER_DATA || (ulen && !user) ||
+	    !nr || nr > KRDMA_SESSION_MAX_CONNS || idx >= nr)
 		return -EINVAL;
 	buf[0] = KRDMA_SESSION_PDATA_MAGIC >> 8;
 	buf[1] = KRDMA_SESSION_PDATA_MAGIC & 0xff;
@@ -31,29 +34,39 @@ static inline int krdma_sess_pdata_encode(u8 *buf, const uuid_t *id, u32 gen,
 	buf[19] = (gen >> 16) & 0xff;
 	buf[20] = (gen >> 8) & 0xff;
 	buf[21] = gen & 0xff;
+	buf[22] = idx;
+	buf[23] = nr;
 	if (ulen)
 		memcpy(buf + KRDMA_SESSION_PDATA_HDR, user, ulen);
 	return KRDMA_SESSION_PDATA_HDR + ulen;
 }
 
 /*
- * Read a session header from @len bytes at @buf.  Return: how many of the
- * consumer's bytes follow it (from @buf + KRDMA_SESSION_PDATA_HDR), or
- * -EINVAL when these are not a session's.
+ * Read a session header from @len bytes at @buf (any of @id, @gen, @idx,
+ * @nr may be NULL).  Return: how many of the consumer's bytes follow it
+ * (from @buf + KRDMA_SESSION_PDATA_HDR), or -EINVAL when these are not a
+ * session's (a header whose index is not below its count, or whose count
+ * is 0 or past KRDMA_SESSION_MAX_CONNS, is not).
  */
 static inline int krdma_sess_pdata_decode(const u8 *buf, u32 len, uuid_t *id,
-					  u32 *gen)
+					  u32 *gen, u32 *idx, u32 *nr)
 {
 	if (!buf || len < KRDMA_SESSION_PDATA_HDR ||
 	    len > KRDMA_MAX_PRIVATE_DATA ||
 	    buf[0] != KRDMA_SESSION_PDATA_MAGIC >> 8 ||
-	    buf[1] != (KRDMA_SESSION_PDATA_MAGIC & 0xff))
+	    buf[1] != (KRDMA_SESSION_PDATA_MAGIC & 0xff) ||
+	    !buf[23] || buf[23] > KRDMA_SESSION_MAX_CONNS ||
+	    buf[22] >= buf[23])
 		return -EINVAL;
 	if (id)
 		memcpy(id->b, buf + 2, UUID_SIZE);
 	if (gen)
 		*gen = (u32)buf[18] << 24 | (u32)buf[19] << 16 |
 		       (u32)buf[20] << 8 | buf[21];
+	if (idx)
+		*idx = buf[22];
+	if (nr)
+		*nr = buf[23];
 	return len - KRDMA_SESSION_PDATA_HDR;
 }
 

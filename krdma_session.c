@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Sessions: a connection to one peer that comes back on its own
+ * Sessions: a connection to one peer that comes back on its own, or a set
+ * of them (opts.nr_conns) that fails and comes back as one
  * (include/krdma.h, "sessions"), modelled on nvme-rdma's reconnect_delay
- * and ctrl_loss_tmo and on rtrs-clt's reconnect work.
+ * and ctrl_loss_tmo (whose error recovery tears down and remakes every
+ * queue of a controller) and on rtrs-clt's reconnect work.
  *
  * A session is a consumer of the connection API like any other: its
  * connections are made by krdma_connect() with the session's ops, and it
@@ -40,7 +42,9 @@ enum krdma_sess_state {
 struct krdma_sess_conn {
 	struct krdma_session	*s;
 	struct krdma_conn	*conn;
-	struct list_head	list;		/* s->old */
+	struct list_head	list;		/* s->old; empty while current */
+	u32			idx;		/* in the session's set */
+	bool			abort;		/* to fail with its set (s->mutex) */
 	/* Under s->lock: */
 	u32			users;		/* krdma_session_conn_get()s */
 	bool			failed;		/* its end event came */
@@ -66,7 +70,11 @@ struct krdma_session {
 	enum krdma_sess_state	state;
 	bool			stopping;	/* krdma_session_destroy() */
 	bool			announce;	/* CONNECTED still to tell */
-	struct krdma_sess_conn	*cur;		/* NULL while reconnecting */
+	u32			nr;		/* connections in the set */
+	/* The set (all nr, or all NULL while reconnecting) */
+	struct krdma_sess_conn	*cur[KRDMA_SESSION_MAX_CONNS];
+	/* The set being made (s->mutex, or create's own) */
+	struct krdma_sess_conn	*next[KRDMA_SESSION_MAX_CONNS];
 	struct list_head	old;		/* failed, waiting to be closed */
 	u32			gen;		/* of the last connect request */
 	u32			reconnects;	/* connections made again */
@@ -77,7 +85,6 @@ struct krdma_session {
 	unsigned long		next_attempt;	/* jiffies */
 	u32			delay_ms;	/* settable in sysfs */
 	u32			loss_tmo_ms;
-	char			conn_name[48];	/* cur's, or "" */
 };
 
 static atomic_t krdma_sess_ids = ATOMIC_INIT(0);
@@ -172,9 +179,13 @@ static void krdma_sess_tell(struct krdma_session *s,
 		s->opts.ops->event(s, ev, error);
 }
 
-/* A connect request of generation @gen; sleeps up to opts.conn.timeout_ms. */
+/*
+ * The connect request of connection @idx of generation @gen; sleeps up to
+ * opts.conn.timeout_ms (@timeout_ms if not 0).
+ */
 static struct krdma_sess_conn *krdma_sess_connect(struct krdma_session *s,
-						  u32 gen, u32 timeout_ms)
+						  u32 gen, u32 idx,
+						  u32 timeout_ms)
 {
 	struct krdma_conn_opts o = s->opts.conn;
 	u8 pd[KRDMA_MAX_PRIVATE_DATA];
@@ -182,14 +193,19 @@ static struct krdma_sess_conn *krdma_sess_connect(struct krdma_session *s,
 	struct krdma_conn *conn;
 	int len;
 
-	len = krdma_sess_pdata_encode(pd, &s->uuid, gen, s->user, s->user_len);
+	len = krdma_sess_pdata_encode(pd, &s->uuid, gen, idx, s->nr, s->user,
+				      s->user_len);
 	if (len < 0)
 		return ERR_PTR(len);
 	sc = kzalloc(sizeof(*sc), GFP_KERNEL);
 	if (!sc)
 		return ERR_PTR(-ENOMEM);
 	sc->s = s;
+	sc->idx = idx;
 	INIT_LIST_HEAD(&sc->list);
+	/* A set's queues on vectors of their own, as nvme-rdma's. */
+	if (s->nr > 1 && o.comp_vector == KRDMA_COMP_VECTOR_ANY)
+		o.comp_vector = KRDMA_COMP_VECTOR(idx);
 	o.private_data = pd;
 	o.private_data_len = len;
 	o.ops = s->opts.ops && s->opts.ops->recv ? &krdma_sess_conn_ops_recv :
@@ -207,14 +223,57 @@ static struct krdma_sess_conn *krdma_sess_connect(struct krdma_session *s,
 	return sc;
 }
 
-/* Make @sc the current connection, with s->lock held. */
-static void krdma_sess_install_locked(struct krdma_session *s,
-				      struct krdma_sess_conn *sc)
+static void krdma_sess_close(struct krdma_session *s,
+			     struct krdma_sess_conn *sc)
 {
-	s->cur = sc;
+	/* The consumer's krdma_session_conn_put()s come before destroy. */
+	WARN_ON_ONCE(READ_ONCE(sc->users));
+	krdma_close(sc->conn);
+	kfree(sc);
+}
+
+static u32 krdma_sess_attempt_ms_locked(struct krdma_session *s);
+
+/*
+ * The connections of generation @gen, one after another, into s->next
+ * (s->nr of them); an attempt's (@attempt) each within what is left of the
+ * loss timeout.  All or nothing: if one fails, those made are closed.
+ * Return: 0 or the failed connect's errno.
+ */
+static int krdma_sess_connect_set(struct krdma_session *s, u32 gen,
+				  bool attempt)
+{
+	struct krdma_sess_conn **set = s->next;
+	u32 i, ms = 0;
+
+	for (i = 0; i < s->nr; i++) {
+		if (attempt) {
+			spin_lock_bh(&s->lock);
+			ms = krdma_sess_attempt_ms_locked(s);
+			spin_unlock_bh(&s->lock);
+		}
+		set[i] = krdma_sess_connect(s, gen, i, ms);
+		if (IS_ERR(set[i])) {
+			int err = PTR_ERR(set[i]);
+
+			set[i] = NULL;
+			while (i--) {
+				krdma_sess_close(s, set[i]);
+				set[i] = NULL;
+			}
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Make s->next the current connections, with s->lock held. */
+static void krdma_sess_install_locked(struct krdma_session *s)
+{
+	memcpy(s->cur, s->next, s->nr * sizeof(*s->next));
+	memset(s->next, 0, sizeof(s->next));
 	s->state = KRDMA_SESS_CONNECTED;
 	s->attempt_error = 0;
-	strscpy(s->conn_name, krdma_conn_name(sc->conn), sizeof(s->conn_name));
 }
 
 /* Close the failed connections nobody holds any more. */
@@ -281,35 +340,41 @@ static u32 krdma_sess_attempt_ms_locked(struct krdma_session *s)
 /* One reconnect attempt, or the loss if its time has come. */
 static void krdma_sess_attempt(struct krdma_session *s)
 {
-	struct krdma_sess_conn *sc;
-	u32 gen, attempt_ms;
+	struct krdma_sess_conn *first;
 	int prev, err;
 	bool lost;
+	u32 gen;
 
 	spin_lock_bh(&s->lock);
 	prev = s->attempt_error;
 	lost = s->loss_tmo_ms != KRDMA_SESSION_LOSS_TMO_NEVER &&
 	       time_after_eq(jiffies, krdma_sess_lost_at(s));
 	gen = lost ? s->gen : ++s->gen;
-	attempt_ms = krdma_sess_attempt_ms_locked(s);
 	spin_unlock_bh(&s->lock);
 	if (lost) {
 		krdma_sess_lose(s, prev ?: s->last_error);
 		return;
 	}
 	krdma_sess_tell(s, KRDMA_SESSION_RECONNECTING, prev);
-	sc = krdma_sess_connect(s, gen, attempt_ms);
-	if (!IS_ERR(sc)) {
+	err = krdma_sess_connect_set(s, gen, true);
+	if (!err) {
+		first = s->next[0];
 		spin_lock_bh(&s->lock);
-		krdma_sess_install_locked(s, sc);
+		krdma_sess_install_locked(s);
 		s->reconnects++;
 		spin_unlock_bh(&s->lock);
-		pr_info_ratelimited("%s: reconnected (%s, generation %u)\n",
-				    s->name, krdma_conn_name(sc->conn), gen);
+		/* Closed only by this work or destroy: s->mutex is ours. */
+		if (s->nr == 1)
+			pr_info_ratelimited("%s: reconnected (%s, generation %u)\n",
+					    s->name, krdma_conn_name(first->conn),
+					    gen);
+		else
+			pr_info_ratelimited("%s: reconnected (%u connections, %s first, generation %u)\n",
+					    s->name, s->nr,
+					    krdma_conn_name(first->conn), gen);
 		krdma_sess_tell(s, KRDMA_SESSION_RECONNECTED, 0);
 		return;
 	}
-	err = PTR_ERR(sc);
 	spin_lock_bh(&s->lock);
 	s->attempt_error = err;
 	s->last_error = err;
@@ -341,10 +406,11 @@ static void krdma_sess_work(struct work_struct *work)
 {
 	struct krdma_session *s = container_of(to_delayed_work(work),
 					       struct krdma_session, work);
-	struct krdma_sess_conn *sc;
+	struct krdma_sess_conn *sc = NULL, *o;
 	enum ib_wc_status wc = IB_WC_SUCCESS;
 	bool announce, due;
 	int failed = 0;
+	u32 i, nr = 0;
 
 	mutex_lock(&s->mutex);
 	spin_lock_bh(&s->lock);
@@ -354,26 +420,44 @@ static void krdma_sess_work(struct work_struct *work)
 	}
 	announce = s->announce;
 	s->announce = false;
-	sc = s->cur;
 	/* s->cur changes only under s->mutex, which we hold. */
+	for (i = 0; s->cur[0] && i < s->nr && !sc; i++)
+		if (s->cur[i]->failed)
+			sc = s->cur[i];
 	spin_unlock_bh(&s->lock);
 	if (sc)
 		wc = krdma_conn_wc_status(sc->conn);
 	spin_lock_bh(&s->lock);
-	if (sc && sc->failed) {
-		/* Detach it: closed once its users put it back. */
-		s->cur = NULL;
-		list_add_tail(&sc->list, &s->old);
+	if (sc) {
+		/*
+		 * Detach the set: each closed once its users put it back.
+		 * Those that still work are failed below, so that the set
+		 * comes back as one.
+		 */
+		for (i = 0; i < s->nr; i++) {
+			list_add_tail(&s->cur[i]->list, &s->old);
+			if (!s->cur[i]->failed) {
+				s->cur[i]->abort = true;
+				nr++;
+			}
+			s->cur[i] = NULL;
+		}
 		s->state = KRDMA_SESS_RECONNECTING;
 		s->last_error = sc->error;
 		s->last_wc = wc;
 		s->attempt_error = 0;
 		s->failed_at = jiffies;
 		s->next_attempt = jiffies + msecs_to_jiffies(s->delay_ms);
-		s->conn_name[0] = 0;
 		failed = sc->error;
 	}
 	spin_unlock_bh(&s->lock);
+	/* s->old changes only under s->mutex too. */
+	list_for_each_entry(o, &s->old, list) {
+		if (o->abort) {
+			o->abort = false;
+			krdma_conn_fail(o->conn, -ECONNABORTED);
+		}
+	}
 
 	if (announce)
 		krdma_sess_tell(s, KRDMA_SESSION_CONNECTED, 0);
@@ -384,6 +468,9 @@ static void krdma_sess_work(struct work_struct *work)
 		else
 			pr_info_ratelimited("%s: connection failed (%d), reconnecting\n",
 					    s->name, failed);
+		if (nr)
+			pr_info_ratelimited("%s: %u more connections of its set failed with it\n",
+					    s->name, nr);
 		krdma_sess_tell(s, KRDMA_SESSION_DISCONNECTED, failed);
 	}
 	krdma_sess_reap(s);
@@ -423,7 +510,6 @@ struct krdma_sess_view {
 	u32			reconnects, gen, delay_ms, loss_tmo_ms;
 	int			last_error;
 	enum ib_wc_status	last_wc;
-	char			conn[48];
 };
 
 static void krdma_sess_view(struct krdma_session *s, struct krdma_sess_view *v)
@@ -436,8 +522,6 @@ static void krdma_sess_view(struct krdma_session *s, struct krdma_sess_view *v)
 	v->loss_tmo_ms = s->loss_tmo_ms;
 	v->last_error = s->last_error;
 	v->last_wc = s->last_wc;
-	strscpy(v->conn, s->conn_name[0] ? s->conn_name : "none",
-		sizeof(v->conn));
 	spin_unlock_bh(&s->lock);
 }
 
@@ -453,7 +537,27 @@ static ssize_t sess_##_name##_show(struct kobject *kobj,		\
 }
 
 KRDMA_SESS_SHOW(state, "%s", krdma_sess_state_str(v.state))
-KRDMA_SESS_SHOW(conn, "%s", v.conn)
+KRDMA_SESS_SHOW(nr_conns, "%u", s->nr)
+
+/* The current connections' names, in index order, or "none". */
+static ssize_t sess_conn_show(struct kobject *kobj,
+			      struct kobj_attribute *attr, char *buf)
+{
+	struct krdma_session *s = to_sess(kobj);
+	int len = 0;
+	u32 i;
+
+	/* A connection leaves s->cur under s->lock before it is closed. */
+	spin_lock_bh(&s->lock);
+	for (i = 0; s->cur[0] && i < s->nr; i++)
+		len += sysfs_emit_at(buf, len, "%s%s", i ? " " : "",
+				     krdma_conn_name(s->cur[i]->conn));
+	spin_unlock_bh(&s->lock);
+	if (!len)
+		len = sysfs_emit(buf, "none");
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
 KRDMA_SESS_SHOW(reconnects, "%u", v.reconnects)
 KRDMA_SESS_SHOW(generation, "%u", v.gen)
 KRDMA_SESS_SHOW(last_error, "%d", v.last_error)
@@ -516,6 +620,7 @@ static struct kobj_attribute sess_attr_##_name = \
 
 KRDMA_SESS_ATTR_RO(state);
 KRDMA_SESS_ATTR_RO(conn);
+KRDMA_SESS_ATTR_RO(nr_conns);
 KRDMA_SESS_ATTR_RO(reconnects);
 KRDMA_SESS_ATTR_RO(generation);
 KRDMA_SESS_ATTR_RO(last_error);
@@ -528,6 +633,7 @@ KRDMA_SESS_ATTR_RW(loss_tmo_ms);
 static struct attribute *krdma_sess_attrs[] = {
 	&sess_attr_state.attr,
 	&sess_attr_conn.attr,
+	&sess_attr_nr_conns.attr,
 	&sess_attr_reconnects.attr,
 	&sess_attr_generation.attr,
 	&sess_attr_last_error.attr,
@@ -596,6 +702,12 @@ static int krdma_sess_opts_fill(struct krdma_session *s,
 	}
 	s->delay_ms = o->reconnect_delay_ms;
 	s->loss_tmo_ms = o->loss_tmo_ms;
+	if (o->nr_conns > KRDMA_SESSION_MAX_CONNS) {
+		pr_warn_ratelimited("session: %u connections, at most %u\n",
+				    o->nr_conns, KRDMA_SESSION_MAX_CONNS);
+		return -EINVAL;
+	}
+	s->nr = o->nr_conns ?: 1;
 	return 0;
 }
 
@@ -612,17 +724,20 @@ static size_t krdma_sess_addr_len(const struct sockaddr *a)
  * @opts: parameters, or NULL for the defaults
  *
  * Makes a session (a random 16-byte id, its directory under
- * /sys/kernel/krdma/sessions/) and its first connection, synchronously:
- * if that fails, nothing is left and its error is returned.  Once the
+ * /sys/kernel/krdma/sessions/) and its first connection (its first set of
+ * @opts->nr_conns, one after another), synchronously: if one fails,
+ * nothing is left and its error is returned.  Once the
  * session exists, its connection is replaced whenever it fails
  * (enum krdma_session_event), from krdma's workqueue.  The first event,
  * KRDMA_SESSION_CONNECTED, comes from there too, after this returned.
  *
- * Context: process context; sleeps up to @opts->conn.timeout_ms.
+ * Context: process context; sleeps up to @opts->conn.timeout_ms for each
+ * connection.
  * Return: the session, or an ERR_PTR: krdma_connect()'s errors, -EINVAL
  * (bad @opts: a reconnect delay out of range, opts.conn.ops, .priv or
  * .name set, more than KRDMA_SESSION_MAX_USER_DATA bytes of private data,
- * a name too long), -EEXIST (a session has @opts->name), -ENOMEM.
+ * more than KRDMA_SESSION_MAX_CONNS connections, a name too long), -EEXIST
+ * (a session has @opts->name), -ENOMEM.
  */
 struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 					   const struct sockaddr *src,
@@ -630,7 +745,6 @@ struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 {
 	const char *name = opts && opts->name && *opts->name ? opts->name :
 							       NULL;
-	struct krdma_sess_conn *sc;
 	struct krdma_session *s;
 	int ret;
 
@@ -661,9 +775,13 @@ struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 	if (ret)
 		goto fail;
 
-	sc = krdma_sess_connect(s, 0, 0);
-	if (IS_ERR(sc)) {
-		ret = PTR_ERR(sc);
+	ret = krdma_sess_connect_set(s, 0, false);
+	if (ret) {
+		/*
+		 * A connection of the set that failed before it was closed
+		 * may have queued the work: nothing is left for it.
+		 */
+		cancel_delayed_work_sync(&s->work);
 		goto fail;
 	}
 	if (kobject_add(&s->kobj, krdma_sessions_kobj, "%s", s->name))
@@ -671,7 +789,7 @@ struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 	else
 		s->in_sysfs = true;
 	spin_lock_bh(&s->lock);
-	krdma_sess_install_locked(s, sc);
+	krdma_sess_install_locked(s);
 	s->announce = true;
 	mod_delayed_work(krdma_wq, &s->work, 0);
 	spin_unlock_bh(&s->lock);
@@ -683,15 +801,6 @@ fail:
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_GPL(krdma_session_create);
-
-static void krdma_sess_close(struct krdma_session *s,
-			     struct krdma_sess_conn *sc)
-{
-	/* The consumer's krdma_session_conn_put()s come before destroy. */
-	WARN_ON_ONCE(READ_ONCE(sc->users));
-	krdma_close(sc->conn);
-	kfree(sc);
-}
 
 /**
  * krdma_session_destroy - stop reconnecting, close, free
@@ -708,6 +817,7 @@ static void krdma_sess_close(struct krdma_session *s,
 void krdma_session_destroy(struct krdma_session *s)
 {
 	struct krdma_sess_conn *sc, *tmp;
+	u32 i;
 
 	spin_lock_bh(&s->lock);
 	s->stopping = true;
@@ -716,9 +826,11 @@ void krdma_session_destroy(struct krdma_session *s)
 	cancel_delayed_work_sync(&s->work);
 
 	mutex_lock(&s->mutex);
-	if (s->cur)
-		krdma_sess_close(s, s->cur);
-	s->cur = NULL;
+	for (i = 0; i < s->nr; i++) {
+		if (s->cur[i])
+			krdma_sess_close(s, s->cur[i]);
+		s->cur[i] = NULL;
+	}
 	list_for_each_entry_safe(sc, tmp, &s->old, list) {
 		list_del(&sc->list);
 		krdma_sess_close(s, sc);
@@ -732,33 +844,41 @@ void krdma_session_destroy(struct krdma_session *s)
 EXPORT_SYMBOL_GPL(krdma_session_destroy);
 
 /**
- * krdma_session_conn_get - the session's current connection, for a while
+ * krdma_session_conn_get_nth - a connection of the session's set, for a while
  * @s: the session
+ * @i: which one: 0 to krdma_session_nr_conns() - 1
  *
  * The connection stays open (though it may fail) until
  * krdma_session_conn_put(): a failed connection is closed only once every
  * user has put it back, so take it for each submission, or batch of them,
- * and put it when they completed.
+ * and put it when they completed.  Connection @i of the set is made with
+ * index @i in its connect request (krdma_session_index_from_req()), so
+ * the peer knows it as that queue.
  *
  * Context: any but hard interrupt; does not sleep.
  * Return: the connection, or ERR_PTR(KRDMA_ERR_RETRY) when the session
- * has no working connection now (it failed, even if the session has not
+ * has no working connection @i now (it failed, even if the session has not
  * been told yet, or a reconnect is under way):
  * retry after KRDMA_SESSION_RECONNECTED; ERR_PTR(KRDMA_ERR_LOST) once
- * the session is lost or being destroyed.
+ * the session is lost or being destroyed; ERR_PTR(-EINVAL) when @i is not
+ * below the number of connections.
  */
-struct krdma_conn *krdma_session_conn_get(struct krdma_session *s)
+struct krdma_conn *krdma_session_conn_get_nth(struct krdma_session *s, u32 i)
 {
+	struct krdma_sess_conn *sc;
 	struct krdma_conn *conn;
 
+	if (i >= s->nr)
+		return ERR_PTR(-EINVAL);
 	spin_lock_bh(&s->lock);
+	sc = s->cur[i];
 	if (s->stopping || s->state == KRDMA_SESS_LOST) {
 		conn = ERR_PTR(KRDMA_ERR_LOST);
-	} else if (!s->cur || s->cur->failed) {
+	} else if (!sc || sc->failed) {
 		conn = ERR_PTR(KRDMA_ERR_RETRY);
 	} else {
-		s->cur->users++;
-		conn = s->cur->conn;
+		sc->users++;
+		conn = sc->conn;
 	}
 	spin_unlock_bh(&s->lock);
 	/*
@@ -771,7 +891,53 @@ struct krdma_conn *krdma_session_conn_get(struct krdma_session *s)
 	}
 	return conn;
 }
+EXPORT_SYMBOL_GPL(krdma_session_conn_get_nth);
+
+/**
+ * krdma_session_conn_get - the session's (first) connection, for a while
+ * @s: the session
+ *
+ * krdma_session_conn_get_nth(@s, 0): the connection of a session of one.
+ *
+ * Context: any but hard interrupt; does not sleep.
+ * Return: as krdma_session_conn_get_nth().
+ */
+struct krdma_conn *krdma_session_conn_get(struct krdma_session *s)
+{
+	return krdma_session_conn_get_nth(s, 0);
+}
 EXPORT_SYMBOL_GPL(krdma_session_conn_get);
+
+/**
+ * krdma_session_nr_conns - how many connections a session has
+ * @s: the session
+ *
+ * Context: any.
+ * Return: opts.nr_conns of krdma_session_create() (1 for 0).
+ */
+u32 krdma_session_nr_conns(struct krdma_session *s)
+{
+	return s->nr;
+}
+EXPORT_SYMBOL_GPL(krdma_session_nr_conns);
+
+/**
+ * krdma_session_conn_index - which of its session's set a connection is
+ * @s: the session
+ * @conn: a connection of @s (as its recv callback is given, or
+ *	krdma_session_conn_get_nth() returned), current or failed
+ *
+ * Context: any; does not sleep.
+ * Return: its index, 0 to krdma_session_nr_conns() - 1, or -EINVAL when
+ * @conn is not one of @s's.
+ */
+int krdma_session_conn_index(struct krdma_session *s, struct krdma_conn *conn)
+{
+	struct krdma_sess_conn *sc = krdma_conn_priv(conn);
+
+	return sc && sc->s == s ? sc->idx : -EINVAL;
+}
+EXPORT_SYMBOL_GPL(krdma_session_conn_index);
 
 /**
  * krdma_session_conn_put - give back a connection of krdma_session_conn_get()
@@ -785,8 +951,9 @@ void krdma_session_conn_put(struct krdma_session *s, struct krdma_conn *conn)
 	struct krdma_sess_conn *sc = krdma_conn_priv(conn);
 
 	spin_lock_bh(&s->lock);
+	/* One that left the set (on s->old) is closed by the work. */
 	if (!WARN_ON_ONCE(sc->s != s || !sc->users) && !--sc->users &&
-	    sc != s->cur && !s->stopping)
+	    !list_empty(&sc->list) && !s->stopping)
 		mod_delayed_work(krdma_wq, &s->work, 0);	/* close it */
 	spin_unlock_bh(&s->lock);
 }
@@ -864,6 +1031,33 @@ int krdma_session_id_from_req(const struct krdma_conn_req *req, uuid_t *id,
 			      u32 *gen)
 {
 	return krdma_sess_pdata_decode(req->private_data,
-				       req->private_data_len, id, gen);
+				       req->private_data_len, id, gen, NULL,
+				       NULL);
 }
 EXPORT_SYMBOL_GPL(krdma_session_id_from_req);
+
+/**
+ * krdma_session_index_from_req - which connection of a session's set
+ * @req: what the listener's accept callback was given
+ * @index: the connection's index in its session's set, from 0 (may be
+ *	NULL)
+ * @nr_conns: how many connections the set has (may be NULL)
+ *
+ * A passive side that serves a session's set as queues (one per CPU or
+ * blk-mq hardware queue) tells them apart by @index; the set's
+ * connections share the session id and generation
+ * (krdma_session_id_from_req()).
+ *
+ * Context: any.
+ * Return: 0, or -EINVAL when @req is not a session's.
+ */
+int krdma_session_index_from_req(const struct krdma_conn_req *req, u32 *index,
+				 u32 *nr_conns)
+{
+	int ret = krdma_sess_pdata_decode(req->private_data,
+					  req->private_data_len, NULL, NULL,
+					  index, nr_conns);
+
+	return ret < 0 ? ret : 0;
+}
+EXPORT_SYMBOL_GPL(krdma_session_index_from_req);

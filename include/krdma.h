@@ -630,7 +630,9 @@ long krdma_wait_end(struct krdma_wait *w, bool done);
 /* ---- sessions (krdma_session.c) -------------------------------------- */
 
 /*
- * A session is a connection to one peer that comes back on its own.  When
+ * A session is a connection to one peer that comes back on its own (or a
+ * set of them, opts.nr_conns: one per CPU or blk-mq hardware queue, made,
+ * failed and made again together).  When
  * its connection fails (the peer left, a heartbeat went unanswered, the
  * device went away...) the session closes it and connects again every
  * reconnect_delay_ms until it succeeds or loss_tmo_ms have passed since
@@ -661,12 +663,16 @@ struct krdma_session;
  * The private data of a session's connect request: a session header of
  * KRDMA_SESSION_PDATA_HDR bytes (a 2-byte magic, big endian
  * KRDMA_SESSION_PDATA_MAGIC; the 16-byte session id; the 4-byte big endian
- * generation, 0 for the first connect request and one more for each
- * later one), then the consumer's own opts.conn.private_data, at most
- * KRDMA_SESSION_MAX_USER_DATA bytes.  krdma_session_id_from_req() reads it.
+ * generation, 0 for the first set of connect requests and one more for
+ * each later one; the connection's index in the session, from 0; the
+ * session's number of connections), then the consumer's own
+ * opts.conn.private_data, at most KRDMA_SESSION_MAX_USER_DATA bytes.
+ * krdma_session_id_from_req() and krdma_session_index_from_req() read it.
  */
 #define KRDMA_SESSION_PDATA_MAGIC	0x6b53	/* "kS" */
-#define KRDMA_SESSION_PDATA_HDR		22
+#define KRDMA_SESSION_PDATA_HDR		24
+/* The most connections a session has (opts.nr_conns). */
+#define KRDMA_SESSION_MAX_CONNS		64
 #define KRDMA_SESSION_MAX_USER_DATA	\
 	(KRDMA_MAX_PRIVATE_DATA - KRDMA_SESSION_PDATA_HDR)
 
@@ -749,6 +755,15 @@ struct krdma_session_ops {
  *	krdma makes one (sessN).  At most KRDMA_OPTS_NAME_MAX - 1 bytes
  *	(-EINVAL); -EEXIST if a session has it already.  Read during the
  *	call only.
+ * @nr_conns: how many connections (0 or 1: one; at most
+ *	KRDMA_SESSION_MAX_CONNS, else -EINVAL), each with @conn's
+ *	parameters, and with completion vector i for connection i when
+ *	@conn.comp_vector is KRDMA_COMP_VECTOR_ANY.  They are made together
+ *	(a session exists, CONNECTED and RECONNECTED are told, only once
+ *	all are up), and when one fails the others are failed too
+ *	(-ECONNABORTED) and the whole set is made again: one DISCONNECTED
+ *	(with the first failure's cause), one RECONNECTED.
+ *	krdma_session_conn_get_nth() gives connection i.
  */
 struct krdma_session_opts {
 	struct krdma_conn_opts	conn;
@@ -757,6 +772,7 @@ struct krdma_session_opts {
 	const struct krdma_session_ops	*ops;
 	void			*priv;
 	const char		*name;
+	u32			nr_conns;
 };
 
 struct krdma_session *krdma_session_create(const struct sockaddr *dst,
@@ -764,6 +780,9 @@ struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 					   const struct krdma_session_opts *opts);
 void krdma_session_destroy(struct krdma_session *s);
 struct krdma_conn *krdma_session_conn_get(struct krdma_session *s);
+struct krdma_conn *krdma_session_conn_get_nth(struct krdma_session *s, u32 i);
+u32 krdma_session_nr_conns(struct krdma_session *s);
+int krdma_session_conn_index(struct krdma_session *s, struct krdma_conn *conn);
 void krdma_session_conn_put(struct krdma_session *s, struct krdma_conn *conn);
 int krdma_session_errno(struct krdma_session *s, struct krdma_conn *conn,
 			int err);
@@ -771,6 +790,8 @@ void *krdma_session_priv(struct krdma_session *s);
 const char *krdma_session_name(struct krdma_session *s);
 int krdma_session_id_from_req(const struct krdma_conn_req *req, uuid_t *id,
 			      u32 *gen);
+int krdma_session_index_from_req(const struct krdma_conn_req *req, u32 *index,
+				 u32 *nr_conns);
 const char *krdma_conn_name(struct krdma_conn *conn);
 const char *krdma_conn_device_name(struct krdma_conn *conn);
 bool krdma_conn_is_iwarp(struct krdma_conn *conn);

@@ -4569,6 +4569,8 @@ struct at_sl {
 	int			bad;	/* requests that were no session's */
 	uuid_t			id[AT_SL_MAX];
 	u32			gen[AT_SL_MAX];
+	u32			idx[AT_SL_MAX];	/* index in the set */
+	u32			nr[AT_SL_MAX];	/* the set's size */
 	int			ulen;	/* the consumer's bytes, last request */
 	u8			user[KRDMA_SESSION_MAX_USER_DATA];
 	u32			refuse_from;	/* generation; U32_MAX: never */
@@ -4579,11 +4581,13 @@ struct at_sl {
 static int at_sl_accept(const struct krdma_conn_req *req)
 {
 	struct at_sl *sl = req->listener_priv;
+	u32 gen, idx = U32_MAX, nr = 0;
 	uuid_t id;
-	u32 gen;
 	int n, ret = 0;
 
 	n = krdma_session_id_from_req(req, &id, &gen);
+	if (n >= 0 && krdma_session_index_from_req(req, &idx, &nr))
+		n = -EINVAL;
 	spin_lock(&sl->lock);
 	if (n < 0) {
 		sl->bad++;
@@ -4592,6 +4596,8 @@ static int at_sl_accept(const struct krdma_conn_req *req)
 		if (sl->calls < AT_SL_MAX) {
 			sl->id[sl->calls] = id;
 			sl->gen[sl->calls] = gen;
+			sl->idx[sl->calls] = idx;
+			sl->nr[sl->calls] = nr;
 		}
 		sl->calls++;
 		sl->ulen = n;
@@ -5010,6 +5016,217 @@ out_s:
 out_a:
 	at_sess_stop(a);
 	kfree(sbuf);
+}
+
+/*
+ * #17/#18: a session of AT_SET_N connections (opts.nr_conns), one
+ * handshake's worth of requests: every request carries the session's id,
+ * its generation, its index and the set's size; each connection runs on
+ * its own completion vector; a message sent on each connection arrives
+ * whole on its own passive end; when the server closes one, the whole
+ * set goes and comes back as one (one DISCONNECTED, one RECONNECTED,
+ * every old connection closed), and every new connection carries
+ * traffic again.
+ */
+#define AT_SET_N	4
+
+/* The requests of generation @gen (calls @first on) describe the set. */
+static bool at_set_reqs(struct at_test *t, struct at_sess *a, int first,
+			u32 gen)
+{
+	int k;
+
+	for (k = first; k < first + AT_SET_N; k++)
+		if (!at_expect(t, uuid_equal(&a->sl.id[k], &a->sl.id[0]), 1,
+			       "request %d: the session's id", k) ||
+		    !at_expect(t, a->sl.gen[k], gen, "request %d: generation", k) ||
+		    !at_expect(t, a->sl.idx[k], k - first, "request %d: index", k) ||
+		    !at_expect(t, a->sl.nr[k], AT_SET_N, "request %d: set size", k))
+			return false;
+	return true;
+}
+
+/*
+ * Each connection of the set (taken into @c[]) is index i on vector i,
+ * sysfs names them in order, and message i (100 + i bytes of
+ * pattern(@seed + i)) sent on connection i arrives whole on exactly one of
+ * the passive ends @first on, each of which gets exactly one
+ * (@pass_of[i]: which).
+ */
+static bool at_set_traffic(struct at_test *t, struct krdma_session *s,
+			   struct at_sess *a, int first, u64 seed,
+			   struct krdma_conn **c, int *pass_of)
+{
+	int nvec = num_possible_cpus(), i, k, len;
+	struct krdma_conn_info *info;
+	bool seen[AT_SET_N] = {};
+	char names[128] = "";
+	u8 *buf;
+	bool ok = false;
+
+	info = kmalloc(sizeof(*info), GFP_KERNEL);
+	buf = kmalloc(256, GFP_KERNEL);
+	if (!info || !buf) {
+		at_fail(t, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < AT_SET_N; i++) {
+		c[i] = krdma_session_conn_get_nth(s, i);
+		if (IS_ERR(c[i])) {
+			at_fail(t, "krdma_session_conn_get_nth(%d): %ld", i,
+				PTR_ERR(c[i]));
+			c[i] = NULL;
+			goto out;
+		}
+		krdma_conn_query(c[i], info);
+		if (!at_expect(t, krdma_session_conn_index(s, c[i]), i,
+			       "krdma_session_conn_index of connection %d", i) ||
+		    !at_expect(t, info->comp_vector, i % nvec,
+			       "connection %d's completion vector", i))
+			goto out;
+		snprintf(names + strlen(names), sizeof(names) - strlen(names),
+			 "%s%s", i ? " " : "", krdma_conn_name(c[i]));
+	}
+	if (!at_sess_sysfs(t, s, "conn", names))
+		goto out;
+	for (i = 0; i < AT_SET_N; i++) {
+		at_fill(buf, 100 + i, seed + i, 0);
+		if (!at_expect(t, krdma_send(c[i], buf, 100 + i, AT_TIMEOUT), 0,
+			       "send on connection %d", i))
+			goto out;
+	}
+	for (k = first; k < first + AT_SET_N; k++) {
+		struct krdma_conn *p = at_sess_pass(t, a, k);
+
+		if (!p)
+			goto out;
+		len = at_recv(p, buf, 256, AT_TIMEOUT);
+		i = len - 100;
+		if (i < 0 || i >= AT_SET_N || seen[i]) {
+			at_fail(t, "passive end %d received %d bytes", k, len);
+			goto out;
+		}
+		seen[i] = true;
+		pass_of[i] = k;
+		if (!at_expect(t, at_check(buf, len, seed + i, 0), -1,
+			       "first bad byte of message %d", i))
+			goto out;
+	}
+	ok = true;
+out:
+	kfree(buf);
+	kfree(info);
+	return ok;
+}
+
+static void at_set_put(struct krdma_session *s, struct krdma_conn **c)
+{
+	int i;
+
+	for (i = 0; i < AT_SET_N; i++) {
+		if (c[i])
+			krdma_session_conn_put(s, c[i]);
+		c[i] = NULL;
+	}
+}
+
+static void sc_session_set(struct at_test *t)
+{
+	struct krdma_session_opts so = {
+		.conn = { .timeout_ms = 10000 },
+		.reconnect_delay_ms = 200,
+		.loss_tmo_ms = 20000,
+		.ops = &at_se_ops,
+		.nr_conns = AT_SET_N,
+	};
+	struct krdma_conn *c[AT_SET_N] = {}, *old, *held = NULL;
+	char oldname[AT_SET_N][KRDMA_OPTS_NAME_MAX];
+	int i, n, ret, pass_of[AT_SET_N];
+	struct krdma_session *s;
+	struct at_sess *a;
+
+	a = at_sess_start(t, 9);
+	if (!a)
+		return;
+	so.priv = &a->se;
+	/* More than KRDMA_SESSION_MAX_CONNS: refused, nothing made. */
+	so.nr_conns = KRDMA_SESSION_MAX_CONNS + 1;
+	s = krdma_session_create((struct sockaddr *)&a->laddr, NULL, &so);
+	if (!at_expect(t, PTR_ERR_OR_ZERO(s), -EINVAL,
+		       "a session of %u connections", so.nr_conns) ||
+	    !at_expect(t, a->sl.calls, 0, "requests for it"))
+		goto out_a;
+	so.nr_conns = AT_SET_N;
+	s = krdma_session_create((struct sockaddr *)&a->laddr, NULL, &so);
+	if (IS_ERR(s)) {
+		at_fail(t, "krdma_session_create of %d: %ld", AT_SET_N,
+			PTR_ERR(s));
+		goto out_a;
+	}
+	if (!at_se_expect(t, &a->se, 0, KRDMA_SESSION_CONNECTED, 0, 0, 10000) ||
+	    !at_expect(t, krdma_session_nr_conns(s), AT_SET_N, "nr_conns") ||
+	    !at_expect(t, PTR_ERR_OR_ZERO(krdma_session_conn_get_nth(s, AT_SET_N)),
+		       -EINVAL, "krdma_session_conn_get_nth past the set") ||
+	    !at_sess_sysfs(t, s, "nr_conns", "4") ||
+	    !at_expect(t, a->sl.calls, AT_SET_N, "requests") ||
+	    !at_set_reqs(t, a, 0, 0) ||
+	    !at_set_traffic(t, s, a, 0, 0x5e7000, c, pass_of))
+		goto out_c;
+	for (i = 0; i < AT_SET_N; i++)
+		strscpy(oldname[i], krdma_conn_name(c[i]), sizeof(oldname[i]));
+	/* Connection 0 stays held across the failure of connection 2. */
+	held = c[0];
+	c[0] = NULL;
+	at_set_put(s, c);
+
+	/* The server closes connection 2's end: the whole set comes back. */
+	at_sess_close_pass(a, pass_of[2]);
+	if (!at_se_expect(t, &a->se, 1, KRDMA_SESSION_DISCONNECTED,
+			  -ECONNRESET, KRDMA_ERR_RETRY, 10000))
+		goto out_s;
+	/* Connection 0 worked, and failed with its set: "retry". */
+	ret = krdma_send(held, oldname, 16, AT_TIMEOUT);
+	if (!at_expect(t, krdma_conn_error(held), -ECONNABORTED,
+		       "error of connection 0 once connection 2 failed") ||
+	    !at_expect(t, ret < 0, 1, "send on it (%d)", ret) ||
+	    !at_expect(t, krdma_session_errno(s, held, ret), KRDMA_ERR_RETRY,
+		       "krdma_session_errno of %d", ret))
+		goto out_s;
+	krdma_session_conn_put(s, held);
+	held = NULL;
+	if (!at_se_expect(t, &a->se, 2, KRDMA_SESSION_RECONNECTING, 0,
+			  KRDMA_ERR_RETRY, 5000) ||
+	    !at_se_expect(t, &a->se, 3, KRDMA_SESSION_RECONNECTED, 0, 0, 10000))
+		goto out_s;
+	if (!at_expect(t, a->sl.calls, 2 * AT_SET_N, "requests after the reconnect") ||
+	    !at_set_reqs(t, a, AT_SET_N, 1) ||
+	    !at_sess_sysfs(t, s, "reconnects", "1") ||
+	    !at_sess_sysfs(t, s, "generation", "1") ||
+	    !at_set_traffic(t, s, a, AT_SET_N, 0x5e7100, c, pass_of))
+		goto out_c;
+	/* Every connection of the old set is closed, not only the one. */
+	for (i = 0; i < AT_SET_N; i++) {
+		old = krdma_conn_find(oldname[i]);
+		if (old) {
+			krdma_conn_put(old);
+			at_fail(t, "old connection %d (%s) still open", i,
+				oldname[i]);
+			goto out_c;
+		}
+	}
+	n = READ_ONCE(a->se.n);
+	if (!at_expect(t, n, 4, "session events (one of each)"))
+		goto out_c;
+	pr_info("%s: %d connections, requests 0-%d and %d-%d, every queue verified twice\n",
+		t->name, AT_SET_N, AT_SET_N - 1, AT_SET_N, 2 * AT_SET_N - 1);
+out_c:
+	at_set_put(s, c);
+out_s:
+	if (held)
+		krdma_session_conn_put(s, held);
+	krdma_session_destroy(s);
+out_a:
+	at_sess_stop(a);
 }
 
 #define AT_LOST_DELAY	300
@@ -6477,6 +6694,7 @@ static const struct at_scenario {
 	{ "session_lost", sc_session_lost },
 	{ "session_refused", sc_session_refused },
 	{ "session_flap", sc_session_flap },
+	{ "session_set", sc_session_set },
 	{ "sendv", sc_sendv },
 	{ "sendv_imm", sc_sendv_imm },
 	{ "poll", sc_poll },

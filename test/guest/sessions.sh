@@ -7,7 +7,8 @@
 # last_error -104, a new connection); with the listener gone it tries
 # every reconnect_delay_ms and is lost after loss_tmo_ms (last_error
 # -111, ECONNREFUSED); refused commands fail with their errno and a
-# dmesg line; a session left at rmmod is destroyed by the unload.
+# dmesg line; a session left at rmmod is destroyed by the unload; a set
+# of three connections (conns=3) fails and comes back as one.
 # topo: single
 # dev: rxe siw
 # check-kernel: 6.12
@@ -144,3 +145,52 @@ for d in 100 170; do
 		fail "no unload line for s2: $(dmesg_new | tail -n 5)"
 	krdma_load
 done
+
+# A set of three connections (conns=3, opts.nr_conns): made together, each
+# on completion vector i, named in index order under sessions/NAME/conn.
+# One passive end closed: the other two are failed with it and the whole
+# set comes back as one (one reconnect, three new connections, the old
+# three gone; the apitest's session_set checks the requests' indices and
+# traffic on every queue).
+nvec=$(( $(sed 's/.*-//' /sys/devices/system/cpu/possible) + 1 ))
+ctl listen name=ls addr=$MY_IP:$P || fail "listen ls"
+expect_ctl_err EINVAL session name=bad addr=$PEER_IP:$P conns=65
+ctl session name=set addr=$PEER_IP:$P conns=3 reconnect_delay_ms=200 ||
+	fail "session set"
+wait_for 5 says $SS/set/state connected || fail "set: $(cat $SS/set/state)"
+expect_eq "$(cat $SS/set/nr_conns)" 3 "set nr_conns"
+read -ra old <<<"$(cat $SS/set/conn)"
+[ "${#old[@]}" = 3 ] || fail "set's connections: '$(cat $SS/set/conn)'"
+for i in 0 1 2; do
+	expect_eq "$(cat "$C/${old[$i]}/state")" connected "${old[$i]} state"
+	expect_eq "$(cat "$C/${old[$i]}/comp_vector")" $((i % nvec)) \
+		"set connection $i (${old[$i]}) comp_vector"
+done
+wait_for 5 test -e $C/ls.2 || fail "no passive end ls.2"
+dmesg_mark
+ctl disconnect name=ls.1 || fail "disconnect ls.1"
+wait_for 10 says $SS/set/reconnects 1 ||
+	fail "set did not reconnect: state $(cat $SS/set/state), last_error $(cat $SS/set/last_error)"
+wait_for 5 says $SS/set/state connected || fail "set not connected again"
+read -ra new <<<"$(cat $SS/set/conn)"
+[ "${#new[@]}" = 3 ] || fail "set's new connections: '$(cat $SS/set/conn)'"
+for i in 0 1 2; do
+	for o in "${old[@]}"; do
+		[ "${new[$i]}" != "$o" ] || fail "set connection $i is still $o"
+	done
+	expect_eq "$(cat "$C/${new[$i]}/state")" connected "${new[$i]} state"
+	wait_for 5 test ! -e "$C/${old[$i]}" ||
+		fail "the old set's ${old[$i]} stayed"
+done
+expect_eq "$(cat $SS/set/reconnects) $(cat $SS/set/generation)" "1 1" \
+	"set reconnects and generation"
+dmesg_new | grep -q "set: 2 more connections of its set failed with it" ||
+	fail "no line for the set's other connections: $(dmesg_new | grep 'set:' | tail -n 4)"
+dmesg_new | grep -q "set: reconnected (3 connections, ${new[0]} first, generation 1)" ||
+	fail "no 'reconnected' line for the set: $(dmesg_new | grep 'set:' | tail -n 4)"
+ctl unsession name=set || fail "unsession set"
+for c in "${new[@]}"; do
+	wait_for 5 test ! -e "$C/$c" || fail "$c stayed after unsession"
+done
+ctl unlisten name=ls || fail "unlisten ls"
+log "a set of 3 on $nvec vectors: one passive end closed, all 3 made again"

@@ -267,6 +267,15 @@ static void cmd_session(struct kunit *test)
 	expect_ok(test, "session name=s1 addr=192.0.2.1:7 loss_tmo_ms=never");
 	KUNIT_EXPECT_EQ(test, cmd->loss_tmo_ms, KRDMA_SESSION_LOSS_TMO_NEVER);
 	KUNIT_EXPECT_EQ(test, cmd->delay_ms, 0u);	/* the default */
+	KUNIT_EXPECT_EQ(test, cmd->conns, 0u);		/* one */
+	expect_ok(test, "session name=s1 addr=192.0.2.1:7 conns=64");
+	KUNIT_EXPECT_EQ(test, cmd->conns, 64u);
+	expect_bad(test, "session name=s1 addr=192.0.2.1:7 conns=65",
+		   "conns=65 out of range (at most 64)");
+	expect_bad(test, "session name=s1 addr=192.0.2.1:7 conns=0",
+		   "conns must not be 0");
+	expect_bad(test, "connect name=c1 addr=192.0.2.1:7 conns=2",
+		   "unknown word 'conns'");
 	expect_ok(test, "unsession name=s1");
 	KUNIT_EXPECT_EQ(test, cmd->op, KRDMA_CMD_UNSESSION);
 	expect_bad(test, "session name=s1 addr=192.0.2.1:7 reconnect_delay_ms=99",
@@ -3293,40 +3302,55 @@ static const uuid_t sess_id = UUID_INIT(0x01234567, 0x89ab, 0xcdef, 0x01,
 static void sess_pdata_round_trip(struct kunit *test)
 {
 	static const u8 user[KRDMA_SESSION_MAX_USER_DATA] = {
-		1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+		1, 2, 3, 4, 5, 6, 7, 8 };
 	u8 buf[KRDMA_MAX_PRIVATE_DATA], *exact;
 	static const u32 gens[] = { 0, 1, 0x01020304, U32_MAX };
-	int g, ulen, len, n;
+	/* index, count */
+	static const u32 sets[][2] = {
+		{ 0, 1 }, { 0, 4 }, { 3, 4 },
+		{ KRDMA_SESSION_MAX_CONNS - 1, KRDMA_SESSION_MAX_CONNS },
+	};
+	int g, k, ulen, len, n;
+	u32 gen, idx, nr;
 	uuid_t id;
-	u32 gen;
 
 	KUNIT_EXPECT_EQ(test, KRDMA_SESSION_PDATA_HDR + KRDMA_SESSION_MAX_USER_DATA,
 			KRDMA_MAX_PRIVATE_DATA);
 	for (g = 0; g < ARRAY_SIZE(gens); g++) {
-		for (ulen = 0; ulen <= KRDMA_SESSION_MAX_USER_DATA; ulen++) {
-			len = krdma_sess_pdata_encode(buf, &sess_id, gens[g],
-						      user, ulen);
-			KUNIT_ASSERT_EQ(test, len, KRDMA_SESSION_PDATA_HDR + ulen);
-			exact = kunit_kmalloc(test, len, GFP_KERNEL);
-			KUNIT_ASSERT_NOT_NULL(test, exact);
-			memcpy(exact, buf, len);
-			n = krdma_sess_pdata_decode(exact, len, &id, &gen);
-			KUNIT_EXPECT_EQ(test, n, ulen);
-			KUNIT_EXPECT_TRUE(test, uuid_equal(&id, &sess_id));
-			KUNIT_EXPECT_EQ(test, gen, gens[g]);
-			KUNIT_EXPECT_EQ(test, memcmp(exact + KRDMA_SESSION_PDATA_HDR,
-						     user, ulen), 0);
+		for (k = 0; k < ARRAY_SIZE(sets); k++) {
+			for (ulen = 0; ulen <= KRDMA_SESSION_MAX_USER_DATA; ulen++) {
+				len = krdma_sess_pdata_encode(buf, &sess_id, gens[g],
+							      sets[k][0], sets[k][1],
+							      user, ulen);
+				KUNIT_ASSERT_EQ(test, len, KRDMA_SESSION_PDATA_HDR + ulen);
+				exact = kunit_kmalloc(test, len, GFP_KERNEL);
+				KUNIT_ASSERT_NOT_NULL(test, exact);
+				memcpy(exact, buf, len);
+				n = krdma_sess_pdata_decode(exact, len, &id, &gen,
+							    &idx, &nr);
+				KUNIT_EXPECT_EQ(test, n, ulen);
+				KUNIT_EXPECT_TRUE(test, uuid_equal(&id, &sess_id));
+				KUNIT_EXPECT_EQ(test, gen, gens[g]);
+				KUNIT_EXPECT_EQ(test, idx, sets[k][0]);
+				KUNIT_EXPECT_EQ(test, nr, sets[k][1]);
+				KUNIT_EXPECT_EQ(test,
+						memcmp(exact + KRDMA_SESSION_PDATA_HDR,
+						       user, ulen), 0);
+			}
 		}
 	}
 }
 
-/* The wire layout is fixed: magic, id, big endian generation, bytes. */
+/*
+ * The wire layout is fixed: magic, id, big endian generation, the
+ * connection's index and the set's count, bytes.
+ */
 static void sess_pdata_layout(struct kunit *test)
 {
 	u8 buf[KRDMA_MAX_PRIVATE_DATA];
 
 	KUNIT_ASSERT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0x0a0b0c0d,
-						      "xy", 2), 24);
+						      5, 9, "xy", 2), 26);
 	KUNIT_EXPECT_EQ(test, buf[0], 0x6b);
 	KUNIT_EXPECT_EQ(test, buf[1], 0x53);
 	KUNIT_EXPECT_EQ(test, memcmp(buf + 2, sess_id.b, UUID_SIZE), 0);
@@ -3334,41 +3358,82 @@ static void sess_pdata_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, buf[19], 0x0b);
 	KUNIT_EXPECT_EQ(test, buf[20], 0x0c);
 	KUNIT_EXPECT_EQ(test, buf[21], 0x0d);
-	KUNIT_EXPECT_EQ(test, memcmp(buf + 22, "xy", 2), 0);
+	KUNIT_EXPECT_EQ(test, buf[22], 5);
+	KUNIT_EXPECT_EQ(test, buf[23], 9);
+	KUNIT_EXPECT_EQ(test, memcmp(buf + 24, "xy", 2), 0);
 }
 
 static void sess_pdata_bad(struct kunit *test)
 {
 	const u32 hdr = KRDMA_SESSION_PDATA_HDR, max = KRDMA_MAX_PRIVATE_DATA;
 	u8 buf[KRDMA_MAX_PRIVATE_DATA + 1] = {};
-	u32 gen = 7;
+	u32 gen = 7, idx = 7, nr = 7;
 
 	/* The consumer's bytes must fit; NULL with a length is refused. */
-	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0, buf,
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0, 0, 1, buf,
 						      KRDMA_SESSION_MAX_USER_DATA + 1),
 			-EINVAL);
-	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0, NULL, 1),
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0, 0, 1,
+						      NULL, 1),
 			-EINVAL);
-	KUNIT_ASSERT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 3, NULL, 0),
+	/* An index past the set, an empty set, one past the most. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0, 4, 4,
+						      NULL, 0),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0, 0, 0,
+						      NULL, 0),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 0, 0,
+						      KRDMA_SESSION_MAX_CONNS + 1,
+						      NULL, 0),
+			-EINVAL);
+	KUNIT_ASSERT_EQ(test, krdma_sess_pdata_encode(buf, &sess_id, 3, 1, 2,
+						      NULL, 0),
 			KRDMA_SESSION_PDATA_HDR);
 	/* Too short, too long, no data, a wrong magic byte: no session. */
-	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr - 1, NULL, &gen),
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr - 1, NULL, &gen,
+						      NULL, NULL),
 			-EINVAL);
-	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, max + 1, NULL, &gen),
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, max + 1, NULL, &gen,
+						      NULL, NULL),
 			-EINVAL);
-	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(NULL, 0, NULL, &gen),
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(NULL, 0, NULL, &gen,
+						      NULL, NULL),
 			-EINVAL);
 	KUNIT_EXPECT_EQ(test, gen, 7);
 	buf[1] ^= 1;
-	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, NULL),
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, NULL,
+						      NULL, NULL),
 			-EINVAL);
 	buf[1] ^= 1;
 	buf[0] ^= 0x80;
-	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, NULL),
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, NULL,
+						      NULL, NULL),
 			-EINVAL);
 	buf[0] ^= 0x80;
-	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, &gen), 0);
+	/* A peer's index past its count, a count of 0 or past the most. */
+	buf[22] = 2;
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, NULL,
+						      &idx, &nr),
+			-EINVAL);
+	buf[22] = 0;
+	buf[23] = 0;
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, NULL,
+						      &idx, &nr),
+			-EINVAL);
+	buf[23] = KRDMA_SESSION_MAX_CONNS + 1;
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, NULL,
+						      &idx, &nr),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, idx, 7);
+	KUNIT_EXPECT_EQ(test, nr, 7);
+	buf[22] = 1;
+	buf[23] = 2;
+	KUNIT_EXPECT_EQ(test, krdma_sess_pdata_decode(buf, hdr, NULL, &gen,
+						      &idx, &nr), 0);
 	KUNIT_EXPECT_EQ(test, gen, 3);
+	KUNIT_EXPECT_EQ(test, idx, 1);
+	KUNIT_EXPECT_EQ(test, nr, 2);
 }
 
 static void sess_retryable(struct kunit *test)
