@@ -108,11 +108,15 @@ sess_all_connected() {
 
 # io_loop ERRFILE: in the background, write and read back $D (256 KiB
 # direct I/O, 100 MiB a pass) until an I/O fails, then exit 3; dd's
-# complaints go to ERRFILE.  Sets bgpid.
+# complaints go to ERRFILE.  Sets bgpid.  conv=nocreat: a device node
+# removed between two of dd's runs (an unmap that found no I/O in flight)
+# fails the next one ("No such file or directory") instead of making dd
+# fill a regular file in /dev (devtmpfs) until "No space left on device".
 io_loop() {
 	(
 		while :; do
-			dd if=/dev/urandom of="$D" bs=256k count=400 oflag=direct status=none ||
+			dd if=/dev/urandom of="$D" bs=256k count=400 oflag=direct \
+				conv=nocreat status=none ||
 				exit 3
 			dd if="$D" of=/dev/null bs=256k count=400 iflag=direct status=none ||
 				exit 3
