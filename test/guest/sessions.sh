@@ -20,6 +20,16 @@ SS=$KRDMA_SYS/sessions C=$KRDMA_SYS/conns
 P=7090
 # says FILE VALUE: FILE reads VALUE (for wait_for, which runs it again).
 says() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
+# close_and_reconnect SESSION PASSIVE: the passive end PASSIVE closes (the
+# kernel log marked first); SESSION reconnects on its own, once, and is
+# connected again.
+close_and_reconnect() {
+	dmesg_mark
+	ctl disconnect name=$2 || fail "disconnect $2"
+	wait_for 10 says $SS/$1/reconnects 1 ||
+		fail "$1 did not reconnect: state $(cat $SS/$1/state), last_error $(cat $SS/$1/last_error)"
+	wait_for 5 says $SS/$1/state connected || fail "$1 not connected again"
+}
 
 # Refused: each with its errno, nothing left behind.
 expect_ctl_err EINVAL session name=bad addr=$PEER_IP:$P reconnect_delay_ms=99
@@ -48,11 +58,7 @@ expect_eq "$(cat "$C/$c0/state")" connected "$c0 state"
 wait_for 5 test -e $C/l.0 || fail "no passive end l.0"
 
 # The passive end closes: the session reconnects on its own.
-dmesg_mark
-ctl disconnect name=l.0 || fail "disconnect l.0"
-wait_for 10 says $SS/s1/reconnects 1 ||
-	fail "s1 did not reconnect: state $(cat $SS/s1/state), last_error $(cat $SS/s1/last_error)"
-wait_for 5 says $SS/s1/state connected || fail "s1 not connected again"
+close_and_reconnect s1 l.0
 c1=$(cat $SS/s1/conn)
 [ "$c1" != "$c0" ] && [ -d "$C/$c1" ] || fail "s1's new connection: '$c1' (was '$c0')"
 expect_eq "$(cat $SS/s1/last_error)" -104 "s1 last_error after the peer closed"
@@ -167,11 +173,7 @@ for i in 0 1 2; do
 		"set connection $i (${old[$i]}) comp_vector"
 done
 wait_for 5 test -e $C/ls.2 || fail "no passive end ls.2"
-dmesg_mark
-ctl disconnect name=ls.1 || fail "disconnect ls.1"
-wait_for 10 says $SS/set/reconnects 1 ||
-	fail "set did not reconnect: state $(cat $SS/set/state), last_error $(cat $SS/set/last_error)"
-wait_for 5 says $SS/set/state connected || fail "set not connected again"
+close_and_reconnect set ls.1
 read -ra new <<<"$(cat $SS/set/conn)"
 [ "${#new[@]}" = 3 ] || fail "set's new connections: '$(cat $SS/set/conn)'"
 for i in 0 1 2; do
