@@ -1700,10 +1700,13 @@ static int krdma_connect_request(struct krdma_listener *l,
 		.max_msg_size = l->opts.max_msg_size,
 		.heartbeat_ms = krdma_hb_asked(&l->opts),
 	};
+	struct sockaddr *peer = (struct sockaddr *)&id->route.addr.dst_addr;
 	struct rdma_conn_param param;
 	struct krdma_conn_opts opts;
+	struct krdma_sess_req sr = {};
 	struct krdma_hello hello;
 	struct krdma_conn *conn;
+	const u8 *pdata = NULL;
 	char name[48];
 	int reason, ret;
 	bool full;
@@ -1719,28 +1722,32 @@ static int krdma_connect_request(struct krdma_listener *l,
 		goto reject;
 	}
 
+	if (remote.pdata_len)
+		pdata = (const u8 *)ev->param.conn.private_data +
+			sizeof(struct krdma_hello);
+	/* A session's request may replace, or lose to, a live connection. */
+	ret = krdma_sess_claim(l, pdata, remote.pdata_len, peer, &sr);
 	/* The consumer's say, before anything is held for the request. */
-	if (l->opts.ops && l->opts.ops->accept) {
+	if (!ret && l->opts.ops && l->opts.ops->accept) {
 		struct krdma_conn_req req = {
+			.private_data = pdata,
 			.private_data_len = remote.pdata_len,
-			.peer = (struct sockaddr *)&id->route.addr.dst_addr,
+			.peer = peer,
 			.listener_priv = l->opts.priv,
 		};
 
-		if (remote.pdata_len)
-			req.private_data = (const u8 *)ev->param.conn.private_data +
-					   sizeof(struct krdma_hello);
 		ret = l->opts.ops->accept(&req);
-		if (ret) {
+		if (ret)
 			pr_info_ratelimited("%s: connection from %pISpc refused by its consumer: %d\n",
-					    l->name, &id->route.addr.dst_addr,
-					    ret);
-			spin_lock_bh(&l->lock);
-			l->rejected++;
-			spin_unlock_bh(&l->lock);
-			krdma_reject_app(id, ret);
-			return 1;
-		}
+					    l->name, peer, ret);
+	}
+	if (ret) {
+		krdma_sess_claim_done(l, &sr, false);
+		spin_lock_bh(&l->lock);
+		l->rejected++;
+		spin_unlock_bh(&l->lock);
+		krdma_reject_app(id, ret);
+		return 1;
 	}
 
 	opts = l->opts;
@@ -1778,6 +1785,10 @@ static int krdma_connect_request(struct krdma_listener *l,
 	conn->orphan = true;
 	conn->listener = l;
 	conn->held = true;
+	conn->sess_known = sr.known;
+	conn->sess_idx = sr.idx;
+	conn->sess_gen = sr.gen;
+	conn->sess_id = sr.id;
 	kobject_get(&l->kobj);
 	krdma_credit_init(&conn->cr, conn->depth);
 	conn->hb_ms = neg.heartbeat_ms;
@@ -1822,6 +1833,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 				    ret);
 		goto fail;
 	}
+	krdma_sess_claim_done(l, &sr, true);
 	return 0;
 
 fail:
@@ -1837,9 +1849,11 @@ fail:
 	spin_unlock_bh(&l->lock);
 	krdma_reject(id, reason);
 	krdma_conn_schedule_teardown(conn, ret);
+	krdma_sess_claim_done(l, &sr, false);
 	return 0;
 
 reject:
+	krdma_sess_claim_done(l, &sr, false);
 	spin_lock_bh(&l->lock);
 	l->rejected++;
 	spin_unlock_bh(&l->lock);

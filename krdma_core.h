@@ -14,6 +14,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/socket.h>
+#include <linux/uuid.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -163,6 +164,14 @@ struct krdma_conn {
 	bool			unpublished;	/* off it, krdma_lock */
 	struct list_head	accept_entry;	/* listener's accept queue */
 	struct krdma_listener	*listener;	/* passive side: where from */
+	/*
+	 * Passive end of a session's connection: its connect request's
+	 * session header (krdma_sess_claim()).  Set before it is published.
+	 */
+	bool			sess_known;
+	u8			sess_idx;
+	u32			sess_gen;
+	uuid_t			sess_id;
 	bool			held;		/* in listener->held */
 	bool			active;
 	struct krdma_conn_opts	opts;
@@ -436,5 +445,19 @@ int krdma_sysfs_add_conn(struct krdma_conn *conn);
 void krdma_sysfs_del_conn(struct krdma_conn *conn);
 int krdma_sysfs_add_listener(struct krdma_listener *l);
 void krdma_sysfs_del_listener(struct krdma_listener *l);
+
+/* A session's connect request on a listener (krdma_session.c). */
+struct krdma_sess_req {
+	bool		known;		/* it carried a session header */
+	u8		idx;
+	u32		gen;
+	uuid_t		id;
+	struct krdma_conn *old;		/* what it replaces, referenced */
+};
+
+int krdma_sess_claim(struct krdma_listener *l, const void *pdata, u32 len,
+		     const struct sockaddr *peer, struct krdma_sess_req *r);
+void krdma_sess_claim_done(struct krdma_listener *l, struct krdma_sess_req *r,
+			   bool accepted);
 
 #endif /* KRDMA_CORE_H */

@@ -9,6 +9,9 @@
 #define KRDMA_SESS_H
 
 #include <linux/errno.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/socket.h>
 #include <linux/string.h>
 #include <linux/uuid.h>
 
@@ -68,6 +71,49 @@ static inline int krdma_sess_pdata_decode(const u8 *buf, u32 len, uuid_t *id,
 	if (nr)
 		*nr = buf[23];
 	return len - KRDMA_SESSION_PDATA_HDR;
+}
+
+/*
+ * What a listener does with a session's connect request of generation
+ * @gen when a passive connection of the same session and index, of
+ * generation @live_gen, is still up there (a session reconnects when its
+ * side of a connection failed, which the other side may not have seen:
+ * a link that went down, a peer whose power was cut).
+ */
+enum krdma_sess_verdict {
+	KRDMA_SESS_REPLACE,	/* the live one is the session's past: fail it */
+	KRDMA_SESS_STALE,	/* the request is older: refuse it, -ESTALE */
+	KRDMA_SESS_BUSY,	/* from another host: refuse it, -EBUSY */
+};
+
+/*
+ * Only the host the live connection's peer is on may replace it: another
+ * one (a guess of the id, or the same session over another path) is
+ * refused with -EBUSY, which a session retries, until the live one fails
+ * by itself (its heartbeats).  Generations compare as serial numbers.
+ */
+static inline enum krdma_sess_verdict krdma_sess_verdict(u32 live_gen, u32 gen,
+							 bool same_host)
+{
+	if (!same_host)
+		return KRDMA_SESS_BUSY;
+	return (s32)(gen - live_gen) > 0 ? KRDMA_SESS_REPLACE : KRDMA_SESS_STALE;
+}
+
+/* Are @a and @b addresses of one host (family and address; not ports)? */
+static inline bool krdma_sess_same_host(const struct sockaddr *a,
+					const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr,
+			       sizeof(struct in6_addr));
+	return false;
 }
 
 /*

@@ -1019,7 +1019,12 @@ EXPORT_SYMBOL_GPL(krdma_session_name);
  * @gen: the request's generation: 0 for the session's first connect
  *	request, one more for each later one (may be NULL)
  *
- * A returning session has the same @id and a higher @gen.  Its consumer's
+ * A returning session has the same @id and a higher @gen.  The hook sees
+ * it only when the listener let it through: a request that finds a live
+ * passive end of the same session and index replaces it when it is newer
+ * and from the same host (the old end fails with -ESTALE once the new one
+ * is accepted), and is refused without asking the hook otherwise
+ * (-ESTALE: not newer; -EBUSY: another host).  Its consumer's
  * own bytes follow the session header in the request's private data, at
  * (const u8 *)req->private_data + KRDMA_SESSION_PDATA_HDR.
  *
@@ -1061,3 +1066,120 @@ int krdma_session_index_from_req(const struct krdma_conn_req *req, u32 *index,
 	return ret < 0 ? ret : 0;
 }
 EXPORT_SYMBOL_GPL(krdma_session_index_from_req);
+
+/* ---- the passive side: a session that returns ---------------------- */
+
+/**
+ * krdma_sess_claim - a listener's check of a session's connect request
+ * @l: the listener
+ * @pdata: the consumer's private data of the request (after krdma's
+ *	handshake)
+ * @len: its length
+ * @peer: where the request came from
+ * @r: filled with the request's session header and what it replaces
+ *
+ * A session reconnects when its side of a connection failed, which this
+ * side may not have seen (the peer's link went down, or its power was
+ * cut): the request of generation N + 1 finds the passive end of
+ * generation N still up.  It replaces it, when it comes from the same
+ * host: krdma_sess_claim_done() fails the old end with -ESTALE once the
+ * new one is accepted, so that its consumer lets go of it at once rather
+ * than when heartbeats or traffic find it dead.  A request older than a
+ * live end (a late duplicate) is refused with -ESTALE, which its session
+ * takes as final; one from another host with -EBUSY, which its session
+ * retries until the live end fails by itself.  Requests without a session
+ * header pass untouched.
+ *
+ * Context: process context (the request's CM handler); takes krdma_lock.
+ * Return: 0 to go on (@r->old, referenced, is what it replaces, or NULL),
+ * or the errno to refuse the request with.
+ */
+int krdma_sess_claim(struct krdma_listener *l, const void *pdata, u32 len,
+		     const struct sockaddr *peer, struct krdma_sess_req *r)
+{
+	struct krdma_conn *c;
+	u32 idx, old_gen = 0;
+	int ret = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (krdma_sess_pdata_decode(pdata, len, &r->id, &r->gen, &idx,
+				    NULL) < 0)
+		return 0;
+	r->known = true;
+	r->idx = idx;
+	mutex_lock(&krdma_lock);
+	list_for_each_entry(c, &krdma_conns, list) {
+		bool same, live;
+
+		if (c->listener != l || !c->sess_known ||
+		    c->sess_idx != r->idx || !uuid_equal(&c->sess_id, &r->id))
+			continue;
+		spin_lock_bh(&c->lock);
+		live = !c->dying && (c->state == KRDMA_CONN_CONNECTING ||
+				     c->state == KRDMA_CONN_CONNECTED);
+		spin_unlock_bh(&c->lock);
+		if (!live)
+			continue;
+		same = krdma_sess_same_host((struct sockaddr *)&c->raddr, peer);
+		switch (krdma_sess_verdict(c->sess_gen, r->gen, same)) {
+		case KRDMA_SESS_REPLACE:
+			/* One failed by an earlier reconnect may linger. */
+			if (!r->old || (s32)(c->sess_gen - old_gen) > 0) {
+				if (r->old)
+					krdma_conn_put(r->old);
+				krdma_conn_get(c);
+				r->old = c;
+				old_gen = c->sess_gen;
+			}
+			break;
+		case KRDMA_SESS_STALE:
+			ret = -ESTALE;
+			break;
+		case KRDMA_SESS_BUSY:
+			ret = -EBUSY;
+			break;
+		}
+		if (ret)
+			break;
+	}
+	mutex_unlock(&krdma_lock);
+	if (!ret)
+		return 0;
+	if (r->old) {
+		krdma_conn_put(r->old);
+		r->old = NULL;
+	}
+	pr_warn_ratelimited("%s: refused connection %u of session %pUb (generation %u) from %pISc: %s\n",
+			    l->name, r->idx, &r->id, r->gen, peer,
+			    ret == -ESTALE ?
+			    "one of the same or a newer generation is up" :
+			    "it is up from another host");
+	return ret;
+}
+
+/**
+ * krdma_sess_claim_done - the end of a request krdma_sess_claim() passed
+ * @l: the listener
+ * @r: what krdma_sess_claim() filled
+ * @accepted: whether the request's connection was accepted
+ *
+ * Fails the passive end the request replaces (only when the new one was
+ * accepted) and drops the reference on it.
+ *
+ * Context: process context (the request's CM handler).
+ */
+void krdma_sess_claim_done(struct krdma_listener *l, struct krdma_sess_req *r,
+			   bool accepted)
+{
+	struct krdma_conn *old = r->old;
+
+	if (!old)
+		return;
+	r->old = NULL;
+	if (accepted) {
+		pr_info_ratelimited("%s: %s replaced by connection %u of session %pUb (generation %u)\n",
+				    l->name, old->name, r->idx, &r->id, r->gen);
+		krdma_conn_fail(old, -ESTALE);
+	}
+	krdma_conn_put(old);
+}

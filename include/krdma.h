@@ -668,6 +668,9 @@ struct krdma_session;
  * session's number of connections), then the consumer's own
  * opts.conn.private_data, at most KRDMA_SESSION_MAX_USER_DATA bytes.
  * krdma_session_id_from_req() and krdma_session_index_from_req() read it.
+ * A listener acts on it before its accept hook: a newer generation of a
+ * session index whose passive end is still up replaces that end (which
+ * fails with -ESTALE), an older one is refused (krdma_session_id_from_req()).
  */
 #define KRDMA_SESSION_PDATA_MAGIC	0x6b53	/* "kS" */
 #define KRDMA_SESSION_PDATA_HDR		24

@@ -5229,6 +5229,165 @@ out_a:
 	at_sess_stop(a);
 }
 
+/*
+ * A session header for connection @idx of one, by the documented layout
+ * of include/krdma.h (not krdma's own encoder): what the session's
+ * reconnect would send.
+ */
+static void at_forge_sess_hdr(u8 *pd, const uuid_t *id, u32 gen)
+{
+	pd[0] = KRDMA_SESSION_PDATA_MAGIC >> 8;
+	pd[1] = KRDMA_SESSION_PDATA_MAGIC & 0xff;
+	memcpy(pd + 2, id->b, UUID_SIZE);
+	pd[18] = gen >> 24;
+	pd[19] = gen >> 16;
+	pd[20] = gen >> 8;
+	pd[21] = gen;
+	pd[22] = 0;
+	pd[23] = 1;
+}
+
+static struct krdma_conn *at_forge_connect(struct at_sess *a, const uuid_t *id,
+					   u32 gen)
+{
+	u8 pd[KRDMA_SESSION_PDATA_HDR];
+	struct krdma_conn_opts o = {
+		.timeout_ms = 10000,
+		.private_data = pd,
+		.private_data_len = sizeof(pd),
+	};
+
+	at_forge_sess_hdr(pd, id, gen);
+	return krdma_connect((struct sockaddr *)&a->laddr, NULL, &o);
+}
+
+/* Up to 5 s for @c to leave CONNECTED; its state then. */
+static enum krdma_conn_state at_wait_not_up(struct krdma_conn *c)
+{
+	struct krdma_conn_info ci;
+	unsigned long end = jiffies + 5 * HZ;
+
+	for (;;) {
+		krdma_conn_query(c, &ci);
+		if (ci.state != KRDMA_CONN_CONNECTED ||
+		    time_after(jiffies, end) || kthread_should_stop())
+			return ci.state;
+		msleep(20);
+	}
+}
+
+/*
+ * A session that reconnects while the server still holds its old end up:
+ * a client whose link went down, or whose side alone failed, and whose
+ * disconnect never reached the server.  The listener gives the session
+ * to its consumer again: the request of a newer generation replaces the
+ * old end, which fails with -ESTALE at once (rather than when heartbeats
+ * find it dead); one of the same or an older generation is refused with
+ * -ESTALE, and the consumer's accept hook is not asked.  The server
+ * cannot tell a forged request from the session's own, so the two
+ * requests are built here by the documented header layout; the session's
+ * real reconnect then finds the place free.
+ */
+static void sc_session_handover(struct at_test *t)
+{
+	struct krdma_conn *c = NULL, *f, *p0, *pf, *p1;
+	struct krdma_session *s;
+	struct at_sess *a;
+	uuid_t id;
+	int ret;
+
+	a = at_sess_start(t, 10);
+	if (!a)
+		return;
+	/* 2 s: the forged end is gone before the session's own attempt. */
+	s = at_sess_up(t, a, 2000, 20000, NULL);
+	if (!s)
+		goto out_a;
+	p0 = a->sl.pass[0];
+	id = a->sl.id[0];
+
+	/* Generation 0 again (a late duplicate): refused, p0 untouched. */
+	f = at_forge_connect(a, &id, 0);
+	if (!IS_ERR(f)) {
+		krdma_close(f);
+		at_fail(t, "a request of the live generation was accepted");
+		goto out_s;
+	}
+	/* siw may deliver the reject as a reset (krdma.h, @accept). */
+	if ((!(at_iwarp && PTR_ERR(f) == -ECONNREFUSED) &&
+	     !at_expect(t, PTR_ERR(f), -ESTALE, "connect of a stale generation")) ||
+	    !at_expect(t, READ_ONCE(a->sl.calls), 1,
+		       "accept hook calls (the stale one never reaches it)"))
+		goto out_s;
+	c = krdma_session_conn_get(s);
+	if (IS_ERR(c)) {
+		at_fail(t, "the session lost its connection to a refused duplicate: %ld",
+			PTR_ERR(c));
+		c = NULL;
+		goto out_s;
+	}
+	if (!at_sess_msg(t, c, p0, 333, 0x4a0d0))
+		goto out_c;
+	krdma_session_conn_put(s, c);
+	c = NULL;
+
+	/* Generation 5 from the same host: it replaces p0. */
+	f = at_forge_connect(a, &id, 5);
+	if (IS_ERR(f)) {
+		at_fail(t, "the newer generation's connect: %ld", PTR_ERR(f));
+		goto out_s;
+	}
+	pf = at_sess_pass(t, a, 1);
+	ret = at_wait_conn_error(p0);
+	if (!pf || !at_expect(t, ret, -ESTALE, "error of the replaced end") ||
+	    !at_expect(t, a->sl.gen[1], 5, "generation the hook saw")) {
+		krdma_close(f);
+		goto out_s;
+	}
+	/* The new end works, byte for byte. */
+	if (!at_sess_msg(t, f, pf, 1000, 0x4a0d1)) {
+		krdma_close(f);
+		goto out_s;
+	}
+	/* The session's own side was disconnected by the server. */
+	if (!at_se_expect(t, &a->se, 1, KRDMA_SESSION_DISCONNECTED, 1,
+			  KRDMA_ERR_RETRY, 10000)) {
+		krdma_close(f);
+		goto out_s;
+	}
+	krdma_close(f);
+	if (!at_expect(t, at_wait_not_up(pf) != KRDMA_CONN_CONNECTED, 1,
+		       "the forged connection's passive end gone"))
+		goto out_s;
+	/* The session's reconnect, generation 1, is after the forged 5... */
+	if (!at_se_expect(t, &a->se, 2, KRDMA_SESSION_RECONNECTING, 0,
+			  KRDMA_ERR_RETRY, 5000) ||
+	    !at_se_expect(t, &a->se, 3, KRDMA_SESSION_RECONNECTED, 0, 0, 10000))
+		goto out_s;
+	/* ...but nothing of the session is up: it is let in. */
+	p1 = at_sess_pass(t, a, 2);
+	if (!p1 || !at_expect(t, a->sl.gen[2], 1, "the reconnect's generation"))
+		goto out_s;
+	c = krdma_session_conn_get(s);
+	if (IS_ERR(c)) {
+		at_fail(t, "krdma_session_conn_get after RECONNECTED: %ld",
+			PTR_ERR(c));
+		c = NULL;
+		goto out_s;
+	}
+	if (!at_sess_msg(t, c, p1, 777, 0x4a0d2))
+		goto out_c;
+	pr_info("%s: the stale request refused, the newer one took over, the session back\n",
+		t->name);
+out_c:
+	if (c)
+		krdma_session_conn_put(s, c);
+out_s:
+	krdma_session_destroy(s);
+out_a:
+	at_sess_stop(a);
+}
+
 #define AT_LOST_DELAY	300
 #define AT_LOST_TMO	1500
 
@@ -6695,6 +6854,7 @@ static const struct at_scenario {
 	{ "session_refused", sc_session_refused },
 	{ "session_flap", sc_session_flap },
 	{ "session_set", sc_session_set },
+	{ "session_handover", sc_session_handover },
 	{ "sendv", sc_sendv },
 	{ "sendv_imm", sc_sendv_imm },
 	{ "poll", sc_poll },

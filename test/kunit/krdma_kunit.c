@@ -3445,7 +3445,7 @@ static void sess_retryable(struct kunit *test)
 	/* Another protocol, not krdma, bad parameters, a hook's refusal. */
 	static const int no[] = {
 		-EPROTONOSUPPORT, -EPROTO, -EINVAL, -EACCES, -EPERM, -ENOENT,
-		-EKEYREJECTED, 0, 1,
+		-EKEYREJECTED, -ESTALE, 0, 1,
 	};
 	int i;
 
@@ -3478,12 +3478,62 @@ static void sess_op_errno(struct kunit *test)
 	KUNIT_EXPECT_NE(test, KRDMA_ERR_RETRY, KRDMA_ERR_LOST);
 }
 
+static void sess_verdict(struct kunit *test)
+{
+	/* A reconnect from the same host replaces the live end. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_verdict(0, 1, true), KRDMA_SESS_REPLACE);
+	KUNIT_EXPECT_EQ(test, krdma_sess_verdict(4, 9, true), KRDMA_SESS_REPLACE);
+	/* Serial numbers: generation 0 after U32_MAX is newer. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_verdict(U32_MAX, 0, true),
+			KRDMA_SESS_REPLACE);
+	/* The same or an older generation is a late duplicate. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_verdict(3, 3, true), KRDMA_SESS_STALE);
+	KUNIT_EXPECT_EQ(test, krdma_sess_verdict(3, 2, true), KRDMA_SESS_STALE);
+	KUNIT_EXPECT_EQ(test, krdma_sess_verdict(0, U32_MAX, true),
+			KRDMA_SESS_STALE);
+	/* Another host never replaces, newer or not: it waits. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_verdict(0, 1, false), KRDMA_SESS_BUSY);
+	KUNIT_EXPECT_EQ(test, krdma_sess_verdict(3, 2, false), KRDMA_SESS_BUSY);
+	/* What the session makes of the two refusals. */
+	KUNIT_EXPECT_TRUE(test, krdma_sess_retryable(-EBUSY));
+	KUNIT_EXPECT_FALSE(test, krdma_sess_retryable(-ESTALE));
+}
+
+static void sess_same_host(struct kunit *test)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(1) };
+	struct sockaddr_in b = { .sin_family = AF_INET, .sin_port = htons(2) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in6 b6 = { .sin6_family = AF_INET6, .sin6_port = htons(9) };
+	struct sockaddr *sa = (struct sockaddr *)&a, *sb = (struct sockaddr *)&b;
+	struct sockaddr *sa6 = (struct sockaddr *)&a6;
+	struct sockaddr *sb6 = (struct sockaddr *)&b6;
+
+	a.sin_addr.s_addr = htonl(0x0a0a0101);
+	b.sin_addr.s_addr = htonl(0x0a0a0101);
+	/* Ports differ: a reconnect comes from another port. */
+	KUNIT_EXPECT_TRUE(test, krdma_sess_same_host(sa, sb));
+	b.sin_addr.s_addr = htonl(0x0a0a0102);
+	KUNIT_EXPECT_FALSE(test, krdma_sess_same_host(sa, sb));
+	ipv6_addr_set(&a6.sin6_addr, htonl(0xfd000079), 0, 0, htonl(1));
+	ipv6_addr_set(&b6.sin6_addr, htonl(0xfd000079), 0, 0, htonl(1));
+	KUNIT_EXPECT_TRUE(test, krdma_sess_same_host(sa6, sb6));
+	b6.sin6_addr.s6_addr[15] = 2;
+	KUNIT_EXPECT_FALSE(test, krdma_sess_same_host(sa6, sb6));
+	/* An IPv4 peer is never an IPv6 one, whatever the bytes. */
+	KUNIT_EXPECT_FALSE(test, krdma_sess_same_host(sa, sa6));
+	a6.sin6_family = AF_UNSPEC;
+	KUNIT_EXPECT_FALSE(test, krdma_sess_same_host(sa6, sa6));
+}
+
 static struct kunit_case krdma_sess_cases[] = {
 	KUNIT_CASE(sess_pdata_round_trip),
 	KUNIT_CASE(sess_pdata_layout),
 	KUNIT_CASE(sess_pdata_bad),
 	KUNIT_CASE(sess_retryable),
 	KUNIT_CASE(sess_op_errno),
+	KUNIT_CASE(sess_verdict),
+	KUNIT_CASE(sess_same_host),
 	{}
 };
 
