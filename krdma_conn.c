@@ -14,6 +14,7 @@
 
 #include "krdma_core.h"
 #include "krdma_trace.h"
+#include "krdma_sess.h"
 
 LIST_HEAD(krdma_conns);
 /*
@@ -197,6 +198,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 					   const char *name)
 {
 	struct krdma_conn *conn;
+	u32 idx;
 
 	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	if (!conn)
@@ -215,6 +217,13 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	if (opts->private_data_len)
 		memcpy(conn->pdata, opts->private_data, opts->private_data_len);
 	conn->opts.private_data = NULL;
+	/* A session's own connection knows it (krdma_conn_session()). */
+	if (krdma_sess_pdata_decode(conn->pdata, opts->private_data_len,
+				    &conn->sess_id, &conn->sess_gen, &idx,
+				    NULL) >= 0) {
+		conn->sess_known = true;
+		conn->sess_idx = idx;
+	}
 	conn->depth = opts->queue_depth;
 	conn->max_msg = opts->max_msg_size;
 	conn->state = KRDMA_CONN_CONNECTING;

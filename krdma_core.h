@@ -165,8 +165,9 @@ struct krdma_conn {
 	struct list_head	accept_entry;	/* listener's accept queue */
 	struct krdma_listener	*listener;	/* passive side: where from */
 	/*
-	 * Passive end of a session's connection: its connect request's
-	 * session header (krdma_sess_claim()).  Set before it is published.
+	 * A session's connection: the session header of its connect
+	 * request, sent (active end) or received (passive end,
+	 * krdma_sess_claim()).  Set before it is published; fixed.
 	 */
 	bool			sess_known;
 	u8			sess_idx;

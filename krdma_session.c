@@ -1067,6 +1067,38 @@ int krdma_session_index_from_req(const struct krdma_conn_req *req, u32 *index,
 }
 EXPORT_SYMBOL_GPL(krdma_session_index_from_req);
 
+/**
+ * krdma_conn_session - which session a connection belongs to
+ * @conn: the connection, either end
+ * @id: the session's id (may be NULL)
+ * @gen: the generation of its connect request (may be NULL)
+ * @index: its index in the session's set of connections (may be NULL)
+ *
+ * For a passive side that serves sessions: its connections' callbacks
+ * tell which client session, and which queue of it, a connection is, and
+ * a returning session's connections have the same @id as the ones they
+ * replace (krdma_session_id_from_req() reads the same at accept time).
+ * On the active side, the session's own connections answer too.
+ *
+ * Context: any.
+ * Return: 0, or -ENOENT when @conn is no session's (its connect request
+ * carried no session header).
+ */
+int krdma_conn_session(struct krdma_conn *conn, uuid_t *id, u32 *gen,
+		       u32 *index)
+{
+	if (!conn->sess_known)
+		return -ENOENT;
+	if (id)
+		uuid_copy(id, &conn->sess_id);
+	if (gen)
+		*gen = conn->sess_gen;
+	if (index)
+		*index = conn->sess_idx;
+	return 0;
+}
+EXPORT_SYMBOL_GPL(krdma_conn_session);
+
 /* ---- the passive side: a session that returns ---------------------- */
 
 /**

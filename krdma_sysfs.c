@@ -338,6 +338,17 @@ static ssize_t conn_comp_vector_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%d\n", READ_ONCE(to_conn(kobj)->comp_vector));
 }
 
+/* The session's id (sessions/NAME/id of its client), or "none". */
+static ssize_t conn_session_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
+{
+	struct krdma_conn *conn = to_conn(kobj);
+
+	if (!conn->sess_known)
+		return sysfs_emit(buf, "none\n");
+	return sysfs_emit(buf, "%pUb\n", &conn->sess_id);
+}
+
 static ssize_t conn_credits_show(struct kobject *kobj,
 				 struct kobj_attribute *attr, char *buf)
 {
@@ -428,6 +439,7 @@ KRDMA_CONN_ATTR(heartbeat_ms);
 KRDMA_CONN_ATTR(poll);
 KRDMA_CONN_ATTR(completions);
 KRDMA_CONN_ATTR(comp_vector);
+KRDMA_CONN_ATTR(session);
 
 static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_state.attr,
@@ -461,6 +473,7 @@ static struct attribute *krdma_conn_attrs[] = {
 	&conn_attr_poll.attr,
 	&conn_attr_completions.attr,
 	&conn_attr_comp_vector.attr,
+	&conn_attr_session.attr,
 	&conn_attr_hb_sent.attr,
 	&conn_attr_hb_received.attr,
 	&conn_attr_nudges.attr,

@@ -793,6 +793,8 @@ void *krdma_session_priv(struct krdma_session *s);
 const char *krdma_session_name(struct krdma_session *s);
 int krdma_session_id_from_req(const struct krdma_conn_req *req, uuid_t *id,
 			      u32 *gen);
+int krdma_conn_session(struct krdma_conn *conn, uuid_t *id, u32 *gen,
+		       u32 *index);
 int krdma_session_index_from_req(const struct krdma_conn_req *req, u32 *index,
 				 u32 *nr_conns);
 const char *krdma_conn_name(struct krdma_conn *conn);

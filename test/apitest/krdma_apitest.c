@@ -5261,6 +5261,21 @@ static struct krdma_conn *at_forge_connect(struct at_sess *a, const uuid_t *id,
 	return krdma_connect((struct sockaddr *)&a->laddr, NULL, &o);
 }
 
+/* krdma_conn_session() of @c says session @id, generation @gen, index 0. */
+static bool at_conn_session_is(struct at_test *t, struct krdma_conn *c,
+			       const uuid_t *id, u32 gen, const char *what)
+{
+	u32 g = U32_MAX, idx = U32_MAX;
+	uuid_t got = {};
+	int ret;
+
+	ret = krdma_conn_session(c, &got, &g, &idx);
+	return at_expect(t, ret, 0, "krdma_conn_session of %s", what) &&
+	       at_expect(t, uuid_equal(&got, id), 1, "session id of %s", what) &&
+	       at_expect(t, g, gen, "generation of %s", what) &&
+	       at_expect(t, idx, 0, "index of %s", what);
+}
+
 /* Up to 5 s for @c to leave CONNECTED; its state then. */
 static enum krdma_conn_state at_wait_not_up(struct krdma_conn *c)
 {
@@ -5305,6 +5320,15 @@ static void sc_session_handover(struct at_test *t)
 		goto out_a;
 	p0 = a->sl.pass[0];
 	id = a->sl.id[0];
+	/* A connection that is no session's has none. */
+	f = at_connect_opts(t, &(struct krdma_conn_opts){});
+	if (!f)
+		goto out_s;
+	ret = krdma_conn_session(f, NULL, NULL, NULL);
+	krdma_close(f);
+	if (!at_expect(t, ret, -ENOENT, "krdma_conn_session of a plain connection") ||
+	    !at_conn_session_is(t, p0, &id, 0, "the first passive end"))
+		goto out_s;
 
 	/* Generation 0 again (a late duplicate): refused, p0 untouched. */
 	f = at_forge_connect(a, &id, 0);
@@ -5344,8 +5368,9 @@ static void sc_session_handover(struct at_test *t)
 		krdma_close(f);
 		goto out_s;
 	}
-	/* The new end works, byte for byte. */
-	if (!at_sess_msg(t, f, pf, 1000, 0x4a0d1)) {
+	/* The new end works, byte for byte, and knows its session. */
+	if (!at_conn_session_is(t, pf, &id, 5, "the forged request's end") ||
+	    !at_sess_msg(t, f, pf, 1000, 0x4a0d1)) {
 		krdma_close(f);
 		goto out_s;
 	}
@@ -5375,7 +5400,9 @@ static void sc_session_handover(struct at_test *t)
 		c = NULL;
 		goto out_s;
 	}
-	if (!at_sess_msg(t, c, p1, 777, 0x4a0d2))
+	if (!at_conn_session_is(t, p1, &id, 1, "the session's new passive end") ||
+	    !at_conn_session_is(t, c, &id, 1, "the session's new connection") ||
+	    !at_sess_msg(t, c, p1, 777, 0x4a0d2))
 		goto out_c;
 	pr_info("%s: the stale request refused, the newer one took over, the session back\n",
 		t->name);

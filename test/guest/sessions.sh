@@ -56,6 +56,17 @@ c0=$(cat $SS/s1/conn)
 [ -d "$C/$c0" ] || fail "s1's connection '$c0' has no conns/ directory"
 expect_eq "$(cat "$C/$c0/state")" connected "$c0 state"
 wait_for 5 test -e $C/l.0 || fail "no passive end l.0"
+# Both ends name the session; a connection of no session says none.
+sid=$(cat $SS/s1/id)
+expect_eq "$(cat "$C/$c0/session") $(cat $C/l.0/session)" "$sid $sid" \
+	"conns/$c0/session and conns/l.0/session (s1 is $sid)"
+ctl listen name=lp addr=$MY_IP:$((P + 9)) || fail "listen lp"
+ctl connect name=plain addr=$PEER_IP:$((P + 9)) || fail "connect plain"
+wait_for 5 test -e $C/lp.0 || fail "no passive end lp.0"
+expect_eq "$(cat $C/plain/session) $(cat $C/lp.0/session)" "none none" \
+	"conns/plain/session and conns/lp.0/session"
+ctl disconnect name=plain || fail "disconnect plain"
+ctl unlisten name=lp || fail "unlisten lp"
 
 # The passive end closes: the session reconnects on its own.
 close_and_reconnect s1 l.0
