@@ -1700,6 +1700,16 @@ module_param(fault_accept_delay_ms, uint, 0644);
 MODULE_PARM_DESC(fault_accept_delay_ms,
 		 "test: sleep this long in a connection request after taking the device");
 
+/* A request is refused: counted, and what it would replace left alone. */
+static void krdma_request_refused(struct krdma_listener *l,
+				  struct krdma_sess_req *sr)
+{
+	krdma_sess_claim_done(l, sr, false);
+	spin_lock_bh(&l->lock);
+	l->rejected++;
+	spin_unlock_bh(&l->lock);
+}
+
 static int krdma_connect_request(struct krdma_listener *l,
 				 struct rdma_cm_id *id,
 				 struct rdma_cm_event *ev)
@@ -1751,10 +1761,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 					    l->name, peer, ret);
 	}
 	if (ret) {
-		krdma_sess_claim_done(l, &sr, false);
-		spin_lock_bh(&l->lock);
-		l->rejected++;
-		spin_unlock_bh(&l->lock);
+		krdma_request_refused(l, &sr);
 		krdma_reject_app(id, ret);
 		return 1;
 	}
@@ -1853,19 +1860,13 @@ fail:
 	 * the connection's teardown, which device removal serializes with,
 	 * release the QP, the device and the id; the orphan goes with it.
 	 */
-	spin_lock_bh(&l->lock);
-	l->rejected++;
-	spin_unlock_bh(&l->lock);
+	krdma_request_refused(l, &sr);
 	krdma_reject(id, reason);
 	krdma_conn_schedule_teardown(conn, ret);
-	krdma_sess_claim_done(l, &sr, false);
 	return 0;
 
 reject:
-	krdma_sess_claim_done(l, &sr, false);
-	spin_lock_bh(&l->lock);
-	l->rejected++;
-	spin_unlock_bh(&l->lock);
+	krdma_request_refused(l, &sr);
 	krdma_reject(id, reason);
 	return 1;
 }

@@ -32,6 +32,17 @@ blk_unload() {
 	rm -rf "$W"
 }
 
+# blk_cleanup_e0: the EXIT trap of a test with one map (krdmablk0) of one
+# export (e0): both gone, then blk_unload.
+blk_cleanup_e0() {
+	set +e
+	if [ -w "$BLK_CTL" ]; then
+		echo "unmap name=krdmablk0" >"$BLK_CTL" 2>/dev/null
+		echo "unexport name=e0" >"$BLK_CTL" 2>/dev/null
+	fi
+	blk_unload
+}
+
 # nullb_load IRQMODE: a fresh 1 GiB memory-backed null_blk, $NB, whose
 # requests complete in softirq (1) or, from a timer, in hardirq context (2).
 nullb_load() {

@@ -33,15 +33,7 @@ D=/dev/krdmablk0
 W=/tmp/blkdelay-work
 S=$KRDMA_SYS/conns
 
-cleanup() {
-	set +e
-	if [ -w "$BLK_CTL" ]; then
-		echo "unmap name=krdmablk0" >"$BLK_CTL" 2>/dev/null
-		echo "unexport name=e0" >"$BLK_CTL" 2>/dev/null
-	fi
-	blk_unload
-}
-trap cleanup EXIT
+trap blk_cleanup_e0 EXIT
 
 # field FILE WORD: the value of WORD=N in the inject file FILE.
 field() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$1"; }

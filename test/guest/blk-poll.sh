@@ -31,15 +31,7 @@ NB=/dev/nullb0
 D=/dev/krdmablk0
 W=/tmp/blkpoll-work
 
-cleanup() {
-	set +e
-	if [ -w "$BLK_CTL" ]; then
-		echo "unmap name=krdmablk0" >"$BLK_CTL" 2>/dev/null
-		echo "unexport name=e0" >"$BLK_CTL" 2>/dev/null
-	fi
-	blk_unload
-}
-trap cleanup EXIT
+trap blk_cleanup_e0 EXIT
 
 blk_start
 mkdir -p "$W"
