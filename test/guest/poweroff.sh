@@ -171,5 +171,14 @@ for c in c1 hb1 hb2 hboff; do
 	timeout 60 bash -c "echo disconnect name=$c >$KRDMA_CTL" ||
 		fail "disconnect $c hung or failed"
 done
-wait_for 20 sysfs_empty $KRDMA_SYS/conns || fail "connections left: $(ls $KRDMA_SYS/conns)"
+# On iWARP a session's reconnect attempt that was under way when B died
+# outlives its own timeout: rdma_connect() waits for TCP to give up on
+# its SYNs (README: "A connect to a peer that is gone"), and the
+# half-made connection stays in conns/ until then, with no owner and no
+# callbacks (62 s after its timeout on 6.1 over siw, 2026-11-27).
+limit=20
+[ "$DEV" = siw ] && limit=180
+t0=$SECONDS
+wait_for $limit sysfs_empty $KRDMA_SYS/conns || fail "connections left: $(ls $KRDMA_SYS/conns)"
+log "connections gone $((SECONDS - t0)) s after the disconnects"
 echo PASS
