@@ -97,7 +97,14 @@ run_test() {
 	elif [ $rc = 77 ]; then
 		echo "SKIP $t: $(grep -m1 '^SKIP:' "$out" | cut -c7-)" >>"$results"
 	elif [ $rc = 124 ]; then
-		echo "FAIL $t: timed out" >>"$results"
+		# The last RDMA lines before the stacks: why a peer, say,
+		# disconnected is often here, and CI keeps only the results.
+		kmsg=$(dmesg | tail -n +"$((before + 1))" |
+			sed '/sysrq: Show Blocked State/,$d' |
+			grep -E 'krdma|siw|rxe|rdma|iw_cm|ib_' |
+			grep -v 'self-test passed' | tail -n 4 |
+			sed 's/^\[ *[0-9.]*\] //' | paste -sd '|' -)
+		echo "FAIL $t: timed out${kmsg:+ [dmesg: $kmsg]}" >>"$results"
 	else
 		why=$(grep -m1 '^FAIL:' "$out" | cut -c7-)
 		kmsg=$(grep '^DMESG: ' "$out" | cut -c8- | paste -sd '|' -)
