@@ -70,13 +70,33 @@ ratelimit_pace() {
 # the result: CI keeps only the results, and a rare failure must be
 # readable from them alone.
 fail() {
+	local r
+
 	echo "FAIL: $*"
 	[ -n "${KRDMA_DMESG_BEFORE:-}" ] &&
 		dmesg | tail -n +"$((KRDMA_DMESG_BEFORE + 1))" |
 		grep -E 'krdma|siw|rxe|rdma|iw_cm|ib_' |
 		grep -v 'self-test passed' | tail -n 4 |
 		sed 's/^\[ *[0-9.]*\] /DMESG: /'
+	# Lost frames show here first: over the lab's UDP link a busy qemu
+	# drops them, and rxe's retries may run out (HACKING).
+	r=$(rxe_retries)
+	[ -z "$r" ] || echo "DMESG: $IBDEV counters since it was added: $r"
 	exit 1
+}
+
+# rxe_retries: rxe's counters of lost or repeated packets that are not 0,
+# as "name=N ..." (nothing on siw, which has none).
+rxe_retries() {
+	local f=/sys/class/infiniband/${IBDEV:-none}/ports/1/hw_counters c v out=
+
+	[ -d "$f" ] || return 0
+	for c in out_of_seq_request duplicate_request rcvd_seq_err \
+		 completer_retry_err retry_exceeded_err; do
+		v=$(cat "$f/$c" 2>/dev/null) || continue
+		[ "$v" = 0 ] || out+="${out:+ }$c=$v"
+	done
+	echo "$out"
 }
 skip() { echo "SKIP: $*"; exit 77; }
 log() { echo "# [${SECONDS} s] $*"; }
