@@ -79,6 +79,9 @@ MODULE_PARM_DESC(port, "port to listen on / connect to");
 static char *dev = "rxe";
 module_param(dev, charp, 0444);
 MODULE_PARM_DESC(dev, "device under test: rxe or siw");
+static char *alt_src;
+module_param(alt_src, charp, 0444);
+MODULE_PARM_DESC(alt_src, "session_handover: a second address of this host, as another host's");
 static char *scenarios = "all";
 module_param(scenarios, charp, 0444);
 MODULE_PARM_DESC(scenarios, "comma-separated scenarios to run (client)");
@@ -160,6 +163,7 @@ struct at_msg {
 } __packed;
 
 static struct sockaddr_storage at_addr;
+static struct sockaddr_storage at_alt;	/* alt_src=, port 0; or AF_UNSPEC */
 static bool at_iwarp;
 
 /* ---- data patterns ------------------------------------------------- */
@@ -5247,8 +5251,9 @@ static void at_forge_sess_hdr(u8 *pd, const uuid_t *id, u32 gen)
 	pd[23] = 1;
 }
 
+/* A session's request forged by the header layout, from @src (or any). */
 static struct krdma_conn *at_forge_connect(struct at_sess *a, const uuid_t *id,
-					   u32 gen)
+					   u32 gen, const struct sockaddr *src)
 {
 	u8 pd[KRDMA_SESSION_PDATA_HDR];
 	struct krdma_conn_opts o = {
@@ -5258,7 +5263,7 @@ static struct krdma_conn *at_forge_connect(struct at_sess *a, const uuid_t *id,
 	};
 
 	at_forge_sess_hdr(pd, id, gen);
-	return krdma_connect((struct sockaddr *)&a->laddr, NULL, &o);
+	return krdma_connect((struct sockaddr *)&a->laddr, src, &o);
 }
 
 /* krdma_conn_session() of @c says session @id, generation @gen, index 0. */
@@ -5298,8 +5303,11 @@ static enum krdma_conn_state at_wait_not_up(struct krdma_conn *c)
  * to its consumer again: the request of a newer generation replaces the
  * old end, which fails with -ESTALE at once (rather than when heartbeats
  * find it dead); one of the same or an older generation is refused with
- * -ESTALE, and the consumer's accept hook is not asked.  The server
- * cannot tell a forged request from the session's own, so the two
+ * -ESTALE, and the consumer's accept hook is not asked; one of a newer
+ * generation from another host (alt_src=, a second address of this host,
+ * stands for one) with -EBUSY, which its session would retry: knowing a
+ * session's id does not let another host take its place.  The server
+ * cannot tell a forged request from the session's own, so the three
  * requests are built here by the documented header layout; the session's
  * real reconnect then finds the place free.
  */
@@ -5311,6 +5319,12 @@ static void sc_session_handover(struct at_test *t)
 	uuid_t id;
 	int ret;
 
+	if (at_alt.ss_family == AF_UNSPEC) {
+		t->skipped = true;
+		snprintf(t->why, sizeof(t->why),
+			 "needs alt_src=, a second address of this host");
+		return;
+	}
 	a = at_sess_start(t, 10);
 	if (!a)
 		return;
@@ -5331,7 +5345,7 @@ static void sc_session_handover(struct at_test *t)
 		goto out_s;
 
 	/* Generation 0 again (a late duplicate): refused, p0 untouched. */
-	f = at_forge_connect(a, &id, 0);
+	f = at_forge_connect(a, &id, 0, NULL);
 	if (!IS_ERR(f)) {
 		krdma_close(f);
 		at_fail(t, "a request of the live generation was accepted");
@@ -5343,9 +5357,23 @@ static void sc_session_handover(struct at_test *t)
 	    !at_expect(t, READ_ONCE(a->sl.calls), 1,
 		       "accept hook calls (the stale one never reaches it)"))
 		goto out_s;
+	/* A newer generation from another host: refused, p0 untouched. */
+	f = at_forge_connect(a, &id, 5, (struct sockaddr *)&at_alt);
+	if (!IS_ERR(f)) {
+		krdma_close(f);
+		at_fail(t, "a request from another host was accepted");
+		goto out_s;
+	}
+	if ((!(at_iwarp && PTR_ERR(f) == -ECONNREFUSED) &&
+	     !at_expect(t, PTR_ERR(f), -EBUSY, "connect from another host")) ||
+	    !at_expect(t, READ_ONCE(a->sl.calls), 1,
+		       "accept hook calls (the other host's never reaches it)") ||
+	    !at_expect(t, krdma_conn_error(p0), 0,
+		       "error of the live end after the other host's request"))
+		goto out_s;
 	c = krdma_session_conn_get(s);
 	if (IS_ERR(c)) {
-		at_fail(t, "the session lost its connection to a refused duplicate: %ld",
+		at_fail(t, "the session lost its connection to a refused request: %ld",
 			PTR_ERR(c));
 		c = NULL;
 		goto out_s;
@@ -5356,7 +5384,7 @@ static void sc_session_handover(struct at_test *t)
 	c = NULL;
 
 	/* Generation 5 from the same host: it replaces p0. */
-	f = at_forge_connect(a, &id, 5);
+	f = at_forge_connect(a, &id, 5, NULL);
 	if (IS_ERR(f)) {
 		at_fail(t, "the newer generation's connect: %ld", PTR_ERR(f));
 		goto out_s;
@@ -5404,7 +5432,7 @@ static void sc_session_handover(struct at_test *t)
 	    !at_conn_session_is(t, c, &id, 1, "the session's new connection") ||
 	    !at_sess_msg(t, c, p1, 777, 0x4a0d2))
 		goto out_c;
-	pr_info("%s: the stale request refused, the newer one took over, the session back\n",
+	pr_info("%s: the stale and the other host's requests refused, the newer one took over, the session back\n",
 		t->name);
 out_c:
 	if (c)
@@ -6995,6 +7023,11 @@ static int __init at_init(void)
 	if (!addr || inet_pton_with_scope(&init_net, AF_UNSPEC, addr, portstr,
 					  &at_addr)) {
 		pr_err("addr=IP is required and must be an IPv4 or IPv6 address\n");
+		return -EINVAL;
+	}
+	if (alt_src && inet_pton_with_scope(&init_net, AF_UNSPEC, alt_src,
+					    "0", &at_alt)) {
+		pr_err("alt_src= must be an IPv4 or IPv6 address\n");
 		return -EINVAL;
 	}
 	if (server) {

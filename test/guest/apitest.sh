@@ -76,7 +76,13 @@ if [ "$TOPO" = pair ]; then
 	barrier server-up
 	insmod "$ko" role=client "addr=$PEER_IP" "${args[@]}" || fail "insmod (client)"
 else
-	insmod "$ko" role=both "addr=$MY_IP" "${args[@]}" || fail "insmod"
+	# session_handover: a second address of this guest stands for
+	# another host (its requests must be refused with -EBUSY).
+	alt=${MY_IP%.*}.$((${MY_IP##*.} + 200))
+	ip addr add "$alt/24" dev eth0 || fail "ip addr add $alt"
+	trap 'ip addr del "$alt/24" dev eth0 2>/dev/null' EXIT
+	insmod "$ko" role=both "addr=$MY_IP" "alt_src=$alt" "${args[@]}" ||
+		fail "insmod"
 fi
 wait_for 240 at_done
 done=$?
