@@ -1,13 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Issue #18: a session rides out link flaps.  B serves krdma_apitest's
-# generic server; A runs its session_flap scenario: a session (heartbeats
-# every 500 ms, 4 misses; reconnect every 500 ms; never lost) doing
-# verified rounds (the server registers, A WRITEs, the server checks every
-# byte) and resubmitting each round that failed with "retry after
-# reconnect".  B takes its link down (ip link set eth0 down) for 5 s,
-# three times (ten in make stress), each once a round was verified on the connection A's
-# session made after the flap before.  After each link up, A must have a
+# Issue #18: a session rides out link flaps and its peer's reload.  B
+# serves krdma_apitest's generic server; A runs its session_flap scenario:
+# a session (heartbeats every 500 ms, 4 misses; reconnect every 500 ms;
+# never lost) doing verified rounds (the server registers, A WRITEs, the
+# server checks every byte) and resubmitting each round that failed with
+# "retry after reconnect".  Three times (ten in make stress), each once a
+# round was verified on the connection A's session made after the flap
+# before, B flaps: an odd flap takes its link down (ip link set eth0 down)
+# for 5 s; an even one reloads its modules (rmmod krdma_apitest and krdma,
+# insmod both again, a new server with nothing of the old one's), so
+# that the session carries data across its peer's reload too.  After each
+# link up (or server up), A must have a
 # new connection with a verified round on it within $limit_ms; at the end
 # the scenario must have seen no other error, one verified connection per
 # flap plus the first, and 3 verified rounds after the last reconnect.
@@ -55,11 +59,20 @@ if [ "$ROLE" = B ]; then
 	for i in $(seq 1 $flaps); do
 		within 180 val_or_gone "go-$i" a-done || fail "A never said go $i"
 		has_val "go-$i" || exit 0	# A is done: it tells why
-		ip link set eth0 down || fail "link down"
-		nap 5
-		ip link set eth0 up || fail "link up"
+		if [ $((i % 2)) = 1 ]; then
+			ip link set eth0 down || fail "link down"
+			nap 5
+			ip link set eth0 up || fail "link up"
+			log "flap $i: link up again"
+		else
+			rmmod krdma_apitest || fail "flap $i: rmmod krdma_apitest"
+			krdma_unload
+			krdma_load
+			insmod "$ko" role=server "addr=$MY_IP" "${args[@]}" ||
+				fail "flap $i: insmod (server) after the reload"
+			log "flap $i: krdma and the server reloaded"
+		fi
 		put_val "linkup-$i" "$i"
-		log "flap $i: link up again"
 	done
 	within 200 val_or_gone a-done a-done || fail "A never finished"
 	dmesg | tail -n +"$((start + 1))" | grep -E 'krdma: .*(deferred|port up)' | head -n 20
@@ -75,18 +88,18 @@ all=()
 for i in $(seq 1 $flaps); do
 	put_val "go-$i" 1
 	within 120 val_or_gone "linkup-$i" "linkup-$i" && has_val "linkup-$i" ||
-		fail "flap $i: B never brought its link up"
+		fail "flap $i: B never came back"
 	t0=$(now_ms)
 	within 60 verified_ge $((i + 1)) ||
 		fail "flap $i: no round verified on a new connection 60 s after link up; $(at_log | tail -n 1)"
 	ms=$(( $(now_ms) - t0 ))
-	log "flap $i: verified on a new connection $ms ms after link up"
+	log "flap $i: verified on a new connection $ms ms after $([ $((i % 2)) = 1 ] && echo link || echo server) up"
 	all+=("$ms")
 	[ "$ms" -le "$limit_ms" ] ||
 		fail "flap $i: $ms ms from link up to a verified round, over $limit_ms"
 done
 read -r lo hi < <(printf '%s\n' "${all[@]}" | sort -n | sed -n '1p;$p' | paste -sd ' ')
-log "$flaps flaps survived: a round verified on the new connection $lo to ${hi:-$lo} ms after link up"
+log "$flaps flaps survived: a round verified on the new connection $lo to ${hi:-$lo} ms after link (or server) up"
 within 120 at_done || fail "no DONE line in 120 s; last: $(at_log | tail -n 1)"
 rmmod krdma_apitest || fail "rmmod krdma_apitest"
 at_log
