@@ -1594,8 +1594,8 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 
 		pdata = rdma_consumer_reject_data(id, ev, &plen);
 		reason = krdma_rej_decode(pdata, plen);
-		if (reason == KRDMA_REJ_APP) {
-			ret = krdma_rej_app_errno(pdata, plen);
+		if (reason == KRDMA_REJ_APP || reason == KRDMA_REJ_SESSION) {
+			ret = krdma_rej_carried_errno(pdata, plen);
 			pr_warn_ratelimited("%s: %pISpc rejected the connection: %s (%d)\n",
 					    conn->name, &conn->raddr,
 					    krdma_rej_str(reason), ret);
@@ -1682,12 +1682,12 @@ static int krdma_reject(struct rdma_cm_id *id, int reason)
 	return rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
-/* The listener's consumer refused the request with @err. */
-static int krdma_reject_app(struct rdma_cm_id *id, int err)
+/* The listener's consumer (KRDMA_REJ_APP) or krdma refused with @err. */
+static int krdma_reject_errno(struct rdma_cm_id *id, int reason, int err)
 {
 	struct krdma_rej rej;
 
-	krdma_rej_encode_app(&rej, err);
+	krdma_rej_encode_errno(&rej, reason, err);
 	return rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
@@ -1746,8 +1746,13 @@ static int krdma_connect_request(struct krdma_listener *l,
 			sizeof(struct krdma_hello);
 	/* A session's request may replace, or lose to, a live connection. */
 	ret = krdma_sess_claim(l, pdata, remote.pdata_len, peer, &sr);
+	if (ret) {
+		krdma_request_refused(l, &sr);
+		krdma_reject_errno(id, KRDMA_REJ_SESSION, ret);
+		return 1;
+	}
 	/* The consumer's say, before anything is held for the request. */
-	if (!ret && l->opts.ops && l->opts.ops->accept) {
+	if (l->opts.ops && l->opts.ops->accept) {
 		struct krdma_conn_req req = {
 			.private_data = pdata,
 			.private_data_len = remote.pdata_len,
@@ -1762,7 +1767,7 @@ static int krdma_connect_request(struct krdma_listener *l,
 	}
 	if (ret) {
 		krdma_request_refused(l, &sr);
-		krdma_reject_app(id, ret);
+		krdma_reject_errno(id, KRDMA_REJ_APP, ret);
 		return 1;
 	}
 

@@ -87,25 +87,30 @@ void krdma_rej_encode(struct krdma_rej *r, int reason)
 	r->reason = reason;
 }
 
-/* A listener's consumer refused: its errno (1..MAX_ERRNO) goes back. */
-void krdma_rej_encode_app(struct krdma_rej *r, int err)
+/*
+ * A refusal that carries an errno (1..MAX_ERRNO) back to the peer's
+ * connect: KRDMA_REJ_APP (the listener's consumer's) or KRDMA_REJ_SESSION
+ * (krdma's own, krdma_sess_claim()).
+ */
+void krdma_rej_encode_errno(struct krdma_rej *r, int reason, int err)
 {
-	krdma_rej_encode(r, KRDMA_REJ_APP);
+	krdma_rej_encode(r, reason);
 	if (err >= 0 || err < -MAX_ERRNO)
 		err = -ECONNREFUSED;
 	r->app_errno = cpu_to_be16(-err);
 }
 
 /*
- * The errno of a KRDMA_REJ_APP reject (negative), -ECONNREFUSED for any
- * other or for one that carries none.
+ * The errno of a KRDMA_REJ_APP or KRDMA_REJ_SESSION reject (negative),
+ * -ECONNREFUSED for any other or for one that carries none.
  */
-int krdma_rej_app_errno(const void *data, size_t len)
+int krdma_rej_carried_errno(const void *data, size_t len)
 {
 	const struct krdma_rej *r = data;
+	int reason = krdma_rej_decode(data, len);
 	u16 err;
 
-	if (krdma_rej_decode(data, len) != KRDMA_REJ_APP)
+	if (reason != KRDMA_REJ_APP && reason != KRDMA_REJ_SESSION)
 		return -ECONNREFUSED;
 	err = be16_to_cpu(r->app_errno);
 	if (!err || err > MAX_ERRNO)
@@ -138,6 +143,7 @@ const char *krdma_rej_str(int reason)
 		[KRDMA_REJ_DEVICE]	= "device going away",
 		[KRDMA_REJ_BUSY]	= "listener backlog full",
 		[KRDMA_REJ_APP]		= "refused by the listener's consumer",
+		[KRDMA_REJ_SESSION]	= "the session's connection is up at the listener",
 	};
 
 	if (reason < 0 || reason >= KRDMA_REJ_MAX)

@@ -16,7 +16,10 @@
  * 3: heartbeats: the hello's heartbeat interval, KRDMA_MSG_HB, and one
  * more receive on each side for them; the consumer's private data after
  * the connect request's hello, and the listener consumer's refusal
- * (KRDMA_REJ_APP with an errno) in the reject.
+ * (KRDMA_REJ_APP with an errno) in the reject; later, the listener's
+ * refusal of a session's request while that session's connection is up
+ * there (KRDMA_REJ_SESSION with an errno, which a peer that predates it
+ * takes as an unknown reject, -ECONNREFUSED: it sends no session header).
  * 4: on iWARP the active side speaks first, a ping as soon as it is
  * established, and the passive side posts nothing before a message came
  * (MPA lets only the initiator send the first FPDU); a version 3 active
@@ -48,6 +51,7 @@ enum krdma_rej_reason {
 	KRDMA_REJ_DEVICE,	/* device going away */
 	KRDMA_REJ_BUSY,		/* the listener's backlog is full */
 	KRDMA_REJ_APP,		/* the listener's consumer said no (errno) */
+	KRDMA_REJ_SESSION,	/* the session's connection is up there (errno) */
 	KRDMA_REJ_MAX,
 };
 
@@ -55,7 +59,7 @@ struct krdma_rej {
 	__be32	magic;
 	u8	version;
 	u8	reason;
-	__be16	app_errno;	/* KRDMA_REJ_APP: the consumer's errno, > 0 */
+	__be16	app_errno;	/* KRDMA_REJ_APP, _SESSION: the errno, > 0 */
 } __packed;
 
 struct krdma_params {
@@ -101,9 +105,9 @@ int krdma_negotiate(const struct krdma_params *local,
 		    const struct krdma_params *remote,
 		    struct krdma_params *out);
 void krdma_rej_encode(struct krdma_rej *r, int reason);
-void krdma_rej_encode_app(struct krdma_rej *r, int err);
+void krdma_rej_encode_errno(struct krdma_rej *r, int reason, int err);
 int krdma_rej_decode(const void *data, size_t len);
-int krdma_rej_app_errno(const void *data, size_t len);
+int krdma_rej_carried_errno(const void *data, size_t len);
 const char *krdma_rej_str(int reason);
 int krdma_rej_errno(int reason);
 

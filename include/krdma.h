@@ -670,7 +670,12 @@ struct krdma_session;
  * krdma_session_id_from_req() and krdma_session_index_from_req() read it.
  * A listener acts on it before its accept hook: a newer generation of a
  * session index whose passive end is still up replaces that end (which
- * fails with -ESTALE), an older one is refused (krdma_session_id_from_req()).
+ * fails with -ESTALE) when it comes from the same host (address); one of
+ * the same or an older generation is refused with -ESTALE, which the
+ * session takes as final (LOST), and a newer one from another host with
+ * -EBUSY, which it retries.  Those refusals are krdma's, not the accept
+ * hook's: the connecting side's dmesg says "the session's connection is
+ * up at the listener" (krdma_session_id_from_req()).
  */
 #define KRDMA_SESSION_PDATA_MAGIC	0x6b53	/* "kS" */
 #define KRDMA_SESSION_PDATA_HDR		24
@@ -700,6 +705,7 @@ struct krdma_session;
  * @KRDMA_SESSION_LOST: the session gave up, for good: the loss timeout
  *	passed (error: the last attempt's error), or an attempt failed with
  *	an error retrying cannot cure (-EPROTONOSUPPORT, -EPROTO, -EINVAL,
+ *	-ESTALE when the listener holds a newer generation of the session,
  *	or the peer's accept hook refusing with any errno but -EBUSY and
  *	-EAGAIN).  It stays lost until krdma_session_destroy().
  */

@@ -1042,26 +1042,33 @@ static void proto_rej_app(struct kunit *test)
 {
 	struct krdma_rej r;
 
-	krdma_rej_encode_app(&r, -ENOENT);
+	krdma_rej_encode_errno(&r, KRDMA_REJ_APP, -ENOENT);
 	KUNIT_EXPECT_EQ(test, krdma_rej_decode(exact(test, &r, sizeof(r)), sizeof(r)),
 			KRDMA_REJ_APP);
-	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ENOENT);
-	krdma_rej_encode_app(&r, -MAX_ERRNO);
-	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -MAX_ERRNO);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ENOENT);
+	krdma_rej_encode_errno(&r, KRDMA_REJ_APP, -MAX_ERRNO);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -MAX_ERRNO);
 	/* Not an errno: refused all the same. */
-	krdma_rej_encode_app(&r, 0);
-	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
-	krdma_rej_encode_app(&r, 5);
-	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
-	krdma_rej_encode_app(&r, -MAX_ERRNO - 1);
-	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
+	krdma_rej_encode_errno(&r, KRDMA_REJ_APP, 0);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
+	krdma_rej_encode_errno(&r, KRDMA_REJ_APP, 5);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
+	krdma_rej_encode_errno(&r, KRDMA_REJ_APP, -MAX_ERRNO - 1);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
 	/* A forged errno past MAX_ERRNO, a reject of another reason. */
-	krdma_rej_encode_app(&r, -EACCES);
+	krdma_rej_encode_errno(&r, KRDMA_REJ_APP, -EACCES);
 	r.app_errno = cpu_to_be16(MAX_ERRNO + 1);
-	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
 	krdma_rej_encode(&r, KRDMA_REJ_BUSY);
-	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(&r, sizeof(r)), -ECONNREFUSED);
-	KUNIT_EXPECT_EQ(test, krdma_rej_app_errno(NULL, 0), -ECONNREFUSED);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(NULL, 0), -ECONNREFUSED);
+	/* krdma's own refusal of a session's request carries its errno too. */
+	krdma_rej_encode_errno(&r, KRDMA_REJ_SESSION, -EBUSY);
+	KUNIT_EXPECT_EQ(test, krdma_rej_decode(exact(test, &r, sizeof(r)), sizeof(r)),
+			KRDMA_REJ_SESSION);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -EBUSY);
+	krdma_rej_encode_errno(&r, KRDMA_REJ_SESSION, -ESTALE);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ESTALE);
 }
 
 /* The consumer's bytes after the hello: bounded, and all of them there. */
