@@ -5266,6 +5266,30 @@ static struct krdma_conn *at_forge_connect(struct at_sess *a, const uuid_t *id,
 	return krdma_connect((struct sockaddr *)&a->laddr, src, &o);
 }
 
+/*
+ * A forged request (at_forge_connect()) that the listener must refuse
+ * with @want itself: the accept hook, called once for the session's own
+ * first request, is not asked.  siw may deliver the reject as a reset
+ * (krdma.h, @accept).
+ */
+static bool at_forge_refused(struct at_test *t, struct at_sess *a,
+			     const uuid_t *id, u32 gen,
+			     const struct sockaddr *src, int want,
+			     const char *what)
+{
+	struct krdma_conn *f = at_forge_connect(a, id, gen, src);
+
+	if (!IS_ERR(f)) {
+		krdma_close(f);
+		at_fail(t, "a request of %s was accepted", what);
+		return false;
+	}
+	return ((at_iwarp && PTR_ERR(f) == -ECONNREFUSED) ||
+		at_expect(t, PTR_ERR(f), want, "connect of %s", what)) &&
+	       at_expect(t, READ_ONCE(a->sl.calls), 1,
+			 "accept hook calls after %s's request", what);
+}
+
 /* krdma_conn_session() of @c says session @id, generation @gen, index 0. */
 static bool at_conn_session_is(struct at_test *t, struct krdma_conn *c,
 			       const uuid_t *id, u32 gen, const char *what)
@@ -5345,31 +5369,12 @@ static void sc_session_handover(struct at_test *t)
 		goto out_s;
 
 	/* Generation 0 again (a late duplicate): refused, p0 untouched. */
-	f = at_forge_connect(a, &id, 0, NULL);
-	if (!IS_ERR(f)) {
-		krdma_close(f);
-		at_fail(t, "a request of the live generation was accepted");
-		goto out_s;
-	}
-	/* siw may deliver the reject as a reset (krdma.h, @accept). */
-	if ((!(at_iwarp && PTR_ERR(f) == -ECONNREFUSED) &&
-	     !at_expect(t, PTR_ERR(f), -ESTALE, "connect of a stale generation")) ||
-	    !at_expect(t, READ_ONCE(a->sl.calls), 1,
-		       "accept hook calls (the stale one never reaches it)"))
-		goto out_s;
-	/* A newer generation from another host: refused, p0 untouched. */
-	f = at_forge_connect(a, &id, 5, (struct sockaddr *)&at_alt);
-	if (!IS_ERR(f)) {
-		krdma_close(f);
-		at_fail(t, "a request from another host was accepted");
-		goto out_s;
-	}
-	if ((!(at_iwarp && PTR_ERR(f) == -ECONNREFUSED) &&
-	     !at_expect(t, PTR_ERR(f), -EBUSY, "connect from another host")) ||
-	    !at_expect(t, READ_ONCE(a->sl.calls), 1,
-		       "accept hook calls (the other host's never reaches it)") ||
+	if (!at_forge_refused(t, a, &id, 0, NULL, -ESTALE, "a stale generation") ||
+	    /* A newer generation from another host: refused too. */
+	    !at_forge_refused(t, a, &id, 5, (struct sockaddr *)&at_alt, -EBUSY,
+			      "another host") ||
 	    !at_expect(t, krdma_conn_error(p0), 0,
-		       "error of the live end after the other host's request"))
+		       "error of the live end after the refused requests"))
 		goto out_s;
 	c = krdma_session_conn_get(s);
 	if (IS_ERR(c)) {
