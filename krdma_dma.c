@@ -12,7 +12,11 @@
  * device, and holds each unmap and sync against it as DMA_API_DEBUG would:
  * the same size (the same nents for a scatterlist) and direction, a sync
  * within the mapping, nothing mapped twice or unmapped that was not mapped,
- * and at unload no mapping left.  Each breach is one "krdma: DMA check:"
+ * and at unload no mapping left.  As DMA_API_DEBUG, it lets memory the
+ * device only reads be mapped several times at once (DMA_TO_DEVICE: one
+ * buffer sent by two sends in flight); on a device without DMA those
+ * mappings share one address, and an unmap or sync is held to the one of
+ * them it fits.  Each breach is one "krdma: DMA check:"
  * line naming the callers (the address hashed, as %p does); the test
  * suite's bug scan fails on it.
  *
@@ -60,20 +64,30 @@ static const char *krdma_dma_dir(enum dma_data_direction dir)
 		krdma_dma_dirs[dir] : "?";
 }
 
-/* Under krdma_dma_lock. */
+/*
+ * The record of @key that an unmap (@sync false) or sync of @len in @dir
+ * fits, else any record of @key, else NULL.  Under krdma_dma_lock.
+ */
 static struct krdma_dma_rec *krdma_dma_find(const struct ib_device *ibdev,
-					    u64 key, bool sg)
+					    u64 key, bool sg, u64 len,
+					    enum dma_data_direction dir,
+					    bool sync)
 {
-	struct krdma_dma_rec *r;
+	struct krdma_dma_rec *r, *any = NULL;
 
 	/*
 	 * A scatterlist holds its DMA addresses itself: mapped on two
 	 * devices at once, it is one mapping too many, whichever device.
 	 */
-	hash_for_each_possible(krdma_dma_recs, r, node, key)
-		if (r->key == key && r->sg == sg && (sg || r->ibdev == ibdev))
+	hash_for_each_possible(krdma_dma_recs, r, node, key) {
+		if (r->key != key || r->sg != sg || (!sg && r->ibdev != ibdev))
+			continue;
+		if (r->dir == dir && (sync ? len <= r->len : len == r->len))
 			return r;
-	return NULL;
+		if (!any)
+			any = r;
+	}
+	return any;
 }
 
 static void krdma_dma_record(const struct ib_device *ibdev, u64 key, u64 len,
@@ -85,7 +99,10 @@ static void krdma_dma_record(const struct ib_device *ibdev, u64 key, u64 len,
 
 	r = kmalloc(sizeof(*r), GFP_ATOMIC | __GFP_NOWARN);
 	spin_lock_irqsave(&krdma_dma_lock, flags);
-	old = krdma_dma_find(ibdev, key, sg);
+	old = krdma_dma_find(ibdev, key, sg, len, dir, false);
+	/* Read-only by the device: overlapping mappings are fine. */
+	if (old && !sg && dir == DMA_TO_DEVICE && old->dir == DMA_TO_DEVICE)
+		old = NULL;
 	if (old) {
 		/* The first stays: its unmap is the one expected. */
 		pr_err_ratelimited("krdma: DMA check: %s: %s %p mapped again by %pS (first by %pS)\n",
@@ -118,7 +135,7 @@ static void krdma_dma_held(const struct ib_device *ibdev, u64 key, u64 len,
 	unsigned long flags;
 
 	spin_lock_irqsave(&krdma_dma_lock, flags);
-	r = krdma_dma_find(ibdev, key, sg);
+	r = krdma_dma_find(ibdev, key, sg, len, dir, sync);
 	if (!r) {
 		if (!krdma_dma_untracked)
 			pr_err_ratelimited("krdma: DMA check: %s: %s of %s %p that is not mapped, by %pS\n",
