@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krdma benchmark engine: "bench name=CONN op=write|read|send size=BYTES
- * [depth=N] [batch=N] [count=N | secs=N]" on the control file.
+ * [depth=N] [batch=N] [count=N | secs=N] [sge=N [stride=BYTES] [pack=0|1]]"
+ * on the control file.
  *
  * One bench runs per connection at a time, in a work item.  It keeps up to
  * depth operations in flight (at most the connection's queue depth) and
@@ -10,7 +11,14 @@
  *    buffer against a region the peer's service thread exposes for the run
  *    (krdma_peer_expose()): one post and one completion per batch;
  *  - send: krdma_send_async() of a zeroed message, which the peer's service
- *    thread receives and drops.
+ *    thread receives and drops;
+ *  - with sge=N (send and write; the scatter-gather experiment of issue
+ *    #20): each operation carries N blocks of size bytes that lie stride
+ *    bytes apart in one zeroed buffer, either gathered by the work request
+ *    (pack=0: krdma_sendv_async() of N elements, or a write from an
+ *    N-entry scatterlist) or first copied by the CPU into one buffer of the
+ *    operation's own and sent as one element (pack=1); the copy is part of
+ *    the operation's time.
  * Each operation is timed from its post call to its completion callback,
  * which for a transfer in a batch is the batch's (the device does not
  * signal the others); latencies go into a log-linear histogram (32 buckets
@@ -63,6 +71,10 @@ struct kb_slot {
 	u64			t0;
 	u32			nops;
 	bool			busy;
+	/* sge=: the slot's own packed buffer, scatterlist and transfer */
+	void			*pbuf;
+	struct scatterlist	*sg;
+	struct krdma_rdma_vec	v;
 };
 
 struct krdma_bench {
@@ -73,6 +85,8 @@ struct krdma_bench {
 	bool			running;
 	enum kb_op		op;
 	u32			size, count, secs, batch;
+	u32			sge, stride;	/* sge=N blocks; 0: not asked */
+	bool			pack;
 	char			status[80];
 
 	/* Counted by the completions, under stat_lock. */
@@ -98,6 +112,9 @@ struct krdma_bench {
 	struct krdma_token	tok;		/* write/read: the peer's */
 	struct krdma_rdma_vec	*vec;		/* write/read: a batch */
 	void			*msg;		/* send: the message */
+	void			*src;		/* sge=: the blocks' buffer */
+	size_t			span;		/* its length */
+	struct kvec		*iov;		/* sge= send: its blocks */
 };
 
 static struct workqueue_struct *krdma_bench_wq;
@@ -218,13 +235,19 @@ static int kb_post_rw(struct krdma_bench *b, struct kb_slot *s)
 				      s->nops, &s->req, false);
 }
 
-static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
+/*
+ * Send b->msg, or with @iov a message gathered from its @nr elements,
+ * waiting (bounded) for the peer's credits.
+ */
+static int kb_send(struct krdma_bench *b, struct kb_slot *s,
+		   const struct kvec *iov, int nr)
 {
 	struct krdma_conn *conn = b->conn;
 	wait_queue_head_t *wq = krdma_conn_waitq(conn);
 	int ret;
 
-	while ((ret = krdma_send_async(conn, b->msg, b->size, &s->req,
+	while ((ret = iov ? krdma_sendv_async(conn, iov, nr, 0, 0, &s->req, true) :
+		      krdma_send_async(conn, b->msg, b->size, &s->req,
 				       true)) == -EAGAIN) {
 		if (!krdma_wait_event_timeout(conn, *wq, krdma_send_ready(conn),
 					      KB_TIMEOUT)) {
@@ -237,6 +260,39 @@ static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
 	return ret;
 }
 
+static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
+{
+	return kb_send(b, s, NULL, 0);
+}
+
+/* sge=, pack=1: the CPU copies the blocks into the slot's buffer. */
+static void kb_pack(struct krdma_bench *b, struct kb_slot *s)
+{
+	u32 i;
+
+	for (i = 0; i < b->sge; i++)
+		memcpy(s->pbuf + i * b->size, b->src + i * b->stride, b->size);
+}
+
+static int kb_post_sg_send(struct krdma_bench *b, struct kb_slot *s)
+{
+	struct kvec one;
+
+	if (!b->pack)
+		return kb_send(b, s, b->iov, b->sge);
+	kb_pack(b, s);
+	one.iov_base = s->pbuf;
+	one.iov_len = b->sge * b->size;
+	return kb_send(b, s, &one, 1);
+}
+
+static int kb_post_sg_write(struct krdma_bench *b, struct kb_slot *s)
+{
+	if (b->pack)
+		kb_pack(b, s);
+	return krdma_rdma_batch_async(b->conn, true, &s->v, 1, &s->req, false);
+}
+
 /* The timed loop.  Returns 0 or the first error. */
 static int kb_loop(struct krdma_bench *b)
 {
@@ -246,7 +302,10 @@ static int kb_loop(struct krdma_bench *b)
 	u32 idx = 0;
 	int ret = 0;
 
-	post = b->op == KB_SEND ? kb_post_send : kb_post_rw;
+	if (b->sge)
+		post = b->op == KB_SEND ? kb_post_sg_send : kb_post_sg_write;
+	else
+		post = b->op == KB_SEND ? kb_post_send : kb_post_rw;
 	b->wake_at = b->window - max_t(u32, b->window / 4, 1);
 	atomic_set(&b->inflight, 0);
 	b->err = 0;
@@ -403,6 +462,108 @@ static int kb_run_send(struct krdma_bench *b)
 	return ret;
 }
 
+static void kb_sg_free(struct krdma_bench *b)
+{
+	u32 i, len = b->sge * b->size;
+
+	for (i = 0; i < b->window; i++) {
+		struct kb_slot *s = &b->slots[i];
+
+		if (s->pbuf)
+			free_pages_exact(s->pbuf, len);
+		kfree(s->sg);
+		s->pbuf = NULL;
+		s->sg = NULL;
+	}
+	kfree(b->iov);
+	b->iov = NULL;
+	if (b->src)
+		free_pages_exact(b->src, b->span);
+	b->src = NULL;
+}
+
+/*
+ * sge=: the blocks' buffer and, per slot, its own scatterlist (a write's
+ * is mapped while it is in flight) and with pack=1 its own buffer; all in
+ * the linear map, so a gather send goes out without a copy where it can.
+ */
+static int kb_sg_alloc(struct krdma_bench *b)
+{
+	const gfp_t gfp = GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN;
+	u32 i, j, len = b->sge * b->size;
+
+	b->span = (size_t)(b->sge - 1) * b->stride + b->size;
+	b->src = alloc_pages_exact(b->span, gfp);
+	if (!b->src)
+		return -ENOMEM;
+	if (b->op == KB_SEND && !b->pack) {
+		b->iov = kcalloc(b->sge, sizeof(*b->iov), GFP_KERNEL);
+		if (!b->iov)
+			return -ENOMEM;
+		for (i = 0; i < b->sge; i++) {
+			b->iov[i].iov_base = b->src + i * b->stride;
+			b->iov[i].iov_len = b->size;
+		}
+	}
+	for (i = 0; i < b->window; i++) {
+		struct kb_slot *s = &b->slots[i];
+
+		if (b->pack) {
+			s->pbuf = alloc_pages_exact(len, gfp);
+			if (!s->pbuf)
+				return -ENOMEM;
+		}
+		if (b->op != KB_WRITE)
+			continue;
+		s->sg = kcalloc(b->pack ? 1 : b->sge, sizeof(*s->sg),
+				GFP_KERNEL);
+		if (!s->sg)
+			return -ENOMEM;
+		if (b->pack) {
+			sg_init_one(s->sg, s->pbuf, len);
+			s->v.nents = 1;
+		} else {
+			sg_init_table(s->sg, b->sge);
+			for (j = 0; j < b->sge; j++)
+				sg_set_buf(&s->sg[j], b->src + j * b->stride,
+					   b->size);
+			s->v.nents = b->sge;
+		}
+		s->v.sg = s->sg;
+		s->v.token = &b->tok;
+	}
+	return 0;
+}
+
+/* sge=: as kb_run_rw() and kb_run_send(), from strided blocks. */
+static int kb_run_sg(struct krdma_bench *b)
+{
+	u32 len = b->sge * b->size;
+	int ret;
+
+	if (b->op == KB_WRITE) {
+		u32 depth = krdma_queue_depth(b->conn);
+		u32 per_op = DIV_ROUND_UP(len, krdma_rdma_chunk_size(b->conn));
+
+		b->window = clamp_t(u32, b->window, 1,
+				    max_t(u32, depth / per_op, 1));
+		ret = krdma_peer_expose(b->ctl, len, KRDMA_ACCESS_REMOTE_WRITE,
+					&b->tok);
+		if (ret == -E2BIG)
+			snprintf(b->status, sizeof(b->status),
+				 "failed: sge * size is more than one peer registration spans");
+		if (ret)
+			return ret;
+	}
+	ret = kb_sg_alloc(b);
+	if (!ret)
+		ret = kb_loop(b);
+	kb_sg_free(b);
+	if (b->op == KB_WRITE)
+		krdma_peer_unexpose(b->ctl);
+	return ret;
+}
+
 static void kb_work(struct work_struct *work)
 {
 	struct krdma_bench *b = container_of(work, struct krdma_bench, work);
@@ -416,7 +577,12 @@ static void kb_work(struct work_struct *work)
 			b->slots[i].b = b;
 			b->slots[i].req.done = kb_done;
 		}
-		ret = b->op == KB_SEND ? kb_run_send(b) : kb_run_rw(b);
+		if (b->sge)
+			ret = kb_run_sg(b);
+		else if (b->op == KB_SEND)
+			ret = kb_run_send(b);
+		else
+			ret = kb_run_rw(b);
 	}
 	kfree(b->slots);
 	b->slots = NULL;
@@ -434,9 +600,10 @@ static void kb_work(struct work_struct *work)
 		snprintf(b->status, sizeof(b->status), "failed: %d", ret);
 	b->running = false;
 	mutex_unlock(&b->lock);
-	pr_info_ratelimited("%s: bench %s size=%u depth=%u batch=%u: %s, %llu ops in %llu us (posting %llu ns/op, %u waits)\n",
+	pr_info_ratelimited("%s: bench %s size=%u depth=%u batch=%u sge=%u pack=%u: %s, %llu ops in %llu us (posting %llu ns/op, %u waits)\n",
 			    krdma_conn_name(conn), kb_op_names[b->op], b->size,
-			    b->window * b->batch, b->batch, b->status,
+			    b->window * b->batch, b->batch, max_t(u32, b->sge, 1),
+			    b->pack, b->status,
 			    b->ops, b->usecs,
 			    b->ops ? div64_u64(b->post_ns, b->ops) : 0,
 			    b->sleeps);
@@ -507,9 +674,11 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 				    krdma_conn_name(conn));
 		return -EINVAL;
 	}
-	if (op == KB_SEND && cmd->size > krdma_max_msg_size(conn)) {
-		pr_warn_ratelimited("%s: bench size %u is more than the connection's %u-byte messages\n",
+	if (op == KB_SEND &&
+	    (u64)max_t(u32, cmd->sge, 1) * cmd->size > krdma_max_msg_size(conn)) {
+		pr_warn_ratelimited("%s: bench size %u (times sge=%u) is more than the connection's %u-byte messages\n",
 				    krdma_conn_name(conn), cmd->size,
+				    max_t(u32, cmd->sge, 1),
 				    krdma_max_msg_size(conn));
 		return -EMSGSIZE;
 	}
@@ -544,6 +713,9 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 	b->secs = cmd->secs;
 	b->window = min_not_zero(cmd->depth, krdma_queue_depth(conn));
 	b->batch = max_t(u32, cmd->batch, 1);
+	b->sge = cmd->sge;
+	b->stride = cmd->stride;
+	b->pack = cmd->pack;
 	spin_lock_bh(&b->stat_lock);
 	b->ops = 0;
 	b->bytes = 0;

@@ -32,13 +32,15 @@ const char krdma_cmd_usage[] =
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
 "     [sge=N] [timeout_ms=MS]\n"
 "bench name=CONN op=write|read|send size=BYTES [depth=N] [batch=N] [count=N | secs=N]\n"
+"      [sge=N [stride=BYTES] [pack=0|1]]\n"
 "IPv6 addresses are written [ADDR]:PORT, a link-local one with its scope:\n"
 "[fe80::1%eth0]:PORT.  BYTES take a K or M suffix.\n";
 
 enum krdma_key {
 	K_NAME, K_ADDR, K_SRC, K_DEPTH, K_MSG, K_TIMEOUT, K_TOS, K_HELLO,
 	K_OP, K_SIZE, K_COUNT, K_SGE, K_SECS, K_BATCH, K_BACKLOG, K_HB_MS,
-	K_HB_MISSES, K_DELAY, K_LOSS, K_POLL, K_WQ, K_VECTOR, K_CONNS, K_NR,
+	K_HB_MISSES, K_DELAY, K_LOSS, K_POLL, K_WQ, K_VECTOR, K_CONNS, K_STRIDE,
+	K_PACK, K_NR,
 };
 
 static const char * const krdma_keys[K_NR] = {
@@ -50,7 +52,7 @@ static const char * const krdma_keys[K_NR] = {
 	[K_HB_MS] = "hb_ms", [K_HB_MISSES] = "hb_misses",
 	[K_DELAY] = "reconnect_delay_ms", [K_LOSS] = "loss_tmo_ms",
 	[K_POLL] = "poll", [K_WQ] = "wq", [K_VECTOR] = "vector",
-	[K_CONNS] = "conns",
+	[K_CONNS] = "conns", [K_STRIDE] = "stride", [K_PACK] = "pack",
 };
 
 struct krdma_verb {
@@ -84,7 +86,7 @@ static const struct krdma_verb krdma_verbs[] = {
 	  B(K_NAME) },
 	{ "bench", KRDMA_CMD_BENCH,
 	  B(K_NAME) | B(K_OP) | B(K_SIZE) | B(K_DEPTH) | B(K_COUNT) | B(K_SECS) |
-	  B(K_BATCH),
+	  B(K_BATCH) | B(K_SGE) | B(K_STRIDE) | B(K_PACK),
 	  B(K_NAME) | B(K_OP) | B(K_SIZE) },
 };
 
@@ -286,7 +288,9 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 	case K_POLL:
 	case K_WQ:
 	case K_VECTOR:
-	case K_CONNS: {
+	case K_CONNS:
+	case K_STRIDE:
+	case K_PACK: {
 		u32 val;
 
 		if (k == K_HB_MS && !strcmp(v, "off")) {
@@ -384,6 +388,14 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 			lim = KRDMA_SESSION_MAX_CONNS;
 			cmd->conns = val;
 			break;
+		case K_STRIDE:
+			lim = KRDMA_BENCH_MAX_SPAN;
+			cmd->stride = val;
+			break;
+		case K_PACK:
+			lim = 1;
+			cmd->pack = val;
+			break;
 		default:
 			lim = KRDMA_TEST_MAX_SGE;
 			cmd->sge = val;
@@ -393,7 +405,7 @@ static int krdma_cmd_value(struct krdma_cmd *cmd, enum krdma_key k, char *v,
 			return ERR("%s=%u out of range (at most %u)", krdma_keys[k],
 			    val, lim);
 		if (!val && k != K_HELLO && k != K_TOS && k != K_SIZE &&
-		    k != K_POLL && k != K_WQ && k != K_VECTOR)
+		    k != K_POLL && k != K_WQ && k != K_VECTOR && k != K_PACK)
 			return ERR("%s must not be 0", krdma_keys[k]);
 		return 0;
 	}
@@ -520,6 +532,29 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 		if (cmd->depth && cmd->batch > cmd->depth)
 			return ERR("batch=%u is more than depth=%u", cmd->batch,
 			    cmd->depth);
+		if (seen & (B(K_STRIDE) | B(K_PACK)) && !cmd->sge)
+			return ERR("stride= and pack= go with sge=");
+		/* sge= (0 without it: the plain path), blocks side by side. */
+		if (cmd->sge) {
+			u64 span;
+
+			if (!cmd->stride)
+				cmd->stride = cmd->size;
+			span = (u64)(cmd->sge - 1) * cmd->stride + cmd->size;
+
+			if (cmd->test_ops == KRDMA_TEST_READ)
+				return ERR("sge= works with op=send and op=write");
+			if (cmd->batch > 1)
+				return ERR("sge= and batch= together: one or the other");
+			if (!cmd->size)
+				return ERR("sge= needs size= of at least 1");
+			if (cmd->stride < cmd->size)
+				return ERR("stride=%u is less than size=%u",
+				    cmd->stride, cmd->size);
+			if (span > KRDMA_BENCH_MAX_SPAN)
+				return ERR("sge= blocks span %llu bytes (at most %u)",
+				    span, KRDMA_BENCH_MAX_SPAN);
+		}
 	}
 	return 0;
 }

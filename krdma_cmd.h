@@ -35,6 +35,8 @@ enum krdma_cmd_op {
 /* bench: count=N is up to this; secs=N up to an hour. */
 #define KRDMA_BENCH_MAX_COUNT	1000000000u
 #define KRDMA_BENCH_MAX_SECS	3600u
+/* bench sge=N stride=S: the blocks' span, (N - 1) * S + size, up to this. */
+#define KRDMA_BENCH_MAX_SPAN	(4u << 20)
 
 /*
  * A name given to a new listener or connection is 1-31 characters; names
@@ -63,6 +65,8 @@ struct krdma_cmd {
 	u32			sge;
 	u32			secs;		/* bench */
 	u32			batch;		/* bench */
+	u32			stride;		/* bench, with sge */
+	u32			pack;		/* bench, with sge */
 	u32			backlog;	/* listen */
 	u32			hb_ms;		/* heartbeat, listen/connect */
 	u32			hb_misses;

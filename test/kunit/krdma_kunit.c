@@ -425,6 +425,48 @@ static void cmd_bench_ok(struct kunit *test)
 	/* Without depth= the connection's depth bounds it, at run time. */
 	expect_ok(test, "bench name=c op=read size=64 batch=1024");
 	KUNIT_EXPECT_EQ(test, cmd->batch, 1024u);
+	/* No sge=: the plain path (0), no stride. */
+	KUNIT_EXPECT_EQ(test, cmd->sge, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->stride, 0u);
+}
+
+/* The scatter-gather experiment's words (issue #20). */
+static void cmd_bench_sge(struct kunit *test)
+{
+	struct krdma_cmd *cmd = CMD(test);
+
+	expect_ok(test, "bench name=c op=send size=64 sge=8");
+	KUNIT_EXPECT_EQ(test, cmd->sge, 8u);
+	KUNIT_EXPECT_EQ(test, cmd->stride, 64u);	/* blocks side by side */
+	KUNIT_EXPECT_EQ(test, cmd->pack, 0u);
+	expect_ok(test, "bench name=c op=write size=1K sge=16 stride=4K pack=1");
+	KUNIT_EXPECT_EQ(test, cmd->sge, 16u);
+	KUNIT_EXPECT_EQ(test, cmd->stride, 4096u);
+	KUNIT_EXPECT_EQ(test, cmd->pack, 1u);
+	expect_ok(test, "bench name=c op=write size=4K sge=1 pack=0");
+	KUNIT_EXPECT_EQ(test, cmd->sge, 1u);
+	KUNIT_EXPECT_EQ(test, cmd->pack, 0u);
+	/* The span at its limit: 3 * 1M + 1M = 4 MiB. */
+	expect_ok(test, "bench name=c op=write size=1M sge=4");
+	expect_bad(test, "bench name=c op=write size=1M sge=4 stride=1052672",
+		   "span 4206592 bytes (at most 4194304)");
+	expect_bad(test, "bench name=c op=read size=64 sge=2",
+		   "sge= works with op=send and op=write");
+	expect_bad(test, "bench name=c op=write size=64 sge=2 batch=2",
+		   "sge= and batch= together");
+	expect_bad(test, "bench name=c op=send size=0 sge=2",
+		   "sge= needs size= of at least 1");
+	expect_bad(test, "bench name=c op=send size=64 sge=2 stride=63",
+		   "stride=63 is less than size=64");
+	expect_bad(test, "bench name=c op=send size=64 stride=128",
+		   "stride= and pack= go with sge=");
+	expect_bad(test, "bench name=c op=send size=64 pack=1",
+		   "stride= and pack= go with sge=");
+	expect_bad(test, "bench name=c op=send size=64 sge=2 pack=2",
+		   "pack=2 out of range");
+	expect_bad(test, "bench name=c op=send size=64 sge=65", "sge=65 out of range");
+	expect_bad(test, "test name=c sge=2 pack=1", "unknown word 'pack' for test");
+	expect_bad(test, "test name=c sge=2 stride=8", "unknown word 'stride' for test");
 }
 
 static void cmd_bench_bad(struct kunit *test)
@@ -437,7 +479,6 @@ static void cmd_bench_bad(struct kunit *test)
 	expect_bad(test, "bench name=c op=all size=8", "bench takes one op");
 	expect_bad(test, "bench name=c op=write size=4K count=5 secs=1", "not both");
 	expect_bad(test, "bench name=c op=read size=0", "size=0 works only with op=send");
-	expect_bad(test, "bench name=c op=send size=64 sge=2", "unknown word 'sge' for bench");
 	expect_bad(test, "bench name=c op=send size=64 count=1000000001", "out of range");
 	expect_bad(test, "bench name=c op=send size=64 secs=3601", "out of range");
 	expect_bad(test, "bench name=c op=send size=64 secs=0", "secs must not be 0");
@@ -813,6 +854,7 @@ static struct kunit_case krdma_cmd_cases[] = {
 	KUNIT_CASE(cmd_test_size_sge_rules),
 	KUNIT_CASE(cmd_bench_ok),
 	KUNIT_CASE(cmd_bench_bad),
+	KUNIT_CASE(cmd_bench_sge),
 	KUNIT_CASE(cmd_unknown_verb),
 	KUNIT_CASE(cmd_unknown_word),
 	KUNIT_CASE(cmd_duplicate_key),
