@@ -237,6 +237,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_LIST_HEAD(&conn->pool_mrs);
 	INIT_LIST_HEAD(&conn->pool_free);
 	INIT_LIST_HEAD(&conn->rw_ops);
+	INIT_LIST_HEAD(&conn->xop_free);
 	INIT_LIST_HEAD(&conn->park_entry);
 	init_completion(&conn->cm_done);
 	mutex_init(&conn->teardown_mutex);

@@ -118,6 +118,24 @@ struct krdma_tx {
 	u32			nmap;
 };
 
+/*
+ * A work request of one of the connection's own contexts: a
+ * write-with-immediate notice or an atomic posted without waiting
+ * (krdma_imm_async(), krdma_atomic_*_async()).  conn->depth of them are
+ * allocated with the buffers, so posting allocates nothing; an atomic's
+ * result lands in @res, mapped for the device once at set-up.
+ */
+struct krdma_xop {
+	struct ib_cqe		cqe;
+	struct krdma_conn	*conn;
+	struct krdma_req	*req;
+	u64			*old;		/* atomic: the caller's result */
+	u64			*res;		/* atomic: the device's */
+	u64			res_dma;
+	int			op;		/* KRDMA_TRACE_OP_* */
+	struct list_head	list;		/* conn->xop_free */
+};
+
 struct krdma_stats {
 	atomic64_t	send_ops, send_bytes;
 	atomic64_t	recv_ops, recv_bytes;
@@ -249,6 +267,10 @@ struct krdma_conn {
 	u32			max_inline;	/* header + payload sent inline */
 	struct ib_sge		*tx_sge;	/* tx[].sge's array */
 	struct list_head	rw_ops;		/* one-sided ops posted */
+	bool			room_wanted;	/* ops->room, under lock */
+	struct krdma_xop	*xops;		/* krdma_rw.c */
+	u32			nr_xops;
+	struct list_head	xop_free;
 	int			qp_event_err;	/* a fatal QP event's errno */
 	/* error is a placeholder: a flush's, or the peer's disconnect */
 	bool			error_weak;
@@ -384,6 +406,23 @@ void krdma_conn_destroy_qp(struct krdma_conn *conn);
 int krdma_conn_post_recvs(struct krdma_conn *conn);
 int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		   long timeout);
+int __krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
+			long timeout, const char *what, bool qp_held);
+void krdma_room(struct krdma_conn *conn);
+
+/* A call with nowait found no room: ops->room once some frees. */
+static inline void krdma_room_want_locked(struct krdma_conn *conn)
+{
+	conn->room_wanted = true;
+}
+
+static inline int krdma_wait_posted(struct krdma_conn *conn,
+				    struct completion *done, long timeout,
+				    const char *what)
+{
+	return __krdma_wait_posted(conn, done, timeout, what, false);
+}
+
 void krdma_conn_flush_waiters(struct krdma_conn *conn);
 void krdma_rx_cb_start(struct krdma_conn *conn);
 void krdma_conn_free_rx_gone(struct krdma_conn *conn);
@@ -403,6 +442,12 @@ void krdma_rw_reap(struct krdma_conn *conn);
 int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		     struct scatterlist *sg, int nents, u64 skip, u64 len,
 		     const struct krdma_token *token, u64 offset, long timeout);
+int krdma_xops_alloc(struct krdma_conn *conn);
+void krdma_xops_free(struct krdma_conn *conn);
+struct krdma_xop *krdma_xop_get_locked(struct krdma_conn *conn, int op,
+				       struct krdma_req *req);
+void krdma_xop_put_locked(struct krdma_conn *conn, struct krdma_xop *x);
+void krdma_xop_done(struct ib_cq *cq, struct ib_wc *wc);
 
 /* krdma_poll.c */
 int krdma_poll_cq(struct krdma_conn *conn, int budget);

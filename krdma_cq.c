@@ -217,6 +217,7 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 	conn->tx_sge = NULL;
 	krdma_free_hdr_tx(conn, &conn->ctl_tx);
 	krdma_free_hdr_tx(conn, &conn->hb_tx);
+	krdma_xops_free(conn);
 }
 
 static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc);
@@ -306,7 +307,7 @@ static int krdma_alloc_bufs(struct krdma_conn *conn)
 	if (krdma_alloc_hdr_tx(conn, &conn->ctl_tx, krdma_credit_msg_done) ||
 	    krdma_alloc_hdr_tx(conn, &conn->hb_tx, krdma_hb_sent))
 		return -ENOMEM;
-	return 0;
+	return krdma_xops_alloc(conn);
 }
 
 /* ---- QP and CQ ------------------------------------------------------ */
@@ -730,6 +731,8 @@ static void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_rx_deliver(conn, rx);
 	if (wake)
 		wake_up_all(&conn->wq);
+	/* The peer's credits came back with it. */
+	krdma_room(conn);
 }
 
 /* ---- the recv callback --------------------------------------------- */
@@ -1064,6 +1067,28 @@ static void krdma_credit_msg_done(struct ib_cq *cq, struct ib_wc *wc)
 		krdma_wc_error(tx->conn, wc, "credit message");
 }
 
+/*
+ * Room freed on @conn, with conn->lock released (its update was made
+ * under it): the consumer's room callback if a nowait call found none
+ * since the last one.  The flag is set and cleared under conn->lock, in
+ * the same sections that take and free the room, so no -EAGAIN goes
+ * without its callback.
+ */
+void krdma_room(struct krdma_conn *conn)
+{
+	const struct krdma_conn_ops *ops = conn->opts.ops;
+	bool call;
+
+	if (!ops || !ops->room || !READ_ONCE(conn->room_wanted))
+		return;
+	spin_lock_bh(&conn->lock);
+	call = conn->room_wanted;
+	conn->room_wanted = false;
+	spin_unlock_bh(&conn->lock);
+	if (call)
+		ops->room(conn);
+}
+
 static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_tx *tx = container_of(wc->wr_cqe, struct krdma_tx, cqe);
@@ -1103,6 +1128,7 @@ static void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc)
 			req->len = 0;
 		req->done(req);
 	}
+	krdma_room(conn);
 }
 
 /**
@@ -1353,6 +1379,8 @@ static int __krdma_sendv_async(struct krdma_conn *conn,
 		 */
 		if (!conn->cr.credits)
 			atomic64_inc(&conn->stats.credit_waits);
+		if (nowait)
+			krdma_room_want_locked(conn);
 		spin_unlock_bh(&conn->lock);
 		if (nowait)
 			return -EAGAIN;
@@ -1575,19 +1603,39 @@ static void krdma_sync_done(struct krdma_req *req)
 }
 
 /*
- * Wait for a posted @what.  The completion always comes, at worst as a
- * flush.  A peer that never acknowledges (iWARP leaves retries to TCP,
- * which takes many minutes) fails the connection after KRDMA_POST_TIMEOUT.
+ * Wait for a posted @what: krdma's one "post and wait" helper, for every
+ * synchronous call built on an asynchronous one.  The completion always
+ * comes, at worst as a flush.  A peer that never acknowledges (iWARP
+ * leaves retries to TCP, which takes many minutes) or a send queue that
+ * stops moving fails the connection after @timeout (jiffies; 0:
+ * KRDMA_POST_TIMEOUT), and then the flush completes what was posted: the
+ * caller's request is its own again when this returns, whatever it
+ * returns.  @qp_held: the caller holds a QP reference
+ * (krdma_conn_qp_get()), which teardown would wait for, so the QP is
+ * moved to ERROR here instead, which flushes it all the same.  Process
+ * context.
  */
-static int krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
-			     const char *what)
+int __krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
+			long timeout, const char *what, bool qp_held)
 {
-	if (krdma_wait_completion(conn, done, KRDMA_POST_TIMEOUT))
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	int ret;
+
+	if (!timeout)
+		timeout = KRDMA_POST_TIMEOUT;
+	if (krdma_wait_completion(conn, done, timeout))
 		return 0;
 	pr_warn_ratelimited("%s: %s not completed by the device in %u ms, failing the connection\n",
-			    conn->name, what,
-			    jiffies_to_msecs(KRDMA_POST_TIMEOUT));
-	krdma_conn_teardown(conn, -ETIMEDOUT);
+			    conn->name, what, jiffies_to_msecs(timeout));
+	krdma_conn_set_error(conn, -ETIMEDOUT);
+	if (!qp_held) {
+		krdma_conn_teardown(conn, -ETIMEDOUT);
+	} else {
+		ret = ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+		if (ret)
+			pr_warn_ratelimited("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
+					    conn->name, ret);
+	}
 	krdma_wait_completion(conn, done, MAX_SCHEDULE_TIMEOUT);
 	return -ETIMEDOUT;
 }
@@ -1620,7 +1668,8 @@ static int __krdma_sendv(struct krdma_conn *conn, const struct kvec *iov,
 	}
 	if (ret)
 		return ret;
-	ret = krdma_wait_posted(conn, &s.done, "send");
+	ret = krdma_wait_posted(conn, &s.done, 0,
+				"send");
 	return ret ?: s.req.status;
 }
 
@@ -1714,117 +1763,167 @@ int krdma_send_inv(struct krdma_conn *conn, const void *buf, size_t len,
 }
 EXPORT_SYMBOL_GPL(krdma_send_inv);
 
-struct krdma_imm_ctx {
-	struct ib_cqe		cqe;
-	struct completion	done;
-	int			status;
-	struct krdma_conn	*conn;
-};
-
-static void krdma_imm_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct krdma_imm_ctx *c = container_of(wc->wr_cqe,
-					       struct krdma_imm_ctx, cqe);
-
-	if (krdma_inject_wc(c->conn, &c->conn->inj, cq, wc, KRDMA_INJ_RDMA))
-		return;
-	trace_krdma_rdma_done(c->conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0,
-			      wc->status);
-	c->status = 0;
-	if (wc->status != IB_WC_SUCCESS) {
-		krdma_wc_error(c->conn, wc, "RDMA WRITE with immediate");
-		c->status = krdma_op_errno(c->conn, wc);
-	}
-	complete(&c->done);
-}
-
 /*
- * A zero-length RDMA WRITE with immediate: it consumes one of the peer's
- * receives, so it takes a credit like a message does.  While we owe the
- * peer a credit ack (krdma_credit_imm_needs_hdr) the notice goes as a
- * KRDMA_MSG_IMM message instead, which the peer delivers the same way.
+ * Post a zero-length RDMA WRITE with immediate, with an rw slot already
+ * taken: it consumes one of the peer's receives, so it takes a credit
+ * like a message does.  While we owe the peer a credit ack
+ * (krdma_credit_imm_needs_hdr) the notice goes as a KRDMA_MSG_IMM message
+ * instead, which the peer delivers the same way, and *@slot_used is false:
+ * the message's send buffer accounts for it.  -EAGAIN: no credit (or no
+ * send buffer for the message).  Any context but hard interrupt.
  */
-static int __krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey,
-			    u32 imm, long timeout)
+static int krdma_imm_post(struct krdma_conn *conn, u64 raddr, u32 rkey,
+			  u32 imm, struct krdma_req *req, bool *slot_used)
 {
-	struct krdma_imm_ctx c = { .conn = conn };
 	__be32 wire = cpu_to_be32(imm);
 	struct ib_rdma_wr wr = {};
-	struct krdma_sync_req s;
-	long left = timeout;
-	bool as_msg;
+	struct krdma_xop *x;
+	bool posted = false;
 	int ret;
 
-	init_completion(&c.done);
-	c.cqe.done = krdma_imm_done;
-	wr.wr.wr_cqe = &c.cqe;
+	*slot_used = false;
+	spin_lock_bh(&conn->lock);
+	if (!krdma_conn_usable(conn)) {
+		ret = conn->error ?: -ENOTCONN;
+		goto out;
+	}
+	ret = -EAGAIN;
+	if (!krdma_credit_take(&conn->cr)) {
+		krdma_room_want_locked(conn);
+		goto out;
+	}
+	if (krdma_credit_imm_needs_hdr(&conn->cr)) {
+		struct kvec v = { .iov_base = &wire, .iov_len = sizeof(wire) };
+
+		if (list_empty(&conn->tx_free)) {
+			krdma_credit_undo(&conn->cr);
+			krdma_room_want_locked(conn);
+			goto out;
+		}
+		posted = true;
+		ret = krdma_post_msg_locked(conn, KRDMA_MSG_IMM, &v, 1,
+					    sizeof(wire), req, KRDMA_TX_PLAIN,
+					    0, false);
+		if (!ret)
+			atomic64_inc(&conn->stats.imm_msgs);
+		goto out;
+	}
+	x = krdma_xop_get_locked(conn, KRDMA_TRACE_OP_WRITE_IMM, req);
+	if (!x) {
+		krdma_credit_undo(&conn->cr);
+		goto out;
+	}
+	wr.wr.wr_cqe = &x->cqe;
 	wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
 	wr.wr.send_flags = IB_SEND_SIGNALED;
 	wr.wr.ex.imm_data = wire;
 	wr.remote_addr = raddr;
 	wr.rkey = rkey;
-
-	for (;;) {
-		spin_lock_bh(&conn->lock);
-		if (!krdma_conn_usable(conn)) {
-			ret = conn->error ?: -ENOTCONN;
-			spin_unlock_bh(&conn->lock);
-			return ret;
-		}
-		if (krdma_credit_take(&conn->cr)) {
-			as_msg = krdma_credit_imm_needs_hdr(&conn->cr);
-			if (!as_msg || !list_empty(&conn->tx_free))
-				break;
-			krdma_credit_undo(&conn->cr);
-		}
-		spin_unlock_bh(&conn->lock);
-		ret = krdma_credit_wait(conn, &left);
-		if (ret)
-			return ret;
-	}
-	if (as_msg) {
-		struct kvec v = { .iov_base = &wire, .iov_len = sizeof(wire) };
-
-		init_completion(&s.done);
-		s.req.done = krdma_sync_done;
-		ret = krdma_post_msg_locked(conn, KRDMA_MSG_IMM, &v, 1,
-					    sizeof(wire), &s.req,
-					    KRDMA_TX_PLAIN, 0, false);
-	} else {
-		trace_krdma_rdma_start(conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0);
-		ret = ib_post_send(conn->qp, &wr.wr, NULL);
-		if (ret)
-			krdma_credit_undo(&conn->cr);
-	}
-	spin_unlock_bh(&conn->lock);
+	trace_krdma_rdma_start(conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0);
+	posted = true;
+	ret = ib_post_send(conn->qp, &wr.wr, NULL);
 	if (ret) {
+		krdma_credit_undo(&conn->cr);
+		krdma_xop_put_locked(conn, x);
+	} else {
+		*slot_used = true;
+	}
+out:
+	spin_unlock_bh(&conn->lock);
+	if (ret && posted) {
 		pr_warn_ratelimited("%s: posting a write-with-immediate notice failed: %d\n",
 				    conn->name, ret);
 		krdma_conn_set_error(conn, ret);
-		return ret;
 	}
-	if (as_msg) {
-		atomic64_inc(&conn->stats.imm_msgs);
-		ret = krdma_wait_posted(conn, &s.done,
-					"write-with-immediate notice");
-		return ret ?: s.req.status;
-	}
-	ret = krdma_wait_posted(conn, &c.done, "write-with-immediate notice");
-	return ret ?: c.status;
+	return ret;
 }
 
-/* A write-with-immediate takes a send queue slot, like every posted WR. */
+/* As krdma_imm_async(), with @timeout (jiffies) for a credit. */
+static int __krdma_imm_async(struct krdma_conn *conn, u64 raddr, u32 rkey,
+			     u32 imm, struct krdma_req *req, bool nowait,
+			     long timeout)
+{
+	long left = timeout;
+	bool slot_used;
+	int ret;
+
+	if (!req || !req->done)
+		return -EINVAL;
+	if (conn->iwarp)
+		return -EOPNOTSUPP;
+	ret = krdma_slots_get(conn, 1, nowait);
+	if (ret)
+		return ret;
+	for (;;) {
+		ret = krdma_imm_post(conn, raddr, rkey, imm, req, &slot_used);
+		if (ret != -EAGAIN || nowait)
+			break;
+		ret = krdma_credit_wait(conn, &left);
+		if (ret)
+			break;
+	}
+	if (ret || !slot_used)
+		krdma_slots_put(conn, 1);
+	return ret;
+}
+
+/**
+ * krdma_imm_async - post a write-with-immediate notice without waiting
+ * @conn: the connection
+ * @token: the peer's region the notice is about (with remote write
+ *	right); its rkey goes in the work request, no byte moves
+ * @offset: where in the region (at most its length)
+ * @imm: 32 bits the peer's recv callback gets as a notice (struct
+ *	krdma_msg: data NULL, imm_valid, imm), or krdma_recv_ex()
+ * @req: ->done runs once, in completion context, when the notice is
+ *	through (->status 0, ->len 4: the immediate) or failed
+ * @nowait: fail with -EAGAIN instead of waiting when the peer has no
+ *	receive free for it (no credit) or the connection has queue depth
+ *	operations in flight
+ *
+ * The asynchronous half of krdma_write_imm(): post the data with
+ * krdma_rdma_post() or krdma_rdma_async() first, then this on the same
+ * connection; RC keeps a queue pair's work requests in order, so the
+ * peer sees the notice after the data it announces is placed.  The notice
+ * takes one of the peer's receives, like a message, and arrives in order
+ * with the messages.  Nothing is allocated: it uses one of the
+ * connection's preallocated contexts (or, while krdma owes the peer a
+ * credit acknowledgment, a send buffer, and goes as a message).
+ *
+ * Context: with @nowait, any context but hard interrupt (softirq, a
+ * timer, under a spinlock); never sleeps.  Without it, process context:
+ * it sleeps for a slot and up to KRDMA_POST_TIMEOUT (30 s) for a credit.
+ * Return: 0 if posted (->done will run); else ->done will not run and the
+ * error is -EINVAL (no @req or ->done), -ERANGE (@offset past the token),
+ * -EOPNOTSUPP (iWARP has no immediate data: siw), -EAGAIN, -ETIMEDOUT,
+ * -ERESTARTSYS, or the connection's error.
+ */
+int krdma_imm_async(struct krdma_conn *conn, const struct krdma_token *token,
+		    u64 offset, u32 imm, struct krdma_req *req, bool nowait)
+{
+	if (offset > token->length)
+		return -ERANGE;
+	return __krdma_imm_async(conn, token->addr + offset, token->rkey, imm,
+				 req, nowait, KRDMA_POST_TIMEOUT);
+}
+EXPORT_SYMBOL_GPL(krdma_imm_async);
+
+/* krdma_write_imm()'s notice: post, then krdma_wait_posted(). */
 int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		   long timeout)
 {
+	struct krdma_sync_req s;
 	int ret;
 
-	ret = krdma_slots_get(conn, 1, !timeout);
+	init_completion(&s.done);
+	s.req.done = krdma_sync_done;
+	ret = __krdma_imm_async(conn, raddr, rkey, imm, &s.req, !timeout,
+				timeout);
 	if (ret)
 		return ret;
-	ret = __krdma_post_imm(conn, raddr, rkey, imm, timeout);
-	krdma_slots_put(conn, 1);
-	return ret;
+	return krdma_wait_posted(conn, &s.done, 0,
+				 "write-with-immediate notice") ?:
+	       s.req.status;
 }
 
 /* Teardown: whoever still waits learns the connection is gone. */

@@ -69,7 +69,7 @@ static void krdma_mr_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 	kmr->status = 0;
 	if (wc->status != IB_WC_SUCCESS) {
 		krdma_wc_error(kmr->conn, wc, "memory registration");
-		kmr->status = krdma_wc_errno(wc->status);
+		kmr->status = krdma_op_errno(kmr->conn, wc);
 	}
 	complete(&kmr->done);
 }
@@ -118,33 +118,15 @@ static int __krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	 * It completes, successfully or flushed by teardown's drain.  But a
 	 * send queue that stops moving must not leave the caller in D state
 	 * for good, with every user of the connection behind it (suspected,
-	 * not proven, in one lab hang on 6.1 rxe).  Fail the connection
-	 * then, and move the QP to ERROR: that flushes the WR, so its cqe is
-	 * done with before kmr can be freed.  Teardown cannot do the flush
-	 * for us: it waits for our QP reference.  The owner's close tears the
-	 * rest down as usual.
+	 * not proven, in one lab hang on 6.1 rxe): the wait fails the
+	 * connection then and moves the QP to ERROR, which flushes the WR, so
+	 * its cqe is done with before kmr can be freed (teardown cannot do
+	 * the flush for us: it waits for our QP reference).
 	 */
-	if (!krdma_wait_completion(conn, &kmr->done, KRDMA_POST_TIMEOUT)) {
-		/* One rate limit for both lines: the second explains the first. */
-		static DEFINE_RATELIMIT_STATE(rs, DEFAULT_RATELIMIT_INTERVAL,
-					      DEFAULT_RATELIMIT_BURST);
-		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-		bool say = __ratelimit(&rs);
-
-		if (say)
-			pr_warn("%s: memory %s not completed in %u ms, failing the connection\n",
-				conn->name, wr->opcode == IB_WR_REG_MR ?
-				"registration" : "invalidation",
-				jiffies_to_msecs(KRDMA_POST_TIMEOUT));
-		krdma_conn_set_error(conn, -ETIMEDOUT);
-		ret = ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
-		if (ret && say)
-			pr_warn("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
-				conn->name, ret);
-		krdma_wait_completion(conn, &kmr->done, MAX_SCHEDULE_TIMEOUT);
-		return -ETIMEDOUT;
-	}
-	return kmr->status;
+	return __krdma_wait_posted(conn, &kmr->done, KRDMA_POST_TIMEOUT,
+				   wr->opcode == IB_WR_REG_MR ?
+				   "memory registration" : "memory invalidation",
+				   true) ?: kmr->status;
 }
 
 static void krdma_mr_release(struct krdma_mr *kmr)
@@ -560,6 +542,7 @@ static void krdma_pool_return(struct krdma_mr *kmr, struct ib_mr *mr,
 	kmr->in_use = false;
 	list_add_tail(&kmr->list, &conn->pool_free);
 	spin_unlock_bh(&conn->lock);
+	krdma_room(conn);
 }
 
 /*
@@ -733,6 +716,8 @@ struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
 	if (kmr) {
 		list_del_init(&kmr->list);
 		kmr->in_use = true;
+	} else {
+		krdma_room_want_locked(conn);
 	}
 	spin_unlock_bh(&conn->lock);
 	ret = -EAGAIN;

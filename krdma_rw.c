@@ -95,13 +95,7 @@ static void krdma_rw_wc_status(struct krdma_rdma *op, struct ib_wc *wc)
 	struct krdma_conn *conn = op->conn;
 
 	krdma_wc_error(conn, wc, op->write ? "RDMA WRITE" : "RDMA READ");
-	if (wc->status == IB_WC_WR_FLUSH_ERR) {
-		spin_lock_bh(&conn->lock);
-		cmpxchg(&op->status, 0, conn->error ?: -ECONNRESET);
-		spin_unlock_bh(&conn->lock);
-	} else {
-		cmpxchg(&op->status, 0, krdma_wc_errno(wc->status));
-	}
+	cmpxchg(&op->status, 0, krdma_op_errno(conn, wc));
 }
 
 /* Test knob: report each failed completion of an op twice, as siw can. */
@@ -263,6 +257,7 @@ int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait)
 			return 0;
 		}
 		if (nowait) {
+			krdma_room_want_locked(conn);
 			spin_unlock_bh(&conn->lock);
 			return -EAGAIN;
 		}
@@ -298,6 +293,7 @@ void krdma_slots_put(struct krdma_conn *conn, u32 n)
 	spin_unlock_bh(&conn->lock);
 	if (wake)
 		wake_up_all(&conn->wq);
+	krdma_room(conn);
 }
 
 /* Is the one-sided access [offset, offset + len) inside the token? */
@@ -769,7 +765,6 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 {
 	u64 done = 0, window;
 	struct krdma_rw_sync s;
-	long left;
 	int ret;
 
 	if (!len)
@@ -801,19 +796,12 @@ int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		}
 		if (ret)
 			return ret;
-		left = krdma_wait_completion(conn, &s.done, timeout);
-		if (!left) {
-			/*
-			 * The op still owns our request: the connection
-			 * must fail so that the flush completes it.
-			 */
-			krdma_conn_set_error(conn, -ETIMEDOUT);
-			krdma_conn_teardown(conn, -ETIMEDOUT);
-			krdma_wait_completion(conn, &s.done, MAX_SCHEDULE_TIMEOUT);
-			return -ETIMEDOUT;
-		}
-		if (s.req.status)
-			return s.req.status;
+		/* On a timeout the flush gives our request back. */
+		ret = krdma_wait_posted(conn, &s.done, timeout,
+					write ? "RDMA WRITE" : "RDMA READ") ?:
+		      s.req.status;
+		if (ret)
+			return ret;
 		done += part.len;
 	}
 	return 0;
@@ -926,45 +914,139 @@ int krdma_write_imm(struct krdma_conn *conn, struct scatterlist *sg,
 }
 EXPORT_SYMBOL_GPL(krdma_write_imm);
 
-/* ---- atomics ------------------------------------------------------- */
+/* ---- one-off work requests: atomics, write-with-immediate notices -- */
 
-struct krdma_atomic_ctx {
-	struct ib_cqe		cqe;
-	struct completion	done;
-	int			status;
-	int			op;	/* KRDMA_TRACE_OP_FADD or _CAS */
-	struct krdma_conn	*conn;
-};
-
-static void krdma_atomic_done(struct ib_cq *cq, struct ib_wc *wc)
+/*
+ * The connection's contexts for them, conn->depth of them, allocated
+ * with its buffers (krdma_alloc_bufs()), each atomic's 8-byte result
+ * buffer mapped once.  Each one in flight holds an rw slot too, so there
+ * is always a free context for a caller that got a slot.
+ */
+int krdma_xops_alloc(struct krdma_conn *conn)
 {
-	struct krdma_atomic_ctx *a = container_of(wc->wr_cqe,
-						  struct krdma_atomic_ctx, cqe);
+	struct ib_device *ibdev = conn->kdev->ibdev;
+	u32 i;
 
-	if (krdma_inject_wc(a->conn, &a->conn->inj, cq, wc, KRDMA_INJ_ATOMIC))
-		return;
-	trace_krdma_rdma_done(a->conn->name, a->op, sizeof(u64), wc->status);
-	a->status = 0;
-	if (wc->status != IB_WC_SUCCESS) {
-		krdma_wc_error(a->conn, wc, "atomic");
-		a->status = krdma_wc_errno(wc->status);
-		if (wc->status == IB_WC_WR_FLUSH_ERR)
-			a->status = -ECONNRESET;
+	conn->xops = kcalloc(conn->depth, sizeof(*conn->xops), GFP_KERNEL);
+	if (!conn->xops)
+		return -ENOMEM;
+	conn->nr_xops = conn->depth;
+	for (i = 0; i < conn->nr_xops; i++) {
+		struct krdma_xop *x = &conn->xops[i];
+
+		x->conn = conn;
+		x->cqe.done = krdma_xop_done;
+		INIT_LIST_HEAD(&x->list);
+		if (conn->dev_atomics) {
+			x->res = kmalloc(sizeof(*x->res), GFP_KERNEL);
+			if (!x->res)
+				return -ENOMEM;
+			if (krdma_dma_map_single(ibdev, x->res, sizeof(*x->res),
+						 DMA_FROM_DEVICE,
+						 &x->res_dma)) {
+				kfree(x->res);
+				x->res = NULL;
+				return -ENOMEM;
+			}
+		}
+		list_add_tail(&x->list, &conn->xop_free);
 	}
-	complete(&a->done);
+	return 0;
 }
 
-static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
-			const struct krdma_token *token, u64 offset,
-			u64 compare_add, u64 swap, u64 *old, long timeout)
+/* After the drain: every one posted has completed. */
+void krdma_xops_free(struct krdma_conn *conn)
 {
-	struct krdma_atomic_ctx a = {};
-	struct ib_atomic_wr wr = {};
-	struct ib_device *ibdev;
-	struct ib_sge sge;
-	u64 *buf, dma;
-	int ret;
+	u32 i;
 
+	spin_lock_bh(&conn->lock);
+	INIT_LIST_HEAD(&conn->xop_free);
+	spin_unlock_bh(&conn->lock);
+	for (i = 0; conn->xops && i < conn->nr_xops; i++) {
+		struct krdma_xop *x = &conn->xops[i];
+
+		WARN_ON_ONCE(x->req);
+		if (!x->res)
+			continue;
+		krdma_dma_unmap_single(conn->kdev->ibdev, x->res_dma,
+				       sizeof(*x->res), DMA_FROM_DEVICE);
+		kfree(x->res);
+	}
+	kfree(conn->xops);
+	conn->xops = NULL;
+	conn->nr_xops = 0;
+}
+
+/* A free context for @req, or NULL.  Under conn->lock, with an rw slot. */
+struct krdma_xop *krdma_xop_get_locked(struct krdma_conn *conn, int op,
+				       struct krdma_req *req)
+{
+	struct krdma_xop *x;
+
+	x = list_first_entry_or_null(&conn->xop_free, struct krdma_xop, list);
+	if (WARN_ON_ONCE(!x))
+		return NULL;
+	list_del_init(&x->list);
+	x->op = op;
+	x->req = req;
+	x->old = NULL;
+	return x;
+}
+
+/* Give back a context whose post failed.  Under conn->lock. */
+void krdma_xop_put_locked(struct krdma_conn *conn, struct krdma_xop *x)
+{
+	x->req = NULL;
+	list_add(&x->list, &conn->xop_free);
+}
+
+void krdma_xop_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct krdma_xop *x = container_of(wc->wr_cqe, struct krdma_xop, cqe);
+	struct krdma_conn *conn = x->conn;
+	bool atomic = x->op != KRDMA_TRACE_OP_WRITE_IMM;
+	struct krdma_req *req;
+	int status = 0;
+
+	if (krdma_inject_wc(conn, &conn->inj, cq, wc,
+			    atomic ? KRDMA_INJ_ATOMIC : KRDMA_INJ_RDMA))
+		return;
+	trace_krdma_rdma_done(conn->name, x->op, atomic ? sizeof(u64) : 0,
+			      wc->status);
+	if (wc->status != IB_WC_SUCCESS) {
+		krdma_wc_error(conn, wc, atomic ? "atomic" :
+			       "RDMA WRITE with immediate");
+		status = krdma_op_errno(conn, wc);
+	} else if (atomic) {
+		krdma_dma_sync_for_cpu(conn->kdev->ibdev, x->res_dma,
+				       sizeof(*x->res), DMA_FROM_DEVICE);
+		*x->old = READ_ONCE(*x->res);
+		atomic64_inc(&conn->stats.atomic_ops);
+	}
+	spin_lock_bh(&conn->lock);
+	req = x->req;
+	krdma_xop_put_locked(conn, x);
+	spin_unlock_bh(&conn->lock);
+	krdma_slots_put(conn, 1);
+	req->status = status;
+	/* What it carried: the old value, or the immediate. */
+	req->len = status ? 0 : atomic ? sizeof(u64) : sizeof(u32);
+	req->done(req);
+}
+
+static int krdma_atomic_async(struct krdma_conn *conn,
+			      enum ib_wr_opcode opcode,
+			      const struct krdma_token *token, u64 offset,
+			      u64 compare_add, u64 swap, u64 *old,
+			      struct krdma_req *req, bool nowait)
+{
+	struct ib_atomic_wr wr = {};
+	struct krdma_xop *x;
+	struct ib_sge sge;
+	int op, ret;
+
+	if (!req || !req->done || !old)
+		return -EINVAL;
 	ret = krdma_token_check(conn, token, offset, sizeof(u64));
 	if (ret)
 		return ret;
@@ -974,31 +1056,13 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 				    conn->name);
 		return ret;
 	}
-	ret = krdma_conn_qp_get(conn);
+	if (!conn->dev_atomics)
+		return krdma_conn_error(conn) ?: -EOPNOTSUPP;
+	ret = krdma_slots_get(conn, 1, nowait);
 	if (ret)
 		return ret;
-	ibdev = conn->kdev->ibdev;
-	if (ibdev->attrs.atomic_cap == IB_ATOMIC_NONE) {
-		ret = -EOPNOTSUPP;
-		goto out_put;
-	}
-	ret = -ENOMEM;
-	buf = kmalloc(sizeof(*buf), GFP_KERNEL);
-	if (!buf)
-		goto out_put;
-	if (krdma_dma_map_single(ibdev, buf, sizeof(*buf), DMA_FROM_DEVICE,
-				 &dma))
-		goto out_free;
-
-	init_completion(&a.done);
-	a.conn = conn;
-	a.op = opcode == IB_WR_ATOMIC_CMP_AND_SWP ? KRDMA_TRACE_OP_CAS :
+	op = opcode == IB_WR_ATOMIC_CMP_AND_SWP ? KRDMA_TRACE_OP_CAS :
 		KRDMA_TRACE_OP_FADD;
-	a.cqe.done = krdma_atomic_done;
-	sge.addr = dma;
-	sge.length = sizeof(u64);
-	sge.lkey = conn->pd->local_dma_lkey;
-	wr.wr.wr_cqe = &a.cqe;
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;
 	wr.wr.opcode = opcode;
@@ -1008,39 +1072,122 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
 	wr.compare_add = compare_add;
 	wr.swap = swap;
 
-	ret = krdma_slots_get(conn, 1, false);
-	if (ret)
-		goto out_unmap;
-	trace_krdma_rdma_start(conn->name, a.op, sizeof(u64));
 	spin_lock_bh(&conn->lock);
-	ret = conn->qp_ok ? ib_post_send(conn->qp, &wr.wr, NULL) : -ENOTCONN;
+	if (!conn->qp_ok) {
+		ret = conn->error ?: -ENOTCONN;
+		goto out_unlock;
+	}
+	ret = -EAGAIN;
+	x = krdma_xop_get_locked(conn, op, req);
+	if (!x)
+		goto out_unlock;
+	x->old = old;
+	sge.addr = x->res_dma;
+	sge.length = sizeof(u64);
+	sge.lkey = conn->pd->local_dma_lkey;
+	wr.wr.wr_cqe = &x->cqe;
+	krdma_dma_sync_for_device(conn->kdev->ibdev, x->res_dma, sizeof(u64),
+				  DMA_FROM_DEVICE);
+	trace_krdma_rdma_start(conn->name, op, sizeof(u64));
+	ret = ib_post_send(conn->qp, &wr.wr, NULL);
+	if (ret)
+		krdma_xop_put_locked(conn, x);
+out_unlock:
 	spin_unlock_bh(&conn->lock);
-	if (!ret) {
-		/* The cqe lives on our stack: wait for it whatever happens. */
-		if (!krdma_wait_completion(conn, &a.done, timeout)) {
-			krdma_conn_set_error(conn, -ETIMEDOUT);
-			krdma_conn_qp_put(conn);
-			krdma_conn_teardown(conn, -ETIMEDOUT);
-			krdma_wait_completion(conn, &a.done, MAX_SCHEDULE_TIMEOUT);
-			krdma_slots_put(conn, 1);
-			krdma_dma_unmap_single(ibdev, dma, sizeof(*buf),
-					       DMA_FROM_DEVICE);
-			kfree(buf);
-			return -ETIMEDOUT;
-		}
-		ret = a.status;
-	}
-	krdma_slots_put(conn, 1);
-out_unmap:
-	krdma_dma_unmap_single(ibdev, dma, sizeof(*buf), DMA_FROM_DEVICE);
-	if (!ret) {
-		*old = *buf;
-		atomic64_inc(&conn->stats.atomic_ops);
-	}
-out_free:
-	kfree(buf);
-out_put:
-	krdma_conn_qp_put(conn);
+	if (ret)
+		krdma_slots_put(conn, 1);
+	return ret;
+}
+
+/**
+ * krdma_atomic_cas_async - post a compare-and-swap without waiting for it
+ * @conn: the connection
+ * @token: the peer's region (with remote atomic right)
+ * @offset: 8-byte aligned offset in the region
+ * @compare: expected value
+ * @swap: new value, stored if the old one equals @compare
+ * @old: where krdma stores the value before the operation, before ->done
+ *	runs (only when ->status is 0); the caller's memory, never the
+ *	device's, so it may be on a stack that lives until ->done
+ * @req: ->done runs once, in completion context (softirq, the CQ's
+ *	workqueue, or the poller of a polled connection), with ->status 0
+ *	or the error, ->len 8 on success
+ * @nowait: fail with -EAGAIN instead of waiting when the connection has
+ *	queue depth operations in flight already
+ *
+ * Nothing is allocated: the work request uses one of the connection's
+ * preallocated contexts, whose result buffer was mapped at set-up.
+ *
+ * Context: with @nowait, any context but hard interrupt (softirq, a timer,
+ * under a spinlock); never sleeps.  Without it, process context: it may
+ * sleep for a slot.
+ * Return: 0 if posted (->done will run); else ->done will not run and
+ * the error is -EINVAL (no @req, ->done or @old; a misaligned target),
+ * -ERANGE (outside the token), -EOPNOTSUPP (the device has no atomics:
+ * siw), -EAGAIN (@nowait and no slot), or the connection's error.
+ */
+int krdma_atomic_cas_async(struct krdma_conn *conn,
+			   const struct krdma_token *token, u64 offset,
+			   u64 compare, u64 swap, u64 *old,
+			   struct krdma_req *req, bool nowait)
+{
+	return krdma_atomic_async(conn, IB_WR_ATOMIC_CMP_AND_SWP, token,
+				  offset, compare, swap, old, req, nowait);
+}
+EXPORT_SYMBOL_GPL(krdma_atomic_cas_async);
+
+/**
+ * krdma_atomic_fadd_async - post a fetch-and-add without waiting for it
+ * @conn: the connection
+ * @token: the peer's region (with remote atomic right)
+ * @offset: 8-byte aligned offset in the region
+ * @add: the addend
+ * @old: as krdma_atomic_cas_async()'s
+ * @req: as krdma_atomic_cas_async()'s
+ * @nowait: as krdma_atomic_cas_async()'s
+ *
+ * Context: as krdma_atomic_cas_async().
+ * Return: as krdma_atomic_cas_async().
+ */
+int krdma_atomic_fadd_async(struct krdma_conn *conn,
+			    const struct krdma_token *token, u64 offset,
+			    u64 add, u64 *old, struct krdma_req *req,
+			    bool nowait)
+{
+	return krdma_atomic_async(conn, IB_WR_ATOMIC_FETCH_AND_ADD, token,
+				  offset, add, 0, old, req, nowait);
+}
+EXPORT_SYMBOL_GPL(krdma_atomic_fadd_async);
+
+struct krdma_atomic_sync {
+	struct krdma_req	req;
+	struct completion	done;
+};
+
+static void krdma_atomic_sync_done(struct krdma_req *req)
+{
+	complete(&container_of(req, struct krdma_atomic_sync, req)->done);
+}
+
+/* The synchronous atomics: post, then krdma_wait_posted(). */
+static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
+			const struct krdma_token *token, u64 offset,
+			u64 compare_add, u64 swap, u64 *old, long timeout)
+{
+	struct krdma_atomic_sync s;
+	u64 val;
+	int ret;
+
+	init_completion(&s.done);
+	s.req.done = krdma_atomic_sync_done;
+	ret = krdma_atomic_async(conn, opcode, token, offset, compare_add,
+				 swap, &val, &s.req, false);
+	if (ret)
+		return ret;
+	ret = krdma_wait_posted(conn, &s.done, timeout, "atomic") ?:
+	      s.req.status;
+	if (!ret)
+		*old = val;
 	return ret;
 }
 
@@ -1052,11 +1199,13 @@ out_put:
  * @compare: expected value
  * @swap: new value, stored if the old one equals @compare
  * @old: the value before the operation
- * @timeout: jiffies
+ * @timeout: jiffies the device has to complete it (0: 30 s); past it the
+ *	connection fails
  *
  * Context: process; sleeps up to @timeout.
  * Return: 0, -EOPNOTSUPP where the device has no atomics (siw), -EINVAL for
- * a misaligned target, -ERANGE, -EACCES, or the connection's error.
+ * a misaligned target, -ERANGE, -EACCES, -ETIMEDOUT, or the connection's
+ * error.
  */
 int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
 		     u64 offset, u64 compare, u64 swap, u64 *old, long timeout)
@@ -1073,7 +1222,7 @@ EXPORT_SYMBOL_GPL(krdma_atomic_cas);
  * @offset: 8-byte aligned offset in the region
  * @add: the addend
  * @old: the value before the operation
- * @timeout: jiffies
+ * @timeout: as krdma_atomic_cas()'s
  *
  * Context: process; sleeps up to @timeout.
  * Return: as krdma_atomic_cas().

@@ -222,6 +222,18 @@ struct krdma_conn_req {
  *	listener; it may sleep, but requests to the listener wait for it.
  *	It must not call krdma_listener_close() of this listener.
  *
+ * @room: a call with @nowait (or krdma_reg_sg_nowait()) on this
+ *	connection returned -EAGAIN, and since then what it lacked may have
+ *	freed: a credit from the peer, a send buffer, a send queue slot, a
+ *	pool registration.  Called once per -EAGAIN episode (the next
+ *	-EAGAIN arms it again), as blk-mq reruns a queue when a tag frees
+ *	and rtrs a permit; the consumer retries what it held back, and a
+ *	retry that meets -EAGAIN again arms it again, so nothing is lost.
+ *	Runs where the room freed: completion context (softirq, the
+ *	completion workqueue, a polled connection's poller), or the process
+ *	context of a krdma_rdma_discard() or krdma_mr_put(); must not sleep;
+ *	may post.
+ *
  * No callback runs once krdma_close() has returned.
  */
 struct krdma_conn_ops {
@@ -229,6 +241,7 @@ struct krdma_conn_ops {
 			 int error);
 	int	(*recv)(struct krdma_conn *conn, struct krdma_msg *msg);
 	int	(*accept)(const struct krdma_conn_req *req);
+	void	(*room)(struct krdma_conn *conn);
 };
 
 /**
@@ -517,6 +530,17 @@ int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
 		     u64 offset, u64 compare, u64 swap, u64 *old, long timeout);
 int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,
 		      u64 offset, u64 add, u64 *old, long timeout);
+/* Posted without waiting, from any context with @nowait: never sleep */
+int krdma_imm_async(struct krdma_conn *conn, const struct krdma_token *token,
+		    u64 offset, u32 imm, struct krdma_req *req, bool nowait);
+int krdma_atomic_cas_async(struct krdma_conn *conn,
+			   const struct krdma_token *token, u64 offset,
+			   u64 compare, u64 swap, u64 *old,
+			   struct krdma_req *req, bool nowait);
+int krdma_atomic_fadd_async(struct krdma_conn *conn,
+			    const struct krdma_token *token, u64 offset,
+			    u64 add, u64 *old, struct krdma_req *req,
+			    bool nowait);
 bool krdma_conn_has_atomics(struct krdma_conn *conn);
 
 /* ---- polled connections (opts.poll) ----------------------------------- */

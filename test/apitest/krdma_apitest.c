@@ -62,6 +62,8 @@
 #include <linux/wait.h>
 #include <linux/string.h>
 #include <linux/scatterlist.h>
+#include <linux/sort.h>
+#include <linux/timer.h>
 #include <linux/fs.h>
 #include <net/net_namespace.h>
 
@@ -2528,6 +2530,399 @@ static void sc_atomics(struct at_test *t)
 	at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL);
 out:
 	krdma_close(c);
+}
+
+/*
+ * Atomics and write-with-immediate notices posted without waiting
+ * (krdma_atomic_{fadd,cas}_async(), krdma_imm_async() with nowait) from a
+ * timer, softirq, as a storage server would from a completion.
+ *  - Every slot held by a prepared transfer (krdma_rdma_prep()): each of
+ *    the three calls is -EAGAIN at once from the timer, no callback; a
+ *    discard frees a slot and the connection's room callback (ops->room)
+ *    runs once, and posts a fetch-and-add of 0 from there, which
+ *    completes (old: 100); no room callback after that.
+ *  - AT_XO_ADDS fetch-and-adds of i + 1 on a u64 the server set to 100,
+ *    posted by the timer as fast as slots free (it re-arms on -EAGAIN):
+ *    one callback each, in softirq, status 0, len 8; the old values are
+ *    distinct and below the end value, which the server reads as 100 +
+ *    the sum; then compare-and-swaps, one that swaps, one that does not.
+ *  - AT_XO_IMMS notices at queue depth AT_XO_DEPTH (so that credits run
+ *    out and come back, and some notices go as messages): the client
+ *    writes chunk i, then the timer posts notice i (re-armed on -EAGAIN);
+ *    the server checks each notice's value, order and data.
+ *  - Bad arguments refused by value, with no callback.
+ * siw: -EOPNOTSUPP for each (no atomics, no immediate data).
+ */
+#define AT_XO_DEPTH	4
+#define AT_XO_ADDS	64
+#define AT_XO_IMMS	(6 * AT_XO_DEPTH)
+#define AT_XO_CHUNK	256
+#define AT_XO_SEED	0x584f0000ULL
+
+enum at_xo_kind { AT_XO_FADD, AT_XO_CAS, AT_XO_IMM };
+
+struct at_xo {
+	struct timer_list	timer;
+	struct krdma_conn	*c;
+	const struct krdma_token *tok;
+	enum at_xo_kind		kind;
+	int			first, n;	/* post requests first..n - 1 */
+	int			next;
+	int			eagain;		/* -EAGAIN seen, re-armed */
+	int			post_err;
+	bool			once;		/* no re-arm: record -EAGAIN */
+	u64			cmp, swap;
+	struct at_async		a;
+	struct at_areq		q[AT_XO_ADDS];
+	u64			old[AT_XO_ADDS];
+	bool			bh_ok;
+	int			rooms;		/* ops->room calls */
+	bool			room_post;	/* post from it */
+	int			room_ret;
+};
+
+static void at_xo_room(struct krdma_conn *c)
+{
+	struct at_xo *x = krdma_conn_priv(c);
+
+	x->rooms++;
+	if (x->room_post)
+		x->room_ret = krdma_atomic_fadd_async(c, x->tok, 8, 0, &x->old[0],
+						      &x->q[0].req, true);
+}
+
+static const struct krdma_conn_ops at_xo_ops = { .room = at_xo_room };
+
+static void at_xo_done(struct krdma_req *req)
+{
+	struct at_areq *q = container_of(req, struct at_areq, req);
+	struct at_xo *x = container_of(q->a, struct at_xo, a);
+
+	if (!in_softirq())
+		x->bh_ok = false;
+	at_areq_done(req);
+}
+
+static void at_xo_timer(struct timer_list *tm)
+{
+	struct at_xo *x = from_timer(x, tm, timer);
+	int i, ret = 0;
+
+	if (!in_softirq())
+		x->bh_ok = false;
+	while (x->next < x->n) {
+		i = x->next;
+		if (x->kind == AT_XO_FADD)
+			ret = krdma_atomic_fadd_async(x->c, x->tok, 8, i + 1,
+						      &x->old[i], &x->q[i].req,
+						      true);
+		else if (x->kind == AT_XO_CAS)
+			ret = krdma_atomic_cas_async(x->c, x->tok, 8, x->cmp,
+						     x->swap, &x->old[i],
+						     &x->q[i].req, true);
+		else
+			ret = krdma_imm_async(x->c, x->tok,
+					      (u64)i * AT_XO_CHUNK, i,
+					      &x->q[i].req, true);
+		if (ret == -EAGAIN && !x->once) {
+			x->eagain++;
+			mod_timer(&x->timer, jiffies + 1);
+			return;
+		}
+		if (ret) {
+			x->post_err = ret;
+			break;
+		}
+		x->next++;
+	}
+	/* Done posting (or failed): the waiter counts callbacks + this. */
+	atomic_inc(&x->a.done);
+	wake_up_all(&x->a.wq);
+}
+
+/* Post requests first..n - 1 of @kind from the timer; wait for them. */
+static bool at_xo_run(struct at_test *t, struct at_xo *x,
+		      enum at_xo_kind kind, int first, int n, bool once,
+		      const char *what)
+{
+	int i, posted;
+
+	x->kind = kind;
+	x->first = first;
+	x->next = first;
+	x->n = n;
+	x->once = once;
+	x->post_err = 0;
+	x->bh_ok = true;
+	atomic_set(&x->a.done, 0);
+	for (i = first; i < n; i++) {
+		at_areq_init(&x->q[i], &x->a);
+		x->q[i].req.done = at_xo_done;
+	}
+	mod_timer(&x->timer, jiffies + 1);
+	if (!wait_event_timeout(x->a.wq, READ_ONCE(x->next) == n ||
+				READ_ONCE(x->post_err), AT_TIMEOUT))
+		at_fail(t, "%s: the timer posted %d of %d in %d s", what,
+			READ_ONCE(x->next) - first, n - first,
+			AT_TIMEOUT / HZ);
+	del_timer_sync(&x->timer);
+	posted = x->next - first;
+	/* The timer's own count, then one per posted request. */
+	if (!at_async_wait(&x->a, posted + 1, AT_TIMEOUT)) {
+		at_fail(t, "%s: %d of %d callbacks", what,
+			atomic_read(&x->a.done) - 1, posted);
+		return false;
+	}
+	msleep(20);	/* a second callback would come right after */
+	if (t->failed)
+		return false;
+	if (!x->bh_ok) {
+		at_fail(t, "%s: a post or a callback ran outside softirq", what);
+		return false;
+	}
+	for (i = first; i < x->next; i++)
+		if (!at_expect(t, atomic_read(&x->q[i].calls), 1,
+			       "%s %d: callbacks", what, i) ||
+		    !at_expect(t, x->q[i].req.status, 0, "%s %d: status",
+			       what, i) ||
+		    !at_expect(t, x->q[i].req.len,
+			       kind == AT_XO_IMM ? 4 : 8, "%s %d: len",
+			       what, i))
+			return false;
+	return true;
+}
+
+/* Every slot held by a prepared transfer: each call is -EAGAIN. */
+static bool at_xo_full(struct at_test *t, struct at_xo *x,
+		       struct krdma_conn *c, const struct krdma_token *tok)
+{
+	struct krdma_rdma *op[AT_XO_DEPTH] = {};
+	struct scatterlist sg;
+	u8 *buf;
+	bool ok = false;
+	int i, k;
+
+	buf = kzalloc(8, GFP_KERNEL);
+	if (!buf) {
+		at_fail(t, "out of memory");
+		return false;
+	}
+	sg_init_one(&sg, buf, 8);
+	for (i = 0; i < AT_XO_DEPTH; i++) {
+		op[i] = krdma_rdma_prep(c, true, &sg, 1, tok, 0, true);
+		if (IS_ERR(op[i])) {
+			at_fail(t, "prep %d: %ld", i, PTR_ERR(op[i]));
+			op[i] = NULL;
+			goto out;
+		}
+	}
+	for (k = AT_XO_FADD; k <= AT_XO_IMM; k++) {
+		at_xo_run(t, x, k, 0, 1, true, "every slot held");
+		if (t->failed ||
+		    !at_expect(t, x->post_err, -EAGAIN,
+			       "every slot held: post %d", k) ||
+		    !at_expect(t, atomic_read(&x->q[0].calls), 0,
+			       "every slot held: callbacks of %d", k))
+			goto out;
+	}
+	/* A slot frees: the room callback, which posts from there. */
+	at_areq_init(&x->q[0], &x->a);
+	x->q[0].req.done = at_xo_done;
+	atomic_set(&x->a.done, 0);
+	x->bh_ok = true;
+	x->rooms = 0;
+	x->room_ret = 1;
+	x->room_post = true;
+	krdma_rdma_discard(op[0]);
+	op[0] = NULL;
+	x->room_post = false;
+	if (!at_expect(t, x->rooms, 1, "room callbacks when a slot freed") ||
+	    !at_expect(t, x->room_ret, 0, "fadd posted from the room callback"))
+		goto out;
+	if (!at_async_wait(&x->a, 1, AT_TIMEOUT)) {
+		at_fail(t, "no callback of the fadd posted from the room callback");
+		goto out;
+	}
+	if (!at_expect(t, x->q[0].req.status, 0, "room fadd: status") ||
+	    !at_expect(t, x->old[0], 100, "room fadd: old") ||
+	    !x->bh_ok) {
+		if (!t->failed)
+			at_fail(t, "room fadd: its callback ran outside softirq");
+		goto out;
+	}
+	ok = true;
+out:
+	for (i = 0; i < AT_XO_DEPTH; i++)
+		if (op[i])
+			krdma_rdma_discard(op[i]);
+	kfree(buf);
+	/* The episode is over: freeing more calls nothing. */
+	if (ok && !at_expect(t, x->rooms, 1, "room callbacks after every slot freed"))
+		ok = false;
+	return ok;
+}
+
+static int at_u64_cmp(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void sc_async_oneoff(struct at_test *t)
+{
+	const u64 sum = 100 + (u64)AT_XO_ADDS * (AT_XO_ADDS + 1) / 2;
+	struct krdma_conn *c = NULL;
+	struct at_msg m, rep;
+	struct scatterlist sg;
+	struct at_reg reg = {}, ireg = {};
+	struct at_areq q;
+	struct at_xo *x;
+	u64 old = 0;
+	u8 *buf = NULL;
+	int i, ret;
+
+	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	buf = kmalloc(AT_XO_CHUNK, GFP_KERNEL);
+	if (!x || !buf) {
+		at_fail(t, "out of memory");
+		goto out_free;
+	}
+	init_waitqueue_head(&x->a.wq);
+	timer_setup(&x->timer, at_xo_timer, 0);
+	c = at_open_ops(t, AT_MODE_GENERIC, 0, AT_XO_DEPTH, 0, &at_xo_ops, x);
+	if (!c)
+		goto out_free;
+	x->c = c;
+	if (!at_expect(t, krdma_queue_depth(c), AT_XO_DEPTH,
+		       "negotiated queue depth"))
+		goto out;
+	at_areq_init(&q, &x->a);
+	if (at_iwarp) {
+		if (!at_reg(t, c, 4096, AT_RW, 0x5800, 0, &reg))
+			goto out;
+		ret = krdma_atomic_fadd_async(c, &reg.tok[0], 8, 1, &old,
+					      &q.req, true);
+		if (!at_expect(t, ret, -EOPNOTSUPP, "krdma_atomic_fadd_async"))
+			goto out;
+		ret = krdma_atomic_cas_async(c, &reg.tok[0], 8, 0, 1, &old,
+					     &q.req, true);
+		if (!at_expect(t, ret, -EOPNOTSUPP, "krdma_atomic_cas_async"))
+			goto out;
+		ret = krdma_imm_async(c, &reg.tok[0], 0, 1, &q.req, true);
+		if (!at_expect(t, ret, -EOPNOTSUPP, "krdma_imm_async"))
+			goto out;
+		msleep(20);
+		if (at_expect(t, atomic_read(&q.calls), 0, "callbacks") &&
+		    at_expect(t, krdma_conn_error(c), 0, "krdma_conn_error") &&
+		    at_verify(t, c, reg.id, 0, 4096, 0x5800, 0))
+			at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL);
+		goto out;
+	}
+	at_msg_init(&m, AT_REG, 0, 0, 4096, 0x5800,
+		    AT_RW | KRDMA_ACCESS_REMOTE_ATOMIC);
+	ret = at_call(c, &m, &rep);
+	if (!at_expect(t, ret, 0, "REG request") ||
+	    !at_expect(t, be32_to_cpu(rep.status), 0,
+		       "server krdma_reg_buf with the atomic right (errno)"))
+		goto out;
+	at_reg_parse(&rep, &reg);
+	x->tok = &reg.tok[0];
+	if (!at_req(t, c, AT_SET64, reg.id, 8, 0, 0, 100, NULL) ||
+	    !at_xo_full(t, x, c, &reg.tok[0]))
+		goto out;
+
+	/* Fetch-and-adds from the timer. */
+	if (!at_xo_run(t, x, AT_XO_FADD, 0, AT_XO_ADDS, false, "fadd") ||
+	    !at_expect(t, x->post_err, 0, "fadd: posts from the timer"))
+		goto out;
+	sort(x->old, AT_XO_ADDS, sizeof(u64), at_u64_cmp, NULL);
+	for (i = 0; i < AT_XO_ADDS; i++)
+		if (x->old[i] < 100 || x->old[i] >= sum ||
+		    (i && x->old[i] == x->old[i - 1])) {
+			at_fail(t, "fadd: old value %llu repeated or out of [100, %llu)",
+				x->old[i], sum);
+			goto out;
+		}
+	if (!at_req(t, c, AT_GET64, reg.id, 8, 0, 0, 0, &rep) ||
+	    !at_expect(t, be64_to_cpu(rep.arg), sum, "server value after the fadds"))
+		goto out;
+	/* Compare-and-swaps: the first swaps, the second finds it swapped. */
+	x->cmp = sum;
+	x->swap = 0x5eed5eed5eedULL;
+	if (!at_xo_run(t, x, AT_XO_CAS, 0, 1, false, "cas") ||
+	    !at_expect(t, x->old[0], sum, "cas: old"))
+		goto out;
+	x->cmp = 1;
+	x->swap = 2;
+	if (!at_xo_run(t, x, AT_XO_CAS, 1, 2, false, "failing cas") ||
+	    !at_expect(t, x->old[1], 0x5eed5eed5eedULL, "failing cas: old") ||
+	    !at_req(t, c, AT_GET64, reg.id, 8, 0, 0, 0, &rep) ||
+	    !at_expect(t, be64_to_cpu(rep.arg), 0x5eed5eed5eedULL,
+		       "server value after the cas"))
+		goto out;
+	/* The bytes around the word are the region's fill, untouched. */
+	if (!at_verify(t, c, reg.id, 0, 8, 0x5800, 0) ||
+	    !at_verify(t, c, reg.id, 16, 4096 - 16, 0x5800, 16))
+		goto out;
+
+	/* Bad arguments: refused at once, no callback. */
+	ret = krdma_atomic_fadd_async(c, &reg.tok[0], 4, 1, &old, &q.req, true);
+	if (!at_expect(t, ret, -EINVAL, "fadd at a misaligned offset"))
+		goto out;
+	ret = krdma_atomic_cas_async(c, &reg.tok[0], 4096 - 4, 0, 1, &old,
+				     &q.req, true);
+	if (!at_expect(t, ret, -ERANGE, "cas across the token's end"))
+		goto out;
+	ret = krdma_atomic_fadd_async(c, &reg.tok[0], 8, 1, NULL, &q.req, true);
+	if (!at_expect(t, ret, -EINVAL, "fadd without a place for the old value"))
+		goto out;
+	ret = krdma_imm_async(c, &reg.tok[0], 4097, 0, &q.req, true);
+	if (!at_expect(t, ret, -ERANGE, "notice past the token's end"))
+		goto out;
+	ret = krdma_imm_async(c, &reg.tok[0], 0, 0, NULL, true);
+	if (!at_expect(t, ret, -EINVAL, "notice without a request"))
+		goto out;
+	msleep(20);
+	if (!at_expect(t, atomic_read(&q.calls), 0, "callbacks of refused calls") ||
+	    !at_expect(t, krdma_conn_error(c), 0, "krdma_conn_error"))
+		goto out;
+	at_req(t, c, AT_FREE, reg.id, 0, 0, 0, 0, NULL);
+
+	/* Notices: the client writes chunk i, the timer announces it. */
+	if (!at_reg(t, c, (u64)AT_XO_IMMS * AT_XO_CHUNK, AT_RW, 0x5801, 0,
+		    &ireg))
+		goto out;
+	x->tok = &ireg.tok[0];
+	at_msg_init(&m, AT_IMM_SINK, ireg.id, 0, AT_XO_CHUNK, AT_XO_SEED,
+		    AT_XO_IMMS);
+	if (!at_do(t, c, &m, &rep))
+		goto out;
+	sg_init_one(&sg, buf, AT_XO_CHUNK);
+	x->eagain = 0;
+	for (i = 0; i < AT_XO_IMMS; i++) {
+		at_fill(buf, AT_XO_CHUNK, AT_XO_SEED + i, 0);
+		ret = krdma_write(c, &sg, 1, &ireg.tok[0],
+				  (u64)i * AT_XO_CHUNK, AT_TIMEOUT);
+		if (!at_expect(t, ret, 0, "chunk %d: krdma_write", i) ||
+		    !at_xo_run(t, x, AT_XO_IMM, i, i + 1, false, "notice") ||
+		    !at_expect(t, x->post_err, 0, "notice %d: post from the timer", i))
+			goto out;
+	}
+	if (!at_req(t, c, AT_RESULT, 0, 0, 0, 0, 0, &rep) ||
+	    !at_expect(t, be64_to_cpu(rep.arg), AT_XO_IMMS,
+		       "notices the server checked"))
+		goto out;
+	pr_info("%s: %d fetch-and-adds and %d notices posted from a timer (%d re-arms on -EAGAIN for the notices)\n",
+		t->name, AT_XO_ADDS, AT_XO_IMMS, x->eagain);
+	at_req(t, c, AT_FREE, ireg.id, 0, 0, 0, 0, NULL);
+out:
+	if (x)
+		del_timer_sync(&x->timer);
+	krdma_close(c);
+out_free:
+	kfree(buf);
+	kfree(x);
 }
 
 /* One asynchronous RDMA operation on a slice of a local vmalloc buffer. */
@@ -6896,6 +7291,7 @@ static const struct at_scenario {
 	{ "token_addr", sc_token_addr },
 	{ "imm_stream", sc_imm_stream },
 	{ "atomics", sc_atomics },
+	{ "async_oneoff", sc_async_oneoff },
 	{ "async_window", sc_async_window },
 	{ "batch", sc_batch },
 	{ "rdma_prep", sc_rdma_prep },
