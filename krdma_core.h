@@ -400,9 +400,18 @@ static inline int krdma_conn_qp_get(struct krdma_conn *conn)
 
 void krdma_conn_qp_put(struct krdma_conn *conn);
 
-/* krdma_cq.c: queue pair, CQ, buffers and the message datapath */
+/* A message's header, ahead of its payload in every buffer. */
+#define KRDMA_HDR_LEN	sizeof(struct krdma_msg_hdr)
+
+/* krdma_cq.c: queue pair, CQ and buffers */
 int krdma_conn_create_qp(struct krdma_conn *conn);
 void krdma_conn_destroy_qp(struct krdma_conn *conn);
+void krdma_tx_unmap(struct krdma_conn *conn, struct krdma_tx *tx);
+
+/* krdma_msg.c: the message datapath */
+void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+void krdma_send_done(struct ib_cq *cq, struct ib_wc *wc);
+void krdma_credit_msg_done(struct ib_cq *cq, struct ib_wc *wc);
 int krdma_conn_post_recvs(struct krdma_conn *conn);
 int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		   long timeout);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * krdma credit accounting (the flow-control comment at the top of
- * krdma_cq.c describes the protocol).  Pure state and rules, no device and
+ * krdma_msg.c describes the protocol).  Pure state and rules, no device and
  * no locking: the caller holds conn->lock around every helper, posts the
  * work requests itself, and KUnit drives the same helpers in a simulation
  * of two endpoints.
