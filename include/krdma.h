@@ -19,7 +19,14 @@
  *    invalidates it;
  *  - one-sided transfers: krdma_write()/krdma_read() between a local
  *    scatterlist and a peer's token, of any length (split into as many work
- *    requests and registrations as the device needs).
+ *    requests and registrations as the device needs); prepared in process
+ *    context with krdma_rdma_prep() and posted from anywhere up to softirq
+ *    with krdma_rdma_post();
+ *  - write-with-immediate notices and atomics: krdma_write_imm(),
+ *    krdma_atomic_cas()/_fadd(), and without waiting krdma_imm_async()
+ *    and krdma_atomic_cas_async()/_fadd_async(), callable up to softirq;
+ *  - for every call with nowait that returns -EAGAIN, the connection's
+ *    room callback (struct krdma_conn_ops) once something frees.
  *
  * Unless stated otherwise, functions sleep and must be called from process
  * context.  Completion callbacks (struct krdma_req.done, recv callbacks) run

@@ -94,6 +94,9 @@ MODULE_PARM_DESC(exclude, "comma-separated scenarios scenarios=all leaves out");
 static unsigned int flood_count = 4000;
 module_param(flood_count, uint, 0444);
 MODULE_PARM_DESC(flood_count, "messages sent by msg_order_flood");
+static unsigned int pool_rounds = 10000;
+module_param(pool_rounds, uint, 0444);
+MODULE_PARM_DESC(pool_rounds, "request/response rounds of mr_pool_rounds");
 static unsigned int mix_threads = 64;
 module_param(mix_threads, uint, 0444);
 MODULE_PARM_DESC(mix_threads, "threads of sq_mix (1 to 64)");
@@ -4948,6 +4951,261 @@ static void sc_mr_pool_inv(struct at_test *t)
 }
 
 /*
+ * Issue #17's storage round: pool_rounds (10,000) requests, as a block
+ * driver makes them.  The client registers its pages from its pool
+ * (krdma_reg_sg_nowait(): the REG_MR goes to the send queue ahead of the
+ * request that carries the token) and sends the request; the server, a
+ * workqueue listener (opts.workqueue, as nvmet-rdma's CQ), moves the data
+ * with one RDMA operation through the token from its recv callback and
+ * answers from that operation's completion with SEND_WITH_INV of the
+ * token's rkey.  Odd rounds the server WRITEs a pattern into the client's
+ * pages (a READ command), even rounds it READs the client's pattern and
+ * checks it (a WRITE command).  Each round: the reply names the token as
+ * invalidated (inv_valid, inv_rkey), the client's bytes are the
+ * pattern, krdma_mr_put() gives the registration back without a LOCAL_INV.
+ * At the end the server READs once more through the last token: the
+ * access is refused (RoCE: -EACCES) and the client's memory unchanged.
+ */
+#define AT_RND_LEN	(2 * PAGE_SIZE)
+#define AT_RND_SEED	0x726e6400ULL
+
+enum { AT_RND_TO_CLIENT = 1, AT_RND_FROM_CLIENT, AT_RND_AGAIN };
+
+struct at_rnd_req {
+	__be32	op, round;
+	struct krdma_token_wire tok;
+} __packed;
+
+struct at_rnd_rep {
+	__be32	round, status;
+	__be64	bad;		/* first wrong byte + 1, or 0 */
+} __packed;
+
+struct at_rnd {
+	struct at_ev		ev;	/* first: at_ev_cb() finds it */
+	struct krdma_conn	*pc;	/* the server's connection */
+	u8			*sbuf;
+	struct scatterlist	ssg;
+	struct krdma_token	tok;	/* of the round in hand */
+	u32			op, round;
+	struct krdma_req	rw_req, rep_req;
+	atomic_t		bad_ctx, send_fail;
+};
+
+static void at_rnd_rep_done(struct krdma_req *req)
+{
+}
+
+/* The server's RDMA is done (completion context): answer. */
+static void at_rnd_rw_done(struct krdma_req *req)
+{
+	struct at_rnd *r = container_of(req, struct at_rnd, rw_req);
+	struct at_rnd_rep rep = { .round = cpu_to_be32(r->round) };
+	s64 bad = -1;
+	int ret;
+
+	rep.status = cpu_to_be32(-req->status);
+	if (!req->status && r->op == AT_RND_FROM_CLIENT)
+		bad = at_check(r->sbuf, AT_RND_LEN, AT_RND_SEED + r->round, 0);
+	rep.bad = cpu_to_be64(bad + 1);
+	r->rep_req.done = at_rnd_rep_done;
+	if (req->status)
+		ret = krdma_send_async(r->pc, &rep, sizeof(rep), &r->rep_req,
+				       true);
+	else
+		ret = krdma_send_inv_async(r->pc, &rep, sizeof(rep),
+					   r->tok.rkey, &r->rep_req, true);
+	if (ret)
+		atomic_inc(&r->send_fail);
+}
+
+/* The server's recv callback: a kworker (opts.workqueue). */
+static int at_rnd_recv(struct krdma_conn *c, struct krdma_msg *m)
+{
+	struct at_rnd *r = krdma_conn_priv(c);
+	struct at_rnd_req q;
+	bool write;
+	int ret;
+
+	if (!in_task() || in_softirq())
+		atomic_inc(&r->bad_ctx);
+	if (m->len != sizeof(q)) {
+		atomic_inc(&r->send_fail);
+		return 0;
+	}
+	memcpy(&q, m->data, sizeof(q));
+	r->pc = c;
+	r->op = be32_to_cpu(q.op);
+	r->round = be32_to_cpu(q.round);
+	krdma_token_unpack(&q.tok, &r->tok);
+	write = r->op == AT_RND_TO_CLIENT;
+	if (write)
+		at_fill(r->sbuf, AT_RND_LEN, AT_RND_SEED + r->round, 0);
+	else
+		memset(r->sbuf, 0, AT_RND_LEN);
+	r->rw_req.done = at_rnd_rw_done;
+	ret = krdma_rdma_async(c, write, &r->ssg, 1, &r->tok, 0, &r->rw_req,
+			       true);
+	if (ret) {
+		r->rw_req.status = ret;
+		at_rnd_rw_done(&r->rw_req);
+	}
+	return 0;
+}
+
+static const struct krdma_conn_ops at_rnd_ops = {
+	.event = at_ev_cb,
+	.recv = at_rnd_recv,
+};
+
+/* One round; false (recorded) unless it ended as described above. */
+static bool at_rnd_round(struct at_test *t, struct krdma_conn *c, u8 *local,
+			 u32 op, u32 i, struct krdma_token *tok)
+{
+	struct at_rnd_req q = { .op = cpu_to_be32(op), .round = cpu_to_be32(i) };
+	struct krdma_recv_info info;
+	struct at_rnd_rep rep;
+	struct scatterlist sg;
+	struct krdma_mr *mr;
+	s64 bad;
+	int ret;
+
+	if (op == AT_RND_FROM_CLIENT)
+		at_fill(local, AT_RND_LEN, AT_RND_SEED + i, 0);
+	else
+		memset(local, 0, AT_RND_LEN);
+	sg_init_one(&sg, local, AT_RND_LEN);
+	mr = krdma_reg_sg_nowait(c, &sg, 1, AT_RW);
+	if (IS_ERR(mr)) {
+		at_fail(t, "round %u: krdma_reg_sg_nowait: %ld", i, PTR_ERR(mr));
+		return false;
+	}
+	krdma_mr_token(mr, tok);
+	krdma_token_pack(tok, &q.tok);
+	ret = krdma_send(c, &q, sizeof(q), AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "round %u: request", i))
+		goto put;
+	ret = krdma_recv_ex(c, &rep, sizeof(rep), &info, AT_TIMEOUT);
+	if (!at_expect(t, ret, sizeof(rep), "round %u: reply", i) ||
+	    !at_expect(t, be32_to_cpu(rep.round), i, "round %u: reply's round", i) ||
+	    !at_expect(t, -(int)be32_to_cpu(rep.status), 0,
+		       "round %u: the server's RDMA", i) ||
+	    !at_expect(t, be64_to_cpu(rep.bad), 0,
+		       "round %u: first wrong byte + 1 at the server", i) ||
+	    !at_expect(t, info.inv_valid, 1, "round %u: inv_valid", i) ||
+	    !at_expect(t, info.inv_rkey, tok->rkey, "round %u: inv_rkey", i))
+		goto put;
+	if (op == AT_RND_TO_CLIENT) {
+		bad = at_check(local, AT_RND_LEN, AT_RND_SEED + i, 0);
+		if (bad >= 0) {
+			at_fail(t, "round %u: byte %lld written by the server is wrong",
+				i, bad);
+			goto put;
+		}
+	}
+	/* Invalidated by the peer: back to the pool without a LOCAL_INV. */
+	return at_expect(t, krdma_mr_put(mr), 0, "round %u: krdma_mr_put", i);
+put:
+	krdma_mr_put(mr);
+	return false;
+}
+
+static void sc_mr_pool_rounds(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_rnd_ops,
+		.timeout_ms = 10000,
+		.workqueue = true,
+	};
+	struct krdma_conn_opts copts = {
+		.timeout_ms = 10000,
+		.mr_pool = 2,
+		.mr_pool_pages = AT_RND_LEN / PAGE_SIZE,
+	};
+	unsigned long start = jiffies;
+	struct krdma_conn *c = NULL;
+	struct krdma_listener *l;
+	struct krdma_recv_info info;
+	struct at_rnd_req q = {};
+	struct at_rnd_rep rep;
+	struct krdma_token tok;
+	struct at_rnd *r;
+	u8 *local = NULL;
+	u32 i;
+	int ret, err;
+	s64 bad;
+
+	if (at_needs_one_guest(t))
+		return;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	local = kmalloc(AT_RND_LEN, GFP_KERNEL);
+	if (r)
+		r->sbuf = kmalloc(AT_RND_LEN, GFP_KERNEL);
+	if (!r || !local || !r->sbuf) {
+		at_fail(t, "out of memory");
+		goto out_free;
+	}
+	at_ev_init(&r->ev);
+	sg_init_one(&r->ssg, r->sbuf, AT_RND_LEN);
+	l = at_listen_local(t, &laddr, port + 9, &lopts, r, "with opts.workqueue");
+	if (!l)
+		goto out_free;
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, &copts);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect: %ld", PTR_ERR(c));
+		c = NULL;
+		goto out_l;
+	}
+	if (!at_ev_expect(t, &r->ev, 0, KRDMA_EVENT_ESTABLISHED, 0, "server"))
+		goto out_c;
+	for (i = 0; i < pool_rounds; i++)
+		if (!at_rnd_round(t, c, local, i % 2 ? AT_RND_TO_CLIENT :
+				  AT_RND_FROM_CLIENT, i, &tok))
+			goto out_c;
+	if (!at_expect(t, atomic_read(&r->bad_ctx), 0,
+		       "server callbacks outside process context") ||
+	    !at_expect(t, atomic_read(&r->send_fail), 0, "replies not sent"))
+		goto out_c;
+	pr_info("%s: %u rounds in %u ms\n", t->name, pool_rounds,
+		jiffies_to_msecs(jiffies - start));
+	if (at_iwarp)	/* a READ of a dead key tears siw down at random */
+		goto out_c;
+
+	/* The last token is dead: the server's READ through it is refused. */
+	at_fill(local, AT_RND_LEN, AT_RND_SEED + 0xdead, 0);
+	q.op = cpu_to_be32(AT_RND_AGAIN);
+	q.round = cpu_to_be32(i);
+	krdma_token_pack(&tok, &q.tok);
+	ret = krdma_send(c, &q, sizeof(q), AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "request through the dead token"))
+		goto out_c;
+	ret = krdma_recv_ex(c, &rep, sizeof(rep), &info, AT_TIMEOUT);
+	err = at_wait_conn_error(r->ev.conn[0]);
+	if (ret == sizeof(rep) &&
+	    !at_expect(t, -(int)be32_to_cpu(rep.status), -EACCES,
+		       "the server's READ through the dead token"))
+		goto out_c;
+	if (!at_expect(t, err, -EACCES, "the server's connection's error"))
+		goto out_c;
+	bad = at_check(local, AT_RND_LEN, AT_RND_SEED + 0xdead, 0);
+	if (bad >= 0)
+		at_fail(t, "byte %lld changed after the dead token's READ", bad);
+out_c:
+	if (c)
+		krdma_close(c);
+	if (r->ev.n && r->ev.conn[0])
+		krdma_close(r->ev.conn[0]);
+out_l:
+	krdma_listener_close(l);
+out_free:
+	if (r)
+		kfree(r->sbuf);
+	kfree(r);
+	kfree(local);
+}
+
+/*
  * Issue #18: sessions (include/krdma.h).  On one guest: a listener whose
  * accept hook records each request's session id and generation (and may
  * refuse from a generation on), and whose connections the scenario breaks
@@ -7305,6 +7563,7 @@ static const struct at_scenario {
 	{ "accept_hook", sc_accept_hook },
 	{ "mr_pool", sc_mr_pool },
 	{ "mr_pool_inv", sc_mr_pool_inv },
+	{ "mr_pool_rounds", sc_mr_pool_rounds },
 	{ "session_reconnect", sc_session_reconnect },
 	{ "session_lost", sc_session_lost },
 	{ "session_refused", sc_session_refused },
