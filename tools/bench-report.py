@@ -7,8 +7,13 @@ The block section (test/bench-blk-guest.sh, one-guest boots): from
 bench-blk.tsv and fio's JSON in bench-blk/, null_blk, nvme-rdma and
 krdma-blk per cell with the krdma-blk/nvme-rdma ratio; a cell whose run
 failed reads "failed".
+The scatter-gather section (test/bench-sg-guest.sh, one-guest boots):
+from bench-sg.tsv, per op a table over block size and block count of the
+message rate gathered (N SGEs) and packed (a CPU copy into one buffer),
+with pack/gather, and per block size the smallest count from which the
+copy is the slower.
 
-  bench-report.py --out DIR [--secs N] [--sections "rdma blk"]
+  bench-report.py --out DIR [--secs N] [--sections "rdma blk sg"]
                   LINE:TOPO:RELEASE:LABDIR ...
 """
 import argparse
@@ -358,6 +363,99 @@ def blk_boot(result, text, md, line, rel, lab):
     return 1 if failed else 0
 
 
+def sg_cells(lab):
+    """bench-sg.tsv: ({info}, {(op, size, n, mode): {metric: value}})."""
+    info, cells = {}, {}
+    try:
+        with open(os.path.join(lab, "bench-sg.tsv")) as f:
+            for line in f:
+                p = line.rstrip("\n").split("\t")
+                if len(p) != 6:
+                    continue
+                try:
+                    v = float(p[5])
+                except ValueError:
+                    continue
+                if p[0] == "info":
+                    info[p[4]] = int(v)
+                    continue
+                key = (p[0][3:], int(p[1]), int(p[2]), p[3])
+                cells.setdefault(key, {})[p[4]] = v
+    except OSError:
+        return None, None
+    return info, cells
+
+
+def sg_boot(result, text, md, line, rel, lab):
+    """The scatter-gather section of one boot; 1 when it has no results."""
+    info, cells = sg_cells(lab)
+    title = (f"scatter-gather: {rel}, one guest, rxe loopback; N blocks of "
+             "B bytes, 2B apart, as one message or write: gathered by N "
+             "SGEs or packed by the CPU into one buffer")
+    text.append("")
+    md.append("")
+    if not cells:
+        text.append(f"== {title}")
+        text.append("   no results (see the guest logs)")
+        md += [f"{title}:", "", "no results"]
+        result.setdefault("sg", []).append(
+            {"line": line, "kernel": rel, "cells": None})
+        return 1
+    extra = [f"{k} {v}" for k, v in sorted(info.items())]
+    head = title + (f" ({', '.join(extra)})" if extra else "")
+    text.append(f"== {head}")
+    md += [f"{head}:", ""]
+    ops = sorted({k[0] for k in cells}, key=["send", "write"].index)
+    sizes = sorted({k[1] for k in cells})
+    counts = sorted({k[2] for k in cells})
+    out = []
+    summary = []
+    for op in ops:
+        hdr = ["op", "B"] + [f"N={n} gather / pack (pack/gather)"
+                             for n in counts]
+        rows = []
+        for b in sizes:
+            row = [op, size_name(b)]
+            cross = None
+            for n in counts:
+                g = cells.get((op, b, n, "gather"), {}).get("msg_rate")
+                pk = cells.get((op, b, n, "pack"), {}).get("msg_rate")
+                r = pk / g if g and pk else None
+                row.append(f"{fmt(g)} / {fmt(pk)} "
+                           f"({'-' if r is None else f'{r:.2f}'})")
+                out.append({"op": op, "block": b, "n": n,
+                            "gather": cells.get((op, b, n, "gather")),
+                            "pack": cells.get((op, b, n, "pack")),
+                            "pack_over_gather": r})
+                if r is not None and n > 1 and r < 1 and cross is None:
+                    cross = n
+            rows.append(row)
+            summary.append(f"{op} {size_name(b)}: packing is slower than "
+                           f"gathering from N={cross}" if cross else
+                           f"{op} {size_name(b)}: packing never slower than "
+                           f"gathering (N up to {counts[-1]})")
+        widths = [max(len(str(r[i])) for r in rows + [hdr])
+                  for i in range(len(hdr))]
+        text.append("  ".join(h.ljust(w) for h, w in zip(hdr, widths)))
+        for r in rows:
+            text.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        text.append("")
+        md.append("| " + " | ".join(hdr) + " |")
+        md.append("|" + "---|" * len(hdr))
+        for r in rows:
+            md.append("| " + " | ".join(str(c) for c in r) + " |")
+        md.append("")
+    text.append("   cells: message rate op/s, gathered / packed "
+                "(packed/gathered)")
+    for x in summary:
+        text.append("   " + x)
+    md += ["- " + x for x in summary]
+    result.setdefault("sg", []).append(
+        {"line": line, "kernel": rel, "info": info, "cells": out,
+         "summary": summary})
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -395,6 +493,8 @@ def main():
             missing += rdma_boot(result, text, md, line, topo, rel, lab)
         if "blk" in sections and topo == "single":
             missing += blk_boot(result, text, md, line, rel, lab)
+        if "sg" in sections and topo == "single":
+            missing += sg_boot(result, text, md, line, rel, lab)
     if a.secs:
         text.append("")
         text.append(f"(make bench took {a.secs // 60} min {a.secs % 60} s)")
