@@ -232,6 +232,7 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	INIT_LIST_HEAD(&conn->list);
 	INIT_LIST_HEAD(&conn->accept_entry);
 	INIT_LIST_HEAD(&conn->rx_ready);
+	INIT_LIST_HEAD(&conn->recvq);
 	INIT_LIST_HEAD(&conn->tx_free);
 	INIT_LIST_HEAD(&conn->mrs);
 	INIT_LIST_HEAD(&conn->pool_mrs);

@@ -93,7 +93,7 @@ struct krdma_rx {
 	u32			imm;
 	bool			inv_valid;	/* invalidated a pool MR of ours */
 	u32			inv_rkey;
-	struct list_head	list;		/* conn->rx_ready */
+	struct list_head	list;		/* conn->rx_ready or ->recvq */
 	/* For the recv callback, under conn->lock: */
 	struct krdma_msg	msg;
 	bool			kept;		/* the consumer has it */
@@ -248,7 +248,8 @@ struct krdma_conn {
 
 	struct krdma_rx		*rx;
 	u32			nr_rx;
-	struct list_head	rx_ready;
+	struct list_head	rx_ready;	/* before the recv callback */
+	struct list_head	recvq;		/* kept for krdma_recv() */
 	bool			rx_closed;	/* teardown took the buffers */
 
 	struct krdma_tx		*tx;

@@ -148,14 +148,19 @@ void krdma_tx_unmap(struct krdma_conn *conn, struct krdma_tx *tx)
 static void krdma_free_bufs(struct krdma_conn *conn)
 {
 	struct ib_device *ibdev = conn->kdev->ibdev;
-	u32 i;
-
-	struct krdma_rx *rx_arr;
+	struct krdma_rx *rx_arr, *rx, *tmp;
 	void *buf;
+	u32 i;
 
 	spin_lock_bh(&conn->lock);
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->tx_free);
+	/* What krdma_recv() did not take goes with the buffers. */
+	list_for_each_entry_safe(rx, tmp, &conn->recvq, list) {
+		list_del_init(&rx->list);
+		rx->kept = false;
+		conn->rx_kept--;
+	}
 	conn->rx_closed = true;
 	spin_unlock_bh(&conn->lock);
 
@@ -165,8 +170,7 @@ static void krdma_free_bufs(struct krdma_conn *conn)
 	 * the array it lives in.
 	 */
 	for (i = 0; conn->rx && i < conn->nr_rx; i++) {
-		struct krdma_rx *rx = &conn->rx[i];
-
+		rx = &conn->rx[i];
 		if (!rx->buf)
 			continue;
 		krdma_dma_unmap_single(ibdev, rx->dma, conn->buf_size,

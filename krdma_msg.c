@@ -339,9 +339,16 @@ void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 /* ---- the recv callback --------------------------------------------- */
 
+/* The consumer gave a recv callback; without one krdma_recv() receives. */
+static bool krdma_conn_has_recv_cb(const struct krdma_conn *conn)
+{
+	return conn->opts.ops && conn->opts.ops->recv;
+}
+
 /*
- * A message is ready, with conn->lock held: for krdma_recv() (false), or,
- * once the consumer's recv callback delivers, for krdma_rx_deliver()
+ * A message is ready, with conn->lock held.  Until the consumer's recv
+ * callback may run (krdma_rx_cb_start()), it waits on conn->rx_ready
+ * (false); else it is marked kept for krdma_rx_deliver(), which runs
  * after the lock is dropped (true).  Until the consumer returns, it has
  * the message as if kept.
  */
@@ -354,7 +361,7 @@ static bool krdma_rx_ready_locked(struct krdma_conn *conn,
 	rx->msg.imm = rx->imm;
 	rx->msg.inv_valid = rx->inv_valid;
 	rx->msg.inv_rkey = rx->inv_rkey;
-	if (!conn->rx_cb) {
+	if (!conn->rx_cb && krdma_conn_has_recv_cb(conn)) {
 		list_add_tail(&rx->list, &conn->rx_ready);
 		return false;
 	}
@@ -363,10 +370,37 @@ static bool krdma_rx_ready_locked(struct krdma_conn *conn,
 	return true;
 }
 
-/* Without conn->lock, bottom halves off. */
+/*
+ * The recv callback of a connection that has none of its consumer's:
+ * the message is kept, in order, until krdma_recv_ex() copies it out and
+ * releases it.  Any context the recv callback runs in.
+ */
+static int krdma_recvq_recv(struct krdma_conn *conn, struct krdma_msg *msg)
+{
+	struct krdma_rx *rx = container_of(msg, struct krdma_rx, msg);
+	bool queued = false;
+
+	spin_lock_bh(&conn->lock);
+	/* Teardown (after the QP drained) takes what the queue holds. */
+	if (!conn->rx_closed) {
+		list_add_tail(&rx->list, &conn->recvq);
+		queued = true;
+	}
+	spin_unlock_bh(&conn->lock);
+	if (!queued)
+		return 0;
+	wake_up_all(&conn->wq);
+	return KRDMA_MSG_KEEP;
+}
+
+/* Without conn->lock, bottom halves off (or the connection's work). */
 static void krdma_rx_deliver(struct krdma_conn *conn, struct krdma_rx *rx)
 {
-	if (conn->opts.ops->recv(conn, &rx->msg) != KRDMA_MSG_KEEP)
+	int (*recv)(struct krdma_conn *conn, struct krdma_msg *msg);
+
+	recv = krdma_conn_has_recv_cb(conn) ? conn->opts.ops->recv :
+					       krdma_recvq_recv;
+	if (recv(conn, &rx->msg) != KRDMA_MSG_KEEP)
 		krdma_msg_release(conn, &rx->msg);
 }
 
@@ -466,7 +500,7 @@ static bool krdma_rx_ready(struct krdma_conn *conn)
 	bool ready;
 
 	spin_lock_bh(&conn->lock);
-	ready = !list_empty(&conn->rx_ready) || !krdma_conn_usable(conn) ||
+	ready = !list_empty(&conn->recvq) || !krdma_conn_usable(conn) ||
 		conn->rx_closed;
 	spin_unlock_bh(&conn->lock);
 	return ready;
@@ -491,7 +525,7 @@ u32 krdma_recv_queued(struct krdma_conn *conn)
 	u32 n = 0;
 
 	spin_lock_bh(&conn->lock);
-	list_for_each_entry(rx, &conn->rx_ready, list)
+	list_for_each_entry(rx, &conn->recvq, list)
 		n++;
 	spin_unlock_bh(&conn->lock);
 	return n;
@@ -513,7 +547,7 @@ bool krdma_recv_ready(struct krdma_conn *conn)
 	bool ready;
 
 	spin_lock_bh(&conn->lock);
-	ready = !conn->rx_closed && !list_empty(&conn->rx_ready);
+	ready = !list_empty(&conn->recvq);
 	spin_unlock_bh(&conn->lock);
 	return ready;
 }
@@ -530,7 +564,11 @@ EXPORT_SYMBOL_GPL(krdma_recv_ready);
  *	returned as any message's); may be NULL
  * @timeout: jiffies to wait (MAX_SCHEDULE_TIMEOUT: forever); interruptible
  *
- * Messages that arrived before the connection failed are still delivered.
+ * Built on the recv callback: a connection without one of its consumer's
+ * gets krdma's own, which keeps each message in order until this copies
+ * it out and releases it.  Messages that arrived before the connection
+ * failed are still delivered, until krdma_close() (or the teardown of a
+ * failed connection) drops what was not taken.
  *
  * Context: process; sleeps, interruptibly, up to @timeout (a polled
  * connection is polled meanwhile).
@@ -547,7 +585,7 @@ int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 	long left;
 	int ret;
 
-	if (conn->opts.ops && conn->opts.ops->recv)
+	if (krdma_conn_has_recv_cb(conn))
 		return -EINVAL;
 	left = krdma_wait_event_interruptible_timeout(conn, conn->wq,
 						      krdma_rx_ready(conn),
@@ -556,39 +594,31 @@ int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		return left;
 
 	spin_lock_bh(&conn->lock);
-	rx = NULL;
-	if (!conn->rx_closed)
-		rx = list_first_entry_or_null(&conn->rx_ready,
-					      struct krdma_rx, list);
+	rx = list_first_entry_or_null(&conn->recvq, struct krdma_rx, list);
 	if (!rx) {
 		ret = krdma_conn_usable(conn) ? -ETIMEDOUT :
 		      (conn->error ?: -ENOTCONN);
 		spin_unlock_bh(&conn->lock);
 		return ret;
 	}
-	if (rx->byte_len > len) {
+	if (rx->msg.len > len) {
 		spin_unlock_bh(&conn->lock);
 		return -EMSGSIZE;
 	}
+	/* Still kept: teardown leaves its buffer to krdma_msg_release(). */
 	list_del_init(&rx->list);
-	/* Holds off teardown, which frees the buffer, while we copy. */
-	conn->qp_users++;
 	spin_unlock_bh(&conn->lock);
 
 	if (info) {
-		info->imm_valid = rx->has_imm;
-		info->imm = rx->imm;
-		info->inv_valid = rx->inv_valid;
-		info->inv_rkey = rx->inv_rkey;
+		info->imm_valid = rx->msg.imm_valid;
+		info->imm = rx->msg.imm;
+		info->inv_valid = rx->msg.inv_valid;
+		info->inv_rkey = rx->msg.inv_rkey;
 	}
-	if (rx->byte_len)
-		memcpy(buf, rx->buf + KRDMA_HDR_LEN, rx->byte_len);
-	ret = rx->byte_len;
-
-	spin_lock_bh(&conn->lock);
-	krdma_repost_locked(conn, rx, false);
-	spin_unlock_bh(&conn->lock);
-	krdma_conn_qp_put(conn);
+	if (rx->msg.len)
+		memcpy(buf, rx->msg.data, rx->msg.len);
+	ret = rx->msg.len;
+	krdma_msg_release(conn, &rx->msg);
 	return ret;
 }
 EXPORT_SYMBOL_GPL(krdma_recv_ex);
