@@ -14,7 +14,6 @@
 #include <krdma.h>
 
 #include "krdma_abi.h"
-#include "krdma_token.h"
 
 static bool krdma_cd_zero(const void *p, size_t len, const char *cmd,
 			  const char *what)

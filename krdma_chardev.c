@@ -40,7 +40,6 @@
 
 #include "krdma_chardev.h"
 #include "krdma_abi.h"
-#include "krdma_plan.h"
 
 /*
  * SEND, RECV, WRITE and READ copy through a kernel bounce buffer, at most

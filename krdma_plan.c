@@ -163,9 +163,21 @@ fail:
 	return ret;
 }
 
-/*
- * A scatterlist for a kernel virtual range (linear map or vmalloc), one
- * entry per page piece.
+/**
+ * krdma_buf_to_sgt - describe a kernel buffer as a scatterlist
+ * @buf: the buffer: kmalloc'ed, vmalloc'ed (kvmalloc) or in the linear map
+ * @len: its length in bytes
+ * @sgt: filled in, one entry per piece of a page; free it with
+ *	sg_free_table()
+ * @gfp: for the table
+ *
+ * For krdma_write(), krdma_read() and the other calls that take a
+ * scatterlist, when the data is in a kernel buffer.  The buffer must stay
+ * allocated until the transfer is done; a vmalloc'ed one is never
+ * contiguous in memory, so expect one entry per page.
+ *
+ * Context: any context @gfp allows.
+ * Return: 0, -EINVAL for a NULL @buf or an empty @len, or -ENOMEM.
  */
 int krdma_buf_to_sgt(void *buf, size_t len, struct sg_table *sgt, gfp_t gfp)
 {
@@ -193,3 +205,4 @@ int krdma_buf_to_sgt(void *buf, size_t len, struct sg_table *sgt, gfp_t gfp)
 	}
 	return 0;
 }
+EXPORT_SYMBOL_GPL(krdma_buf_to_sgt);

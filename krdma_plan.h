@@ -7,6 +7,7 @@
 #define KRDMA_PLAN_H
 
 #include <linux/scatterlist.h>
+#include <krdma.h>	/* krdma_buf_to_sgt() */
 
 struct krdma_chunk_plan {
 	u32	pieces;		/* scatterlist entries, each within one page */
@@ -20,6 +21,5 @@ int krdma_rw_plan(struct scatterlist *sgl, int nents, u64 skip, u64 len,
 int krdma_rw_fill(struct scatterlist *sgl, int nents, u64 skip, u64 len,
 		  const struct krdma_chunk_plan *plan, int nchunks,
 		  struct sg_table *tables, gfp_t gfp);
-int krdma_buf_to_sgt(void *buf, size_t len, struct sg_table *sgt, gfp_t gfp);
 
 #endif /* KRDMA_PLAN_H */

@@ -215,7 +215,10 @@ struct krdma_conn_req {
  *	allocate or submit I/O, never to wait for a completion.  Messages
  *	that came before the connection failed
  *	may still be delivered after its end event.  With @recv,
- *	krdma_recv() on the connection fails with -EINVAL.
+ *	krdma_recv() on the connection fails with -EINVAL; without it,
+ *	krdma's own recv callback keeps each message, in order, for
+ *	krdma_recv() to copy out and release (so a kept message's credit
+ *	rule holds there too).
  *
  * @accept: a listener's only: a peer asks to connect.  Return 0 to accept
  *	(the connection is then set up and handed over by its ESTABLISHED
@@ -380,6 +383,47 @@ struct krdma_token_wire {
 	__be32	length;
 };
 
+/**
+ * krdma_token_range - is a byte range inside a token?
+ * @length: the token's length
+ * @offset: where the range starts, from the token's start
+ * @len: the range's length
+ *
+ * Written so that nothing overflows (offset + len need not fit 64 bits);
+ * an empty range at the very end is inside.  For a server that checks the
+ * offsets a peer's command names before it posts anything.
+ *
+ * Context: any.
+ * Return: 0, or -ERANGE.
+ */
+static inline int krdma_token_range(u32 length, u64 offset, u64 len)
+{
+	if (offset > length || len > length - offset)
+		return -ERANGE;
+	return 0;
+}
+
+/**
+ * krdma_atomic_target - may an atomic work on @offset in @t?
+ * @t: the token
+ * @offset: the target's offset in it
+ *
+ * The 8 bytes must lie inside the token and be naturally aligned in the
+ * peer's address space (the token's address plus @offset).
+ *
+ * Context: any.
+ * Return: 0, -ERANGE (outside the token) or -EINVAL (misaligned).
+ */
+static inline int krdma_atomic_target(const struct krdma_token *t,
+				      u64 offset)
+{
+	if (krdma_token_range(t->length, offset, sizeof(u64)))
+		return -ERANGE;
+	if ((t->addr + offset) & (sizeof(u64) - 1))
+		return -EINVAL;
+	return 0;
+}
+
 static inline void krdma_token_pack(const struct krdma_token *t,
 				    struct krdma_token_wire *w)
 {
@@ -400,6 +444,26 @@ static inline void krdma_token_unpack(const struct krdma_token_wire *w,
 #define KRDMA_ACCESS_REMOTE_READ	0x1
 #define KRDMA_ACCESS_REMOTE_WRITE	0x2
 #define KRDMA_ACCESS_REMOTE_ATOMIC	0x4
+#define KRDMA_ACCESS_ALL	(KRDMA_ACCESS_REMOTE_READ |		\
+				 KRDMA_ACCESS_REMOTE_WRITE |		\
+				 KRDMA_ACCESS_REMOTE_ATOMIC)
+
+/**
+ * krdma_access_valid - are these rights a registration may ask for?
+ * @access: KRDMA_ACCESS_* combined
+ *
+ * At least one, and only known ones.  Whether the device can honour
+ * them (atomics) is the registration's own check.
+ *
+ * Context: any.
+ * Return: 0, or -EINVAL.
+ */
+static inline int krdma_access_valid(int access)
+{
+	if (!access || (access & ~KRDMA_ACCESS_ALL))
+		return -EINVAL;
+	return 0;
+}
 
 /**
  * struct krdma_req - an asynchronous operation
@@ -511,6 +575,7 @@ int krdma_mr_invalidate_async(struct krdma_mr *mr, struct krdma_req *req);
 int krdma_mr_put(struct krdma_mr *mr);
 
 /* One-sided transfers */
+int krdma_buf_to_sgt(void *buf, size_t len, struct sg_table *sgt, gfp_t gfp);
 int krdma_write(struct krdma_conn *conn, struct scatterlist *sg, int nents,
 		const struct krdma_token *token, u64 offset, long timeout);
 int krdma_read(struct krdma_conn *conn, struct scatterlist *sg, int nents,
