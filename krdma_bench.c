@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * krdma benchmark engine: "bench name=CONN op=write|read|send size=BYTES
- * [depth=N] [batch=N] [count=N | secs=N] [sge=N [stride=BYTES] [pack=0|1]]"
- * on the control file.
+ * krdma benchmark engine: "bench name=CONN op=write|read|send|fadd|cas
+ * size=BYTES [depth=N] [batch=N] [count=N | secs=N] [sge=N [stride=BYTES]
+ * [pack=0|1]]" on the control file.
  *
  * One bench runs per connection at a time, in a work item.  It keeps up to
  * depth operations in flight (at most the connection's queue depth) and
- * never verifies data:
+ * verifies no data but the atomics':
  *  - write/read: krdma_rdma_batch_async() of batch transfers of one local
  *    buffer against a region the peer's service thread exposes for the run
  *    (krdma_peer_expose()): one post and one completion per batch;
@@ -18,7 +18,10 @@
  *    (pack=0: krdma_sendv_async() of N elements, or a write from an
  *    N-entry scatterlist) or first copied by the CPU into one buffer of the
  *    operation's own and sent as one element (pack=1); the copy is part of
- *    the operation's time.
+ *    the operation's time;
+ *  - fadd/cas: krdma_atomic_fadd_async()/krdma_atomic_cas_async() on one
+ *    word the peer's service thread exposes, each result checked (the only
+ *    ops whose data is: every old value is known in advance).
  * Each operation is timed from its post call to its completion callback,
  * which for a transfer in a batch is the batch's (the device does not
  * signal the others); latencies go into a log-linear histogram (32 buckets
@@ -56,10 +59,11 @@
 #define KB_SUB			BIT(KB_SUB_BITS)
 #define KB_HIST			((64 - KB_SUB_BITS + 1) * KB_SUB)
 
-enum kb_op { KB_WRITE, KB_READ, KB_SEND };
+enum kb_op { KB_WRITE, KB_READ, KB_SEND, KB_FADD, KB_CAS };
 
 static const char * const kb_op_names[] = {
 	[KB_WRITE] = "write", [KB_READ] = "read", [KB_SEND] = "send",
+	[KB_FADD] = "fadd", [KB_CAS] = "cas",
 };
 
 struct krdma_bench;
@@ -71,6 +75,9 @@ struct kb_slot {
 	u64			t0;
 	u32			nops;
 	bool			busy;
+	/* fadd/cas: the value the target held before, and what it must be */
+	u64			old;
+	u64			want;
 	/* sge=: the slot's own packed buffer, scatterlist and transfer */
 	void			*pbuf;
 	struct scatterlist	*sg;
@@ -98,6 +105,8 @@ struct krdma_bench {
 
 	/* Results of the last run (stat_lock too). */
 	u64			usecs, p50, p99;
+	/* fadd/cas: operations whose old value was not the one expected */
+	u64			bad, bad_op, bad_old, bad_want;
 
 	/* The run. */
 	wait_queue_head_t	wq;
@@ -109,7 +118,8 @@ struct krdma_bench {
 	u32			sleeps;		/* the poster waited */
 	struct kb_slot		*slots;
 	struct sg_table		sgt;		/* write/read: local buffer */
-	struct krdma_token	tok;		/* write/read: the peer's */
+	struct krdma_token	tok;		/* write/read/atomics: the peer's */
+	u64			tok_v0;		/* atomics: the word at the start */
 	struct krdma_rdma_vec	*vec;		/* write/read: a batch */
 	void			*msg;		/* send: the message */
 	void			*src;		/* sge=: the blocks' buffer */
@@ -159,6 +169,11 @@ static u64 kb_percentile(struct krdma_bench *b, u32 pct)
 	return clamp(v, b->lat_min, b->lat_max);
 }
 
+static bool kb_atomic(const struct krdma_bench *b)
+{
+	return b->op == KB_FADD || b->op == KB_CAS;
+}
+
 /* Completion of one operation: softirq, or process context on errors. */
 static void kb_done(struct krdma_req *req)
 {
@@ -173,6 +188,15 @@ static void kb_done(struct krdma_req *req)
 		wake = true;
 	} else {
 		spin_lock_irqsave(&b->stat_lock, flags);
+		/* Every atomic's result is known in advance (kb_post_fadd()). */
+		if (kb_atomic(b) && s->old != s->want) {
+			if (!b->bad) {
+				b->bad_op = s->want - b->tok_v0;
+				b->bad_old = s->old;
+				b->bad_want = s->want;
+			}
+			b->bad++;
+		}
 		b->ops += s->nops;
 		b->bytes += req->len;
 		if (ns < b->lat_min)
@@ -293,6 +317,24 @@ static int kb_post_sg_write(struct krdma_bench *b, struct kb_slot *s)
 	return krdma_rdma_batch_async(b->conn, true, &s->v, 1, &s->req, false);
 }
 
+/*
+ * fadd adds 1 to the peer's word; cas swaps in one more than it compares
+ * with.  Both see the word advance by one per operation in the order they
+ * were posted (an RC QP executes them in order), so operation k finds
+ * tok_v0 + k, whichever completes first: kb_done() checks it.
+ */
+static int kb_post_fadd(struct krdma_bench *b, struct kb_slot *s)
+{
+	return krdma_atomic_fadd_async(b->conn, &b->tok, 0, 1, &s->old,
+				       &s->req, false);
+}
+
+static int kb_post_cas(struct krdma_bench *b, struct kb_slot *s)
+{
+	return krdma_atomic_cas_async(b->conn, &b->tok, 0, s->want,
+				      s->want + 1, &s->old, &s->req, false);
+}
+
 /* The timed loop.  Returns 0 or the first error. */
 static int kb_loop(struct krdma_bench *b)
 {
@@ -302,7 +344,11 @@ static int kb_loop(struct krdma_bench *b)
 	u32 idx = 0;
 	int ret = 0;
 
-	if (b->sge)
+	if (b->op == KB_FADD)
+		post = kb_post_fadd;
+	else if (b->op == KB_CAS)
+		post = kb_post_cas;
+	else if (b->sge)
 		post = b->op == KB_SEND ? kb_post_sg_send : kb_post_sg_write;
 	else
 		post = b->op == KB_SEND ? kb_post_send : kb_post_rw;
@@ -338,6 +384,7 @@ static int kb_loop(struct krdma_bench *b)
 		s->nops = b->batch;
 		if (b->count)
 			s->nops = min_t(u64, s->nops, b->count - seq);
+		s->want = b->tok_v0 + seq;
 		atomic_inc(&b->inflight);
 		s->t0 = ktime_get_ns();
 		ret = post(b, s);
@@ -462,6 +509,31 @@ static int kb_run_send(struct krdma_bench *b)
 	return ret;
 }
 
+/*
+ * fadd/cas on one 8-byte word the peer's service thread exposes; a first
+ * fetch-add of 0, not timed, reads what it holds.
+ */
+static int kb_run_atomic(struct krdma_bench *b)
+{
+	int ret;
+
+	ret = krdma_peer_expose(b->ctl, sizeof(u64),
+				KRDMA_ACCESS_REMOTE_ATOMIC, &b->tok);
+	if (ret)
+		return ret;
+	ret = krdma_atomic_fadd(b->conn, &b->tok, 0, 0, &b->tok_v0, KB_TIMEOUT);
+	if (!ret)
+		ret = kb_loop(b);
+	if (!ret && b->bad) {
+		snprintf(b->status, sizeof(b->status),
+			 "failed: %llu results wrong, op %llu found %llu, not %llu",
+			 b->bad, b->bad_op, b->bad_old, b->bad_want);
+		ret = -EILSEQ;
+	}
+	krdma_peer_unexpose(b->ctl);
+	return ret;
+}
+
 static void kb_sg_free(struct krdma_bench *b)
 {
 	u32 i, len = b->sge * b->size;
@@ -577,7 +649,9 @@ static void kb_work(struct work_struct *work)
 			b->slots[i].b = b;
 			b->slots[i].req.done = kb_done;
 		}
-		if (b->sge)
+		if (kb_atomic(b))
+			ret = kb_run_atomic(b);
+		else if (b->sge)
 			ret = kb_run_sg(b);
 		else if (b->op == KB_SEND)
 			ret = kb_run_send(b);
@@ -669,8 +743,14 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 	case KRDMA_TEST_SEND:
 		op = KB_SEND;
 		break;
+	case KRDMA_TEST_FADD:
+		op = KB_FADD;
+		break;
+	case KRDMA_TEST_CAS:
+		op = KB_CAS;
+		break;
 	default:
-		pr_warn_ratelimited("bench: %s: takes one op: write, read or send\n",
+		pr_warn_ratelimited("bench: %s: takes one op: write, read, send, fadd or cas\n",
 				    krdma_conn_name(conn));
 		return -EINVAL;
 	}
@@ -681,6 +761,12 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 				    max_t(u32, cmd->sge, 1),
 				    krdma_max_msg_size(conn));
 		return -EMSGSIZE;
+	}
+	if ((op == KB_FADD || op == KB_CAS) && !krdma_conn_has_atomics(conn)) {
+		pr_warn_ratelimited("bench: %s: %s has no atomics\n",
+				    krdma_conn_name(conn),
+				    krdma_conn_device_name(conn));
+		return -EOPNOTSUPP;
 	}
 	if (op != KB_SEND && !cmd->size) {
 		pr_warn_ratelimited("bench: %s: size=0 works only with op=send\n",
@@ -722,6 +808,7 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 	b->usecs = 0;
 	b->lat_min = U64_MAX;
 	b->lat_max = 0;
+	b->bad = 0;
 	b->p50 = 0;
 	b->p99 = 0;
 	memset(b->hist, 0, KB_HIST * sizeof(*b->hist));

@@ -31,7 +31,7 @@ const char krdma_cmd_usage[] =
 "unsession name=NAME\n"
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
 "     [sge=N] [timeout_ms=MS]\n"
-"bench name=CONN op=write|read|send size=BYTES [depth=N] [batch=N] [count=N | secs=N]\n"
+"bench name=CONN op=write|read|send|fadd|cas size=BYTES [depth=N] [batch=N] [count=N | secs=N]\n"
 "      [sge=N [stride=BYTES] [pack=0|1]]\n"
 "IPv6 addresses are written [ADDR]:PORT, a link-local one with its scope:\n"
 "[fe80::1%eth0]:PORT.  BYTES take a K or M suffix.\n";
@@ -211,6 +211,10 @@ static int krdma_parse_ops(char *s, u32 *ops)
 			*ops |= KRDMA_TEST_ATOMIC;
 		else if (!strcmp(w, "imm"))
 			*ops |= KRDMA_TEST_IMM;
+		else if (!strcmp(w, "fadd"))
+			*ops |= KRDMA_TEST_FADD;
+		else if (!strcmp(w, "cas"))
+			*ops |= KRDMA_TEST_CAS;
 		else
 			return -EINVAL;
 	}
@@ -515,16 +519,27 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 			    cmd->sge);
 		if (!cmd->size && cmd->test_ops != KRDMA_TEST_SEND)
 			return ERR("size=0 works only with op=send");
+		if (cmd->test_ops & (KRDMA_TEST_FADD | KRDMA_TEST_CAS))
+			return ERR("op=fadd and op=cas are bench's (the self-test's: op=atomic)");
 	}
 	if (cmd->op == KRDMA_CMD_BENCH) {
+		bool atomic = cmd->test_ops == KRDMA_TEST_FADD ||
+			      cmd->test_ops == KRDMA_TEST_CAS;
+
 		if (cmd->test_ops != KRDMA_TEST_WRITE &&
 		    cmd->test_ops != KRDMA_TEST_READ &&
-		    cmd->test_ops != KRDMA_TEST_SEND)
-			return ERR("bench takes one op: write, read or send");
+		    cmd->test_ops != KRDMA_TEST_SEND && !atomic)
+			return ERR("bench takes one op: write, read, send, fadd or cas");
 		if (cmd->count && cmd->secs)
 			return ERR("bench takes count= or secs=, not both");
 		if (!cmd->count && !cmd->secs)
 			cmd->count = 1000;
+		/* An atomic works on 8 bytes, one per work request. */
+		if (atomic && cmd->size != 8)
+			return ERR("op=fadd and op=cas work on 8 bytes, not size=%u",
+			    cmd->size);
+		if (atomic && (cmd->batch > 1 || cmd->sge))
+			return ERR("op=fadd and op=cas take neither batch= nor sge=");
 		if (!cmd->size && cmd->test_ops != KRDMA_TEST_SEND)
 			return ERR("size=0 works only with op=send");
 		if (!cmd->batch)

@@ -26,6 +26,9 @@ enum krdma_cmd_op {
 #define KRDMA_TEST_READ		0x4
 #define KRDMA_TEST_ATOMIC	0x8
 #define KRDMA_TEST_IMM		0x10	/* RDMA WRITE with immediate */
+/* The bench's atomics, one kind each (the self-test's op=atomic does both). */
+#define KRDMA_TEST_FADD		0x20
+#define KRDMA_TEST_CAS		0x40
 #define KRDMA_TEST_ALL		0x7	/* atomics only when asked for */
 
 #define KRDMA_TEST_MAX_SIZE	(64u << 20)

@@ -4,7 +4,8 @@
 # small count over loopback ends "passed" with ops == count, bytes ==
 # count * size and min <= p50 <= p99 <= max; the secs= form, the grammar's
 # refusals and EBUSY; sge= gathered and packed, with the bytes each
-# operation carried and the sends that went out without a copy.  No rate is checked: a slow machine never fails it.
+# operation carried and the sends that went out without a copy; fadd and
+# cas with every result checked (refused on siw, which has no atomics).  No rate is checked: a slow machine never fails it.
 # Not on the debug kernel: the engine's own paths (the rdma_rw and send
 # paths it drives) run there under the self-test and apitest already, and
 # this would add minutes of a KASAN guest.
@@ -90,9 +91,30 @@ bench_done "send sge=max_send_sge+2"
 expect_eq "$(cat $c/bench_bytes)" $((20 * 64 * (max_sge + 2))) "send sge=max+2: bench_bytes"
 log "sge: send and write of 4 x 1 KiB gathered and packed, send of $((max_sge + 2)) x 64 B"
 
+# The atomics (issue #20's matrix).  Each fadd adds 1 and each cas swaps
+# in one more than it compares with, so the k-th operation finds the word
+# at its start value + k: the bench checks every old value and ends
+# "failed: N results wrong" otherwise.  siw has no atomics: refused.
+for op in fadd cas; do
+	if [ "$DEV" = siw ]; then
+		expect_ctl_err EOPNOTSUPP bench name=c1 op=$op size=8 count=10
+		dmesg_new | grep -q "bench: c1: siw0 has no atomics" ||
+			fail "$op on siw: no dmesg line naming it"
+		continue
+	fi
+	ctl bench name=c1 op=$op size=8 count=200 depth=16 || fail "bench op=$op"
+	bench_done "$op"
+	expect_eq "$(cat $c/bench_ops)" 200 "$op: bench_ops"
+	expect_eq "$(cat $c/bench_bytes)" $((200 * 8)) "$op: bench_bytes"
+	check_lat "$op"
+	log "$op x200: $(cat $c/bench_msg_rate) op/s, p50 $(cat $c/bench_lat_p50_ns) ns"
+done
+
 # Refusals: nothing starts.
 expect_ctl_err EINVAL bench name=c1 op=write,read size=4K
 expect_ctl_err EINVAL bench name=c1 op=atomic size=8
+expect_ctl_err EINVAL bench name=c1 op=fadd size=16
+expect_ctl_err EINVAL bench name=c1 op=cas size=8 batch=2
 expect_ctl_err EINVAL bench name=c1 op=write
 expect_ctl_err EINVAL bench name=c1 op=write size=4K count=5 secs=1
 expect_ctl_err EINVAL bench name=c1 op=read size=0

@@ -428,6 +428,15 @@ static void cmd_bench_ok(struct kunit *test)
 	/* No sge=: the plain path (0), no stride. */
 	KUNIT_EXPECT_EQ(test, cmd->sge, 0u);
 	KUNIT_EXPECT_EQ(test, cmd->stride, 0u);
+
+	/* The atomics (issue #20's matrix): 8 bytes, one kind per bench. */
+	expect_ok(test, "bench name=c op=fadd size=8 secs=2 depth=16");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_FADD);
+	KUNIT_EXPECT_EQ(test, cmd->size, 8u);
+	KUNIT_EXPECT_EQ(test, cmd->batch, 1u);
+	expect_ok(test, "bench name=c op=cas size=8");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_CAS);
+	KUNIT_EXPECT_EQ(test, cmd->count, 1000u);
 }
 
 /* The scatter-gather experiment's words (issue #20). */
@@ -477,6 +486,17 @@ static void cmd_bench_bad(struct kunit *test)
 	expect_bad(test, "bench name=c op=write,read size=4K", "bench takes one op");
 	expect_bad(test, "bench name=c op=atomic size=8", "bench takes one op");
 	expect_bad(test, "bench name=c op=all size=8", "bench takes one op");
+	expect_bad(test, "bench name=c op=fadd,cas size=8", "bench takes one op");
+	expect_bad(test, "bench name=c op=fadd size=16",
+		   "op=fadd and op=cas work on 8 bytes, not size=16");
+	expect_bad(test, "bench name=c op=cas size=0",
+		   "op=fadd and op=cas work on 8 bytes, not size=0");
+	expect_bad(test, "bench name=c op=fadd size=8 batch=2",
+		   "take neither batch= nor sge=");
+	expect_bad(test, "bench name=c op=cas size=8 sge=2",
+		   "take neither batch= nor sge=");
+	expect_bad(test, "test name=c op=fadd", "op=fadd and op=cas are bench's");
+	expect_bad(test, "test name=c op=send,cas", "op=fadd and op=cas are bench's");
 	expect_bad(test, "bench name=c op=write size=4K count=5 secs=1", "not both");
 	expect_bad(test, "bench name=c op=read size=0", "size=0 works only with op=send");
 	expect_bad(test, "bench name=c op=send size=64 count=1000000001", "out of range");
