@@ -9,7 +9,9 @@
 #   KRDMA_BENCH_LAT_N  operations per latency run at 64 B (default 300; fewer
 #                      for large sizes)
 #   KRDMA_BENCH_DEPTH  operations in flight in bandwidth runs, both tools (32)
-#   KRDMA_BENCH_OPS    which operations (default "write read send")
+#   KRDMA_BENCH_OPS    which operations (default "write read send fadd
+#                      cas"; the atomics run at 8 B only, against
+#                      ib_atomic_{bw,lat} -A FETCH_AND_ADD|CMP_AND_SWAP)
 #   KRDMA_BENCH_POLL   1 (default): krdma runs each cell twice, on an
 #                      interrupt-driven connection and on a polled one
 #                      (poll=1, issue #20); 0: the first only
@@ -26,7 +28,7 @@ depth=${KRDMA_BENCH_DEPTH:-32}
 # Write and read bandwidth runs post this many at a time, one completion
 # each batch (perftest signals one in 100 by default, --cq-mod).
 batch=${KRDMA_BENCH_BATCH:-8}
-ops=${KRDMA_BENCH_OPS:-write read send}
+ops=${KRDMA_BENCH_OPS:-write read send fadd cas}
 poll=${KRDMA_BENCH_POLL:-1}
 port0=7100
 logs=$LAB/bench-logs
@@ -44,24 +46,35 @@ lat_count() {
 	[ $n -ge 20 ] && echo $n || echo 20
 }
 
-# The perftest runs, in order: both guests walk the same list.
+atomic() { [ "$1" = fadd ] || [ "$1" = cas ]; }
+
+# The perftest runs, in order: both guests walk the same list.  An atomic
+# works on 8 bytes: its cells are at that size only.
 plan() {
-	local s op
-	for s in $sizes; do
-		for op in $ops; do echo "bw $op $s"; done
-	done
-	for s in $sizes; do
-		for op in $ops; do echo "lat $op $s"; done
+	local kind s op
+	for kind in bw lat; do
+		for s in $sizes; do
+			for op in $ops; do
+				atomic $op || echo "$kind $op $s"
+			done
+		done
+		for op in $ops; do
+			! atomic $op || echo "$kind $op 8"
+		done
 	done
 }
 
 # perftest_args bw|lat OP SIZE PORT ITERS: both sides' command line.
 perftest_args() {
-	local a="-d $IBDEV -F -p $4 -s $3 -n $5"
+	local a="-d $IBDEV -F -p $4 -s $3 -n $5" t=$2
+	case $2 in
+	fadd) t=atomic a="-d $IBDEV -F -p $4 -n $5 -A FETCH_AND_ADD" ;;
+	cas) t=atomic a="-d $IBDEV -F -p $4 -n $5 -A CMP_AND_SWAP" ;;
+	esac
 	if [ "$1" = bw ]; then
-		echo "ib_$2_bw $a -t $depth"
+		echo "ib_${t}_bw $a -t $depth"
 	else
-		echo "ib_$2_lat $a"
+		echo "ib_${t}_lat $a"
 	fi
 }
 
@@ -185,7 +198,7 @@ while read -r kind op size; do
 		conn=${m%%:*} tool=${m#*:}
 		if [ "$kind" = bw ]; then
 			b=
-			[ "$op" = send ] || b=batch=$batch
+			[ "$op" = send ] || atomic $op || b=batch=$batch
 			if kb "$conn" "$op-bw-$size" op=$op size=$size secs=$secs $b; then
 				rec "${op}_bw" "$size" "$tool" bw_mibs "$(cat $c/bench_bw_mbps)"
 				rec "${op}_bw" "$size" "$tool" msg_rate "$(cat $c/bench_msg_rate)"

@@ -86,7 +86,7 @@ def fmt(v):
 def boot_cells(vals):
     cells = []
     sizes = sorted({k[1] for k in vals if k[0] != "memcpy" and k[0] != "info"})
-    ops = [op for op in ("write", "read", "send")
+    ops = [op for op in ("write", "read", "send", "fadd", "cas")
            if any(k[0].startswith(op + "_") for k in vals)]
     for kind, metric, title, lower in ROWS:
         for op in ops:
@@ -290,6 +290,17 @@ def rdma_boot(result, text, md, line, topo, rel, lab):
         if l64:
             summary.append(f"latency p50 at 64 B{how}: krdma/perftest %s" %
                            ", ".join(f"{r:.2f}" for r in l64))
+        # The atomics run at their one size, 8 B (fadd, then cas).
+        ra = ratios("msg_rate", lambda s: s == 8, mode)
+        la = ratios("p50_us", lambda s: s == 8, mode)
+        if ra:
+            summary.append(f"atomics (fadd, cas) message rate{how}: "
+                           "krdma/perftest %s" %
+                           ", ".join(f"{r:.2f}" for r in ra))
+        if la:
+            summary.append(f"atomics (fadd, cas) latency p50{how}: "
+                           "krdma/perftest %s" %
+                           ", ".join(f"{r:.2f}" for r in la))
     boot["summary"] = summary
     for s in summary:
         text.append("   " + s)
