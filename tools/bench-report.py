@@ -270,10 +270,10 @@ def rdma_boot(result, text, md, line, topo, rel, lab):
     text += table(boot, sizes, ops, cells, False)
     md += table(boot, sizes, ops, cells, True)
     # The targets, per boot.
-    def ratios(metric, pred, mode):
+    def ratios(metric, pred, mode, ops=("write", "read", "send")):
         return [c["ratio"] for c in cells if c["metric"] == metric and
                 c["mode"] == mode and c["ratio"] is not None and
-                pred(c["size"])]
+                c["op"] in ops and pred(c["size"])]
     summary = []
     for mode, _ in MODES:
         r64 = ratios("msg_rate", lambda s: s == 64, mode)
@@ -291,8 +291,8 @@ def rdma_boot(result, text, md, line, topo, rel, lab):
             summary.append(f"latency p50 at 64 B{how}: krdma/perftest %s" %
                            ", ".join(f"{r:.2f}" for r in l64))
         # The atomics run at their one size, 8 B (fadd, then cas).
-        ra = ratios("msg_rate", lambda s: s == 8, mode)
-        la = ratios("p50_us", lambda s: s == 8, mode)
+        ra = ratios("msg_rate", lambda s: s == 8, mode, ("fadd", "cas"))
+        la = ratios("p50_us", lambda s: s == 8, mode, ("fadd", "cas"))
         if ra:
             summary.append(f"atomics (fadd, cas) message rate{how}: "
                            "krdma/perftest %s" %
