@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * krdma benchmark engine: "bench name=CONN op=write|read|send|fadd|cas
+ * krdma benchmark engine: "bench name=CONN op=write|read|send|imm|fadd|cas
  * size=BYTES [depth=N] [batch=N] [count=N | secs=N] [sge=N [stride=BYTES]
  * [pack=0|1]]" on the control file.
  *
@@ -19,6 +19,12 @@
  *    N-entry scatterlist) or first copied by the CPU into one buffer of the
  *    operation's own and sent as one element (pack=1); the copy is part of
  *    the operation's time;
+ *  - imm: an RDMA WRITE of size bytes (none with size=0) and after it a
+ *    write-with-immediate notice (krdma_imm_async()) carrying the
+ *    operation's number; the operation is done when its notice is.  The
+ *    peer's service thread counts the notices without answering them
+ *    (a sink, krdma_peer_expose()); at the end the bench asks how many
+ *    came, which must be the number that completed here, in order;
  *  - fadd/cas: krdma_atomic_fadd_async()/krdma_atomic_cas_async() on one
  *    word the peer's service thread exposes, each result checked (the only
  *    ops whose data is: every old value is known in advance).
@@ -59,11 +65,11 @@
 #define KB_SUB			BIT(KB_SUB_BITS)
 #define KB_HIST			((64 - KB_SUB_BITS + 1) * KB_SUB)
 
-enum kb_op { KB_WRITE, KB_READ, KB_SEND, KB_FADD, KB_CAS };
+enum kb_op { KB_WRITE, KB_READ, KB_SEND, KB_IMM, KB_FADD, KB_CAS };
 
 static const char * const kb_op_names[] = {
 	[KB_WRITE] = "write", [KB_READ] = "read", [KB_SEND] = "send",
-	[KB_FADD] = "fadd", [KB_CAS] = "cas",
+	[KB_IMM] = "imm", [KB_FADD] = "fadd", [KB_CAS] = "cas",
 };
 
 struct krdma_bench;
@@ -75,6 +81,9 @@ struct kb_slot {
 	u64			t0;
 	u32			nops;
 	bool			busy;
+	/* imm: the WRITE before the notice; refs: requests in flight */
+	struct krdma_req	wreq;
+	atomic_t		refs;
 	/* fadd/cas: the value the target held before, and what it must be */
 	u64			old;
 	u64			want;
@@ -174,6 +183,25 @@ static bool kb_atomic(const struct krdma_bench *b)
 	return b->op == KB_FADD || b->op == KB_CAS;
 }
 
+/*
+ * One request of slot @s is through: the last frees the slot (the stats
+ * are in before the poster may reuse it) and wakes the poster when it
+ * waits for room, or with @wake.
+ */
+static void kb_slot_put(struct krdma_bench *b, struct kb_slot *s, bool wake)
+{
+	if (!atomic_dec_and_test(&s->refs))
+		goto out;
+	/* Pairs with the acquires in kb_loop() and kb_can_post(). */
+	smp_store_release(&s->busy, false);
+	if (atomic_dec_return(&b->inflight) <= b->wake_at)
+		wake = true;
+out:
+	/* wq_has_sleeper() orders the stores above before the check. */
+	if (wake && wq_has_sleeper(&b->wq))
+		wake_up(&b->wq);
+}
+
 /* Completion of one operation: softirq, or process context on errors. */
 static void kb_done(struct krdma_req *req)
 {
@@ -182,6 +210,7 @@ static void kb_done(struct krdma_req *req)
 	u64 now = ktime_get_ns(), ns = now - s->t0;
 	unsigned long flags;
 	bool wake = false;
+	u32 len = b->op == KB_IMM ? b->size : req->len;
 
 	if (req->status) {
 		cmpxchg(&b->err, 0, req->status);
@@ -198,7 +227,7 @@ static void kb_done(struct krdma_req *req)
 			b->bad++;
 		}
 		b->ops += s->nops;
-		b->bytes += req->len;
+		b->bytes += len;
 		if (ns < b->lat_min)
 			b->lat_min = ns;
 		if (ns > b->lat_max)
@@ -207,13 +236,18 @@ static void kb_done(struct krdma_req *req)
 		b->t_last = now;
 		spin_unlock_irqrestore(&b->stat_lock, flags);
 	}
-	/* The slot's stats are in before the poster may reuse it. */
-	smp_store_release(&s->busy, false);
-	if (atomic_dec_return(&b->inflight) <= b->wake_at)
-		wake = true;
-	/* wq_has_sleeper() orders the stores above before the check. */
-	if (wake && wq_has_sleeper(&b->wq))
-		wake_up(&b->wq);
+	kb_slot_put(b, s, wake);
+}
+
+/* imm: the WRITE before a notice; the notice's kb_done() times both. */
+static void kb_wdone(struct krdma_req *req)
+{
+	struct kb_slot *s = container_of(req, struct kb_slot, wreq);
+	struct krdma_bench *b = s->b;
+
+	if (req->status)
+		cmpxchg(&b->err, 0, req->status);
+	kb_slot_put(b, s, req->status);
 }
 
 /*
@@ -289,6 +323,28 @@ static int kb_post_send(struct krdma_bench *b, struct kb_slot *s)
 	return kb_send(b, s, NULL, 0);
 }
 
+/*
+ * imm: the WRITE (its own request, a second reference on the slot), then
+ * the notice numbered by the operation.  A notice takes one of the peer's
+ * receives: krdma_imm_async() waits for its credit (bounded, 30 s).
+ */
+static int kb_post_imm(struct krdma_bench *b, struct kb_slot *s)
+{
+	int ret;
+
+	if (b->size) {
+		atomic_inc(&s->refs);
+		ret = krdma_rdma_batch_async(b->conn, true, b->vec, 1, &s->wreq,
+					     false);
+		if (ret) {
+			atomic_dec(&s->refs);
+			return ret;
+		}
+	}
+	return krdma_imm_async(b->conn, &b->tok, 0, (u32)s->want, &s->req,
+			       false);
+}
+
 /* sge=, pack=1: the CPU copies the blocks into the slot's buffer. */
 static void kb_pack(struct krdma_bench *b, struct kb_slot *s)
 {
@@ -348,6 +404,8 @@ static int kb_loop(struct krdma_bench *b)
 		post = kb_post_fadd;
 	else if (b->op == KB_CAS)
 		post = kb_post_cas;
+	else if (b->op == KB_IMM)
+		post = kb_post_imm;
 	else if (b->sge)
 		post = b->op == KB_SEND ? kb_post_sg_send : kb_post_sg_write;
 	else
@@ -385,13 +443,14 @@ static int kb_loop(struct krdma_bench *b)
 		if (b->count)
 			s->nops = min_t(u64, s->nops, b->count - seq);
 		s->want = b->tok_v0 + seq;
+		atomic_set(&s->refs, 1);
 		atomic_inc(&b->inflight);
 		s->t0 = ktime_get_ns();
 		ret = post(b, s);
 		b->post_ns += ktime_get_ns() - s->t0;
 		if (ret) {
-			s->busy = false;
-			atomic_dec(&b->inflight);
+			/* imm: a WRITE posted before its notice failed holds on */
+			kb_slot_put(b, s, false);
 			break;
 		}
 	}
@@ -463,7 +522,7 @@ static int kb_run_rw(struct krdma_bench *b)
 	ret = krdma_peer_expose(b->ctl, b->size,
 				b->op == KB_WRITE ? KRDMA_ACCESS_REMOTE_WRITE :
 						    KRDMA_ACCESS_REMOTE_READ,
-				&b->tok);
+				false, &b->tok);
 	if (ret == -E2BIG)
 		snprintf(b->status, sizeof(b->status),
 			 "failed: size is more than one peer registration spans");
@@ -510,6 +569,58 @@ static int kb_run_send(struct krdma_bench *b)
 }
 
 /*
+ * imm: the peer's service exposes size bytes (8 with size=0: a notice
+ * names a region too) as a sink; what it counted must be every notice
+ * that completed here.
+ */
+static int kb_run_imm(struct krdma_bench *b)
+{
+	u32 depth = krdma_queue_depth(b->conn), per_op = 1;
+	struct krdma_rdma_vec v = {};
+	u64 sunk = 0;
+	int ret;
+
+	if (b->size) {
+		ret = kb_buf_alloc(b);
+		if (ret)
+			return ret;
+		v.sg = b->sgt.sgl;
+		v.nents = b->sgt.orig_nents;
+		v.token = &b->tok;
+		b->vec = &v;
+		per_op += DIV_ROUND_UP(b->size, krdma_rdma_chunk_size(b->conn));
+	}
+	ret = krdma_peer_expose(b->ctl, max_t(u32, b->size, sizeof(u64)),
+				KRDMA_ACCESS_REMOTE_WRITE, true, &b->tok);
+	if (ret == -E2BIG)
+		snprintf(b->status, sizeof(b->status),
+			 "failed: size is more than one peer registration spans");
+	if (ret)
+		goto out_buf;
+	/* A slot is a WRITE's chunks and its notice. */
+	b->window = clamp_t(u32, b->window, 1, max_t(u32, depth / per_op, 1));
+	b->tok_v0 = 0;
+	ret = kb_loop(b);
+	if (!ret) {
+		ret = krdma_peer_sunk(b->ctl, &sunk);
+		if (ret == -EBADMSG)
+			snprintf(b->status, sizeof(b->status),
+				 "failed: the peer took notices out of order");
+		else if (!ret && sunk != b->ops) {
+			snprintf(b->status, sizeof(b->status),
+				 "failed: the peer took %llu notices, %llu completed",
+				 sunk, b->ops);
+			ret = -EILSEQ;
+		}
+	}
+	krdma_peer_unexpose(b->ctl);
+out_buf:
+	b->vec = NULL;
+	kb_buf_free(b);
+	return ret;
+}
+
+/*
  * fadd/cas on one 8-byte word the peer's service thread exposes; a first
  * fetch-add of 0, not timed, reads what it holds.
  */
@@ -518,7 +629,7 @@ static int kb_run_atomic(struct krdma_bench *b)
 	int ret;
 
 	ret = krdma_peer_expose(b->ctl, sizeof(u64),
-				KRDMA_ACCESS_REMOTE_ATOMIC, &b->tok);
+				KRDMA_ACCESS_REMOTE_ATOMIC, false, &b->tok);
 	if (ret)
 		return ret;
 	ret = krdma_atomic_fadd(b->conn, &b->tok, 0, 0, &b->tok_v0, KB_TIMEOUT);
@@ -620,7 +731,7 @@ static int kb_run_sg(struct krdma_bench *b)
 		b->window = clamp_t(u32, b->window, 1,
 				    max_t(u32, depth / per_op, 1));
 		ret = krdma_peer_expose(b->ctl, len, KRDMA_ACCESS_REMOTE_WRITE,
-					&b->tok);
+					false, &b->tok);
 		if (ret == -E2BIG)
 			snprintf(b->status, sizeof(b->status),
 				 "failed: sge * size is more than one peer registration spans");
@@ -648,9 +759,12 @@ static void kb_work(struct work_struct *work)
 		for (i = 0; i < b->window; i++) {
 			b->slots[i].b = b;
 			b->slots[i].req.done = kb_done;
+			b->slots[i].wreq.done = kb_wdone;
 		}
 		if (kb_atomic(b))
 			ret = kb_run_atomic(b);
+		else if (b->op == KB_IMM)
+			ret = kb_run_imm(b);
 		else if (b->sge)
 			ret = kb_run_sg(b);
 		else if (b->op == KB_SEND)
@@ -743,6 +857,9 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 	case KRDMA_TEST_SEND:
 		op = KB_SEND;
 		break;
+	case KRDMA_TEST_IMM:
+		op = KB_IMM;
+		break;
 	case KRDMA_TEST_FADD:
 		op = KB_FADD;
 		break;
@@ -750,7 +867,7 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 		op = KB_CAS;
 		break;
 	default:
-		pr_warn_ratelimited("bench: %s: takes one op: write, read, send, fadd or cas\n",
+		pr_warn_ratelimited("bench: %s: takes one op: write, read, send, imm, fadd or cas\n",
 				    krdma_conn_name(conn));
 		return -EINVAL;
 	}
@@ -768,15 +885,21 @@ static int kb_start(struct krdma_ctl_conn *ctl, const struct krdma_cmd *cmd)
 				    krdma_conn_device_name(conn));
 		return -EOPNOTSUPP;
 	}
-	if (op != KB_SEND && !cmd->size) {
-		pr_warn_ratelimited("bench: %s: size=0 works only with op=send\n",
+	if (op != KB_SEND && op != KB_IMM && !cmd->size) {
+		pr_warn_ratelimited("bench: %s: size=0 works only with op=send and op=imm\n",
 				    krdma_conn_name(conn));
 		return -EINVAL;
 	}
-	if (op == KB_SEND && cmd->batch > 1) {
+	if ((op == KB_SEND || op == KB_IMM) && cmd->batch > 1) {
 		pr_warn_ratelimited("%s: bench batch= works with op=write and op=read\n",
 				    krdma_conn_name(conn));
 		return -EINVAL;
+	}
+	if (op == KB_IMM && krdma_conn_is_iwarp(conn)) {
+		pr_warn_ratelimited("bench: %s: %s has no immediate data (iWARP)\n",
+				    krdma_conn_name(conn),
+				    krdma_conn_device_name(conn));
+		return -EOPNOTSUPP;
 	}
 
 	b = kb_get(ctl);

@@ -34,7 +34,8 @@ void krdma_bench_exit(void);
 
 /* krdma_selftest.c: the peer's service thread exposes memory for us */
 int krdma_peer_expose(struct krdma_ctl_conn *ctl, u64 len, int access,
-		      struct krdma_token *tok);
+		      bool sink, struct krdma_token *tok);
+int krdma_peer_sunk(struct krdma_ctl_conn *ctl, u64 *count);
 void krdma_peer_unexpose(struct krdma_ctl_conn *ctl);
 
 #endif /* KRDMA_BENCH_H */

@@ -31,7 +31,7 @@ const char krdma_cmd_usage[] =
 "unsession name=NAME\n"
 "test name=CONN [op=send,write,read,atomic,imm|all] [size=BYTES] [count=N]\n"
 "     [sge=N] [timeout_ms=MS]\n"
-"bench name=CONN op=write|read|send|fadd|cas size=BYTES [depth=N] [batch=N] [count=N | secs=N]\n"
+"bench name=CONN op=write|read|send|imm|fadd|cas size=BYTES [depth=N] [batch=N] [count=N | secs=N]\n"
 "      [sge=N [stride=BYTES] [pack=0|1]]\n"
 "IPv6 addresses are written [ADDR]:PORT, a link-local one with its scope:\n"
 "[fe80::1%eth0]:PORT.  BYTES take a K or M suffix.\n";
@@ -528,8 +528,9 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 
 		if (cmd->test_ops != KRDMA_TEST_WRITE &&
 		    cmd->test_ops != KRDMA_TEST_READ &&
-		    cmd->test_ops != KRDMA_TEST_SEND && !atomic)
-			return ERR("bench takes one op: write, read, send, fadd or cas");
+		    cmd->test_ops != KRDMA_TEST_SEND &&
+		    cmd->test_ops != KRDMA_TEST_IMM && !atomic)
+			return ERR("bench takes one op: write, read, send, imm, fadd or cas");
 		if (cmd->count && cmd->secs)
 			return ERR("bench takes count= or secs=, not both");
 		if (!cmd->count && !cmd->secs)
@@ -540,8 +541,9 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 			    cmd->size);
 		if (atomic && (cmd->batch > 1 || cmd->sge))
 			return ERR("op=fadd and op=cas take neither batch= nor sge=");
-		if (!cmd->size && cmd->test_ops != KRDMA_TEST_SEND)
-			return ERR("size=0 works only with op=send");
+		if (!cmd->size && cmd->test_ops != KRDMA_TEST_SEND &&
+		    cmd->test_ops != KRDMA_TEST_IMM)
+			return ERR("size=0 works only with op=send and op=imm");
 		if (!cmd->batch)
 			cmd->batch = 1;
 		if (cmd->depth && cmd->batch > cmd->depth)
@@ -557,7 +559,8 @@ int krdma_cmd_parse(const char *buf, size_t len, struct krdma_cmd *cmd,
 				cmd->stride = cmd->size;
 			span = (u64)(cmd->sge - 1) * cmd->stride + cmd->size;
 
-			if (cmd->test_ops == KRDMA_TEST_READ)
+			if (cmd->test_ops == KRDMA_TEST_READ ||
+			    cmd->test_ops == KRDMA_TEST_IMM)
 				return ERR("sge= works with op=send and op=write");
 			if (cmd->batch > 1)
 				return ERR("sge= and batch= together: one or the other");

@@ -71,6 +71,11 @@ struct st_exposed {
 	u64		len;
 	u64		region;
 	u64		imm_seed;	/* pattern base for write-with-imm */
+	/* ST_F_SINK: notices counted, not checked or answered */
+	bool		sink;
+	bool		sink_bad;	/* one came out of order */
+	u32		sink_next;	/* the immediate due next */
+	u64		sink_count;
 };
 
 struct krdma_selftest {
@@ -255,6 +260,10 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 	switch (m->op) {
 	case ST_SETUP:
 		e->imm_seed = seed;
+		e->sink = m->flags & ST_F_SINK;
+		e->sink_bad = false;
+		e->sink_next = 0;
+		e->sink_count = 0;
 		ret = st_setup(conn, e, mlen, be32_to_cpu(m->arg));
 		if (ret) {
 			pr_warn_ratelimited("%s: self-test setup of %llu bytes failed: %d\n",
@@ -307,8 +316,12 @@ static void st_serve(struct krdma_conn *conn, struct krdma_selftest *st,
 			st_hold(conn);
 		}
 		break;
+	case ST_SUNK:
+		st_reply(conn, e->sink_bad ? -EBADMSG : 0, e->sink_count);
+		break;
 	case ST_FREE:
 		st_exp_free(e);
+		e->sink = false;
 		st_reply(conn, 0, 0);
 		break;
 	case ST_REPLY:
@@ -331,8 +344,20 @@ static void st_serve_imm(struct krdma_conn *conn, struct krdma_selftest *st,
 			 u32 imm)
 {
 	struct st_exposed *e = &st->exp;
-	s64 bad = e->nr ? st_exp_pattern(e, e->imm_seed + imm, e->len, false) : 0;
+	s64 bad;
 
+	if (e->sink) {
+		if (imm != e->sink_next && !e->sink_bad) {
+			pr_warn_ratelimited("%s: bench notice %u came where %u was due\n",
+					    krdma_conn_name(conn), imm,
+					    e->sink_next);
+			e->sink_bad = true;
+		}
+		e->sink_next = imm + 1;
+		e->sink_count++;
+		return;
+	}
+	bad = e->nr ? st_exp_pattern(e, e->imm_seed + imm, e->len, false) : 0;
 	if (bad >= 0)
 		pr_warn_ratelimited("%s: data announced by immediate %u differs at byte %lld\n",
 				    krdma_conn_name(conn), imm, bad);
@@ -1163,6 +1188,8 @@ void krdma_test_free(struct krdma_ctl_conn *ctl)
  * @ctl: a connection made through the control file
  * @len: bytes to expose, in one registration
  * @access: KRDMA_ACCESS_* rights
+ * @sink: write-with-immediate notices to it are counted, not answered
+ *	(krdma_peer_sunk())
  * @tok: the peer's token
  *
  * The self-test's reply queue is the caller's until krdma_peer_unexpose():
@@ -1173,7 +1200,7 @@ void krdma_test_free(struct krdma_ctl_conn *ctl)
  * at the peer, or the peer's or the connection's error.
  */
 int krdma_peer_expose(struct krdma_ctl_conn *ctl, u64 len, int access,
-		      struct krdma_token *tok)
+		      bool sink, struct krdma_token *tok)
 {
 	struct krdma_conn *conn = ctl->conn;
 	struct krdma_selftest *st = ctl->st;
@@ -1194,6 +1221,8 @@ int krdma_peer_expose(struct krdma_ctl_conn *ctl, u64 len, int access,
 	mutex_unlock(&st->lock);
 
 	st_encode(&m, ST_SETUP, 0, len, 0, access, 0);
+	if (sink)
+		m.flags = ST_F_SINK;
 	ret = st_send(conn, &m, st->timeout);
 	for (i = 0; !ret && i < n; i++) {
 		ret = st_wait_reply(st, &m);
@@ -1215,6 +1244,22 @@ int krdma_peer_expose(struct krdma_ctl_conn *ctl, u64 len, int access,
 	if (ret)
 		krdma_peer_unexpose(ctl);
 	return ret;
+}
+
+/**
+ * krdma_peer_sunk - how many notices the peer's sink took
+ * @ctl: a connection whose peer exposed a sink (krdma_peer_expose())
+ * @count: the number of write-with-immediate notices it counted
+ *
+ * Ask after the last notice completed: the request goes after them on the
+ * same queue pair, so the peer has taken each of them by then.
+ *
+ * Return: 0, -EBADMSG if one came out of order, or the peer's or the
+ * connection's error.
+ */
+int krdma_peer_sunk(struct krdma_ctl_conn *ctl, u64 *count)
+{
+	return st_request(ctl->st, ST_SUNK, 0, 0, 0, count);
 }
 
 /* Release what krdma_peer_expose() exposed, and the reply queue. */

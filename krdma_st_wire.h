@@ -21,8 +21,9 @@ enum st_op {
 	ST_FILL,	/* fill the exposed bytes with pattern(seed) */
 	ST_DATA,	/* a message whose payload is pattern(seed) */
 	ST_FREE,	/* release what ST_SETUP exposed */
-	ST_REPLY,	/* status (0 ok, else errno) and off = first bad byte */
+	ST_REPLY,	/* status (0 ok, else errno), off: first bad byte */
 	ST_VERIFY64,	/* the first 8 exposed bytes hold seed */
+	ST_SUNK,	/* reply: off = notices sunk since ST_SETUP */
 };
 
 /*
@@ -35,6 +36,13 @@ enum st_op {
  * order).
  */
 #define ST_F_HOLD	0x01
+/*
+ * ST_SETUP for the bench's op=imm: the write-with-immediate notices that
+ * follow are counted and their order checked (immediates 0, 1, 2, ...),
+ * not answered; ST_SUNK's reply says how many came (off) and whether one
+ * came out of order (status -EBADMSG).
+ */
+#define ST_F_SINK	0x02
 
 struct st_msg {
 	__be32	magic;

@@ -9,9 +9,11 @@
 #   KRDMA_BENCH_LAT_N  operations per latency run at 64 B (default 300; fewer
 #                      for large sizes)
 #   KRDMA_BENCH_DEPTH  operations in flight in bandwidth runs, both tools (32)
-#   KRDMA_BENCH_OPS    which operations (default "write read send fadd
-#                      cas"; the atomics run at 8 B only, against
-#                      ib_atomic_{bw,lat} -A FETCH_AND_ADD|CMP_AND_SWAP)
+#   KRDMA_BENCH_OPS    which operations (default "write read send imm
+#                      fadd cas"; imm, a WRITE and its write-with-immediate
+#                      notice, against ib_write_{bw,lat}: perftest 4.5 has
+#                      no write-with-immediate; the atomics run at 8 B only,
+#                      against ib_atomic_{bw,lat} -A FETCH_AND_ADD|CMP_AND_SWAP)
 #   KRDMA_BENCH_POLL   1 (default): krdma runs each cell twice, on an
 #                      interrupt-driven connection and on a polled one
 #                      (poll=1, issue #20); 0: the first only
@@ -28,7 +30,7 @@ depth=${KRDMA_BENCH_DEPTH:-32}
 # Write and read bandwidth runs post this many at a time, one completion
 # each batch (perftest signals one in 100 by default, --cq-mod).
 batch=${KRDMA_BENCH_BATCH:-8}
-ops=${KRDMA_BENCH_OPS:-write read send fadd cas}
+ops=${KRDMA_BENCH_OPS:-write read send imm fadd cas}
 poll=${KRDMA_BENCH_POLL:-1}
 port0=7100
 logs=$LAB/bench-logs
@@ -68,6 +70,7 @@ plan() {
 perftest_args() {
 	local a="-d $IBDEV -F -p $4 -s $3 -n $5" t=$2
 	case $2 in
+	imm) t=write ;;
 	fadd) t=atomic a="-d $IBDEV -F -p $4 -n $5 -A FETCH_AND_ADD" ;;
 	cas) t=atomic a="-d $IBDEV -F -p $4 -n $5 -A CMP_AND_SWAP" ;;
 	esac
@@ -198,7 +201,8 @@ while read -r kind op size; do
 		conn=${m%%:*} tool=${m#*:}
 		if [ "$kind" = bw ]; then
 			b=
-			[ "$op" = send ] || atomic $op || b=batch=$batch
+			[ "$op" = send ] || [ "$op" = imm ] || atomic $op ||
+				b=batch=$batch
 			if kb "$conn" "$op-bw-$size" op=$op size=$size secs=$secs $b; then
 				rec "${op}_bw" "$size" "$tool" bw_mibs "$(cat $c/bench_bw_mbps)"
 				rec "${op}_bw" "$size" "$tool" msg_rate "$(cat $c/bench_msg_rate)"

@@ -5,7 +5,10 @@
 # count * size and min <= p50 <= p99 <= max; the secs= form, the grammar's
 # refusals and EBUSY; sge= gathered and packed, with the bytes each
 # operation carried and the sends that went out without a copy; fadd and
-# cas with every result checked (refused on siw, which has no atomics).  No rate is checked: a slow machine never fails it.
+# cas with every result checked (refused on siw, which has no atomics);
+# imm, whose notices the peer must have counted, in order (refused on
+# siw: iWARP has no immediate data).  No rate is checked: a slow machine
+# never fails it.
 # Not on the debug kernel: the engine's own paths (the rdma_rw and send
 # paths it drives) run there under the self-test and apitest already, and
 # this would add minutes of a KASAN guest.
@@ -109,6 +112,30 @@ for op in fadd cas; do
 	check_lat "$op"
 	log "$op x200: $(cat $c/bench_msg_rate) op/s, p50 $(cat $c/bench_lat_p50_ns) ns"
 done
+
+# Write-with-immediate (issue #20's matrix): a WRITE and a notice per
+# operation, or with size=0 the notice alone.  The peer's service counts
+# the notices and checks their order; the bench ends "failed: the peer
+# took N notices, M completed" unless it took every one.
+if [ "$DEV" = siw ]; then
+	expect_ctl_err EOPNOTSUPP bench name=c1 op=imm size=4K count=10
+	dmesg_new | grep -q "bench: c1: siw0 has no immediate data (iWARP)" ||
+		fail "imm on siw: no dmesg line naming it"
+else
+	for size in 4096 0; do
+		ctl bench name=c1 op=imm size=$size count=200 depth=16 ||
+			fail "bench op=imm size=$size"
+		bench_done "imm size=$size"
+		expect_eq "$(cat $c/bench_ops)" 200 "imm size=$size: bench_ops"
+		expect_eq "$(cat $c/bench_bytes)" $((200 * size)) "imm size=$size: bench_bytes"
+		check_lat "imm size=$size"
+		log "imm $size B x200: $(cat $c/bench_msg_rate) op/s, p50 $(cat $c/bench_lat_p50_ns) ns"
+	done
+	! dmesg_new | grep -q "bench notice .* came where" ||
+		fail "imm: the peer saw a notice out of order"
+fi
+expect_ctl_err EINVAL bench name=c1 op=imm size=64 batch=2
+expect_ctl_err EINVAL bench name=c1 op=imm size=64 sge=2
 
 # Refusals: nothing starts.
 expect_ctl_err EINVAL bench name=c1 op=write,read size=4K

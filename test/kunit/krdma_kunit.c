@@ -437,6 +437,14 @@ static void cmd_bench_ok(struct kunit *test)
 	expect_ok(test, "bench name=c op=cas size=8");
 	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_CAS);
 	KUNIT_EXPECT_EQ(test, cmd->count, 1000u);
+
+	/* Write-with-immediate: a WRITE and its notice, or the notice alone. */
+	expect_ok(test, "bench name=c op=imm size=4K secs=2");
+	KUNIT_EXPECT_EQ(test, cmd->test_ops, (u32)KRDMA_TEST_IMM);
+	KUNIT_EXPECT_EQ(test, cmd->size, 4096u);
+	expect_ok(test, "bench name=c op=imm size=0 depth=1 count=50");
+	KUNIT_EXPECT_EQ(test, cmd->size, 0u);
+	KUNIT_EXPECT_EQ(test, cmd->count, 50u);
 }
 
 /* The scatter-gather experiment's words (issue #20). */
@@ -498,7 +506,11 @@ static void cmd_bench_bad(struct kunit *test)
 	expect_bad(test, "test name=c op=fadd", "op=fadd and op=cas are bench's");
 	expect_bad(test, "test name=c op=send,cas", "op=fadd and op=cas are bench's");
 	expect_bad(test, "bench name=c op=write size=4K count=5 secs=1", "not both");
-	expect_bad(test, "bench name=c op=read size=0", "size=0 works only with op=send");
+	expect_bad(test, "bench name=c op=read size=0",
+		   "size=0 works only with op=send and op=imm");
+	expect_bad(test, "bench name=c op=imm,write size=64", "bench takes one op");
+	expect_bad(test, "bench name=c op=imm size=64 sge=2",
+		   "sge= works with op=send and op=write");
 	expect_bad(test, "bench name=c op=send size=64 count=1000000001", "out of range");
 	expect_bad(test, "bench name=c op=send size=64 secs=3601", "out of range");
 	expect_bad(test, "bench name=c op=send size=64 secs=0", "secs must not be 0");
