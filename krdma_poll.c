@@ -196,8 +196,9 @@ EXPORT_SYMBOL_GPL(krdma_wait_prepare);
  * @w: the wait
  *
  * Not polled: sleep until woken or @w->left runs out.  Polled: poll the
- * connection once; if that found nothing, nap KRDMA_POLL_NAP_US (for
- * KRDMA_POLL_SPIN_NS after the last completion) or, after that, a jiffy.
+ * connection once; if that found nothing, return at once (for
+ * KRDMA_POLL_BUSY_NS after the last completion), nap KRDMA_POLL_NAP_US
+ * (for KRDMA_POLL_SPIN_NS after it) or, after that, a jiffy.
  * Updates @w->left: what is left, 0, or -ERESTARTSYS.
  * For the macros of include/krdma.h only.
  *
@@ -219,6 +220,12 @@ void krdma_wait_step(struct krdma_wait *w)
 		now = local_clock();
 		if (!w->idle_since)
 			w->idle_since = now;
+		if (now - w->idle_since < KRDMA_POLL_BUSY_NS) {
+			/* The device may be finishing on another CPU. */
+			cpu_relax();
+			cond_resched();
+			goto out;
+		}
 		__set_current_state(w->state);
 		if (now - w->idle_since < KRDMA_POLL_SPIN_NS)
 			schedule_hrtimeout_range(&nap, KRDMA_POLL_NAP_US *
@@ -227,6 +234,7 @@ void krdma_wait_step(struct krdma_wait *w)
 		else
 			schedule_timeout(1);
 	}
+out:
 	if (signal_pending_state(w->state, current))
 		w->left = -ERESTARTSYS;
 	else if (w->left != MAX_SCHEDULE_TIMEOUT)

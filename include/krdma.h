@@ -622,12 +622,16 @@ bool krdma_conn_has_atomics(struct krdma_conn *conn);
 
 /*
  * A polled wait polls the completion queue again at once while completions
- * come; when one finds nothing it naps KRDMA_POLL_NAP_US (a soft device,
- * rxe or siw, does its work on these CPUs: a spinning waiter would keep it
- * from the completion it waits for), for up to KRDMA_POLL_SPIN_NS after
- * the last completion; then it polls once a jiffy, asleep in between, so
- * that waiting on an idle connection costs no CPU.
+ * come, and for KRDMA_POLL_BUSY_NS after the last (the device may be
+ * finishing the next one on another CPU), giving the CPU up whenever
+ * another task needs it; then an empty poll naps KRDMA_POLL_NAP_US (a soft
+ * device, rxe or siw, does its work on these CPUs: a waiter that kept
+ * spinning would keep it from the completion it waits for), for up to
+ * KRDMA_POLL_SPIN_NS after the last completion; then it polls once a
+ * jiffy, asleep in between, so that waiting on an idle connection costs
+ * no CPU.
  */
+#define KRDMA_POLL_BUSY_NS	(50 * NSEC_PER_USEC)
 #define KRDMA_POLL_SPIN_NS	(1000 * NSEC_PER_USEC)
 #define KRDMA_POLL_NAP_US	10
 
@@ -698,9 +702,10 @@ long krdma_wait_end(struct krdma_wait *w, bool done);
  * wait_event_timeout() on @wq; but on a polled connection (opts.poll) the
  * task polls instead of sleeping: completions, and the callbacks they run,
  * come in the waiting task, with bottom halves off.  It polls again at
- * once while they come, naps KRDMA_POLL_NAP_US between empty polls for
- * KRDMA_POLL_SPIN_NS after the last, then polls once a jiffy, asleep in
- * between, so that a wait on an idle connection costs no CPU.
+ * once while they come and for KRDMA_POLL_BUSY_NS after the last, naps
+ * KRDMA_POLL_NAP_US between empty polls for KRDMA_POLL_SPIN_NS after the
+ * last, then polls once a jiffy, asleep in between, so that a wait on an
+ * idle connection costs no CPU.
  *
  * Context: process context; sleeps.
  * Return: as wait_event_timeout(): 0 if @condition was false when

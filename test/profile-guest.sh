@@ -8,6 +8,8 @@
 #   KRDMA_PROF_SIZE   bytes (default 64)
 #   KRDMA_PROF_SECS   seconds of krdma bench (default 4)
 #   KRDMA_PROF_DEPTH  operations in flight, both tools (default 32)
+#   KRDMA_PROF_POLL   1: krdma's connection is polled (poll=1), its
+#                     completions reaped by the bench's own waits
 export TOPO=single DEV=rxe ROLE=$GUEST TEST_ID=profile PEER_IP=$MY_IP
 . "$(dirname "$0")/lib.sh"
 
@@ -15,6 +17,7 @@ op=${KRDMA_PROF_OP:-send}
 size=${KRDMA_PROF_SIZE:-64}
 secs=${KRDMA_PROF_SECS:-4}
 depth=${KRDMA_PROF_DEPTH:-32}
+poll=${KRDMA_PROF_POLL:-0}
 command -v perf >/dev/null || fail "no perf on the host root (apt-get install linux-perf)"
 
 # Kernel symbols for perf report; its build-id cache goes to tmpfs (the
@@ -40,8 +43,10 @@ report() {
 }
 
 ctl listen name=prof addr=$MY_IP:7300 depth=$depth msg=1M || fail "listen"
-ctl connect name=p addr=$MY_IP:7300 depth=$depth msg=1M || fail "connect"
+ctl connect name=p addr=$MY_IP:7300 depth=$depth msg=1M poll=$poll ||
+	fail "connect"
 c=$KRDMA_SYS/conns/p
+expect_eq "$(cat $c/poll)" "$poll" "conns/p/poll"
 
 perf record -e cpu-clock -F 2000 -a -g -o "$LAB/perf-krdma.data" \
 	-- sleep $((secs + 1)) 2>"$LAB/perf-krdma.err" &
@@ -51,7 +56,7 @@ ctl bench name=p op=$op size=$size depth=$depth secs=$secs || fail "bench refuse
 until not_running "$c/bench_status"; do nap 0.2; done
 wait $prec
 ops=$(cat $c/bench_ops)
-echo "krdma: $(cat $c/bench_status), $ops ops, $(cat $c/bench_msg_rate) msg/s, $(cat $c/bench_bw_mbps) MiB/s"
+echo "krdma (poll=$poll): $(cat $c/bench_status), $ops ops, $(cat $c/bench_msg_rate) msg/s, $(cat $c/bench_bw_mbps) MiB/s, p50 $(cat $c/bench_lat_p50_ns) ns"
 ctl disconnect name=p
 ctl unlisten name=prof
 report krdma
