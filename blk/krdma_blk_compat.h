@@ -27,9 +27,11 @@
 #endif
 
 /*
- * Poll queues (map poll_queues=N) on 6.12 only.  On 6.1, fio's io_uring
- * polled I/O through them stalled in the lab (issued from io-wq workers,
- * never completed; not understood yet), so the map refuses them there.
+ * Poll queues (map poll_queues=N) on 6.12 only.  6.1 marks every polled
+ * bio REQ_NOWAIT and ends a REQ_NOWAIT bio that needs a split with
+ * BLK_STS_AGAIN, which io_uring's worker retries for ever: fio's 1 MiB
+ * polled writes, larger than a request (KRDMA_BLK_MAX_IO), stalled there
+ * in iou-wrk with nothing in flight.  So the map refuses them on 6.1.
  */
 #define KRDMA_BLK_HAVE_POLL	KRDMA_BLK_NEW_API
 

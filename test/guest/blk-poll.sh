@@ -12,9 +12,9 @@
 # on completion vector i.  Plain I/O after it goes
 # to the default queue.  Without poll_queues the disk does not poll, and
 # a bad poll_queues= is refused naming its value.  On 6.1 the map refuses
-# poll queues with EOPNOTSUPP and a line that says so (fio's polled I/O
-# through them stalled there; blk/krdma_blk_compat.h), and that is what
-# this test checks there.
+# poll queues with EOPNOTSUPP and a line that says so (6.1 cannot split
+# a polled bio, and fio's 1 MiB polled writes stalled there;
+# blk/krdma_blk_compat.h), and that is what this test checks there.
 # topo: single
 # dev: rxe siw
 # check-kernel: 6.12 6.1
