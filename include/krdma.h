@@ -623,10 +623,12 @@ bool krdma_conn_has_atomics(struct krdma_conn *conn);
 /*
  * A polled wait polls the completion queue again at once while completions
  * come, and for KRDMA_POLL_BUSY_NS after the last (the device may be
- * finishing the next one on another CPU), giving the CPU up whenever
- * another task needs it; then an empty poll naps KRDMA_POLL_NAP_US (a soft
- * device, rxe or siw, does its work on these CPUs: a waiter that kept
- * spinning would keep it from the completion it waits for), for up to
+ * finishing the next one on another CPU), with cond_resched() between
+ * polls (which yields only when the scheduler asks: this window costs a
+ * CPU, and on a 2-CPU soft device rate at full depth, README); then an
+ * empty poll naps KRDMA_POLL_NAP_US (a soft device, rxe or siw, does its
+ * work on these CPUs: a waiter that kept spinning would keep it from the
+ * completion it waits for), for up to
  * KRDMA_POLL_SPIN_NS after the last completion; then it polls once a
  * jiffy, asleep in between, so that waiting on an idle connection costs
  * no CPU.
