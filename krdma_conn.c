@@ -168,7 +168,8 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 		return -EINVAL;
 	}
 	if (o->mr_pool > KRDMA_MAX_MR_POOL ||
-	    o->mr_pool_pages > KRDMA_MAX_MR_POOL_PAGES) {
+	    (o->mr_pool_pages > KRDMA_MAX_MR_POOL_PAGES &&
+	     o->mr_pool_pages != KRDMA_MR_POOL_PAGES_DEV)) {
 		pr_warn_ratelimited("MR pool of %u x %u pages out of range (at most %u x %u)\n",
 				    o->mr_pool, o->mr_pool_pages,
 				    KRDMA_MAX_MR_POOL, KRDMA_MAX_MR_POOL_PAGES);

@@ -26,6 +26,7 @@
 #include "krdma_core.h"
 #include "krdma_dma.h"
 #include "krdma_plan.h"
+#include "krdma_queue.h"
 #include "krdma_token.h"
 #include "krdma_trace.h"
 
@@ -351,6 +352,26 @@ u32 krdma_max_reg_pages(struct krdma_conn *conn)
 EXPORT_SYMBOL_GPL(krdma_max_reg_pages);
 
 /**
+ * krdma_mr_pool_pages - the most pages a registration from the pool maps
+ * @conn: a connection with an MR pool (opts.mr_pool)
+ *
+ * opts.mr_pool_pages as the connection's device took it: with
+ * KRDMA_MR_POOL_PAGES_DEV, the device's bound up to KRDMA_MAX_MR_POOL_PAGES.
+ * krdma_reg_sg_nowait() of a scatterlist that spans more pages fails with
+ * -E2BIG.  A storage transport sizes its largest request by it (one page
+ * less, for a request that starts in the middle of a page).
+ *
+ * Context: any.
+ * Return: the number of pages, or 0 when the connection has no pool (yet:
+ * it is made with the queue pair, before KRDMA_EVENT_ESTABLISHED).
+ */
+u32 krdma_mr_pool_pages(struct krdma_conn *conn)
+{
+	return conn->pool_n ? conn->opts.mr_pool_pages : 0;
+}
+EXPORT_SYMBOL_GPL(krdma_mr_pool_pages);
+
+/**
  * krdma_mr_token - the token that gives the peer access to a registration
  * @kmr: the registration
  * @token: filled in
@@ -461,17 +482,22 @@ EXPORT_SYMBOL_GPL(krdma_mr_free);
  */
 int krdma_conn_pool_init(struct krdma_conn *conn)
 {
-	u32 n = conn->opts.mr_pool, pages = conn->opts.mr_pool_pages, i;
+	u32 n = conn->opts.mr_pool, pages, i;
 	u32 max = conn->kdev->ibdev->attrs.max_fast_reg_page_list_len;
 	int ret;
 
 	if (!n)
 		return 0;
-	if (pages > max) {
+	pages = krdma_pool_pages(conn->opts.mr_pool_pages, max,
+				 KRDMA_MAX_MR_POOL_PAGES);
+	if (!pages) {
 		pr_warn_ratelimited("%s: MR pool of %u pages per MR, %s maps at most %u\n",
-				    conn->name, pages, conn->devname, max);
+				    conn->name, conn->opts.mr_pool_pages,
+				    conn->devname, max);
 		return -EINVAL;
 	}
+	/* What krdma_reg_sg_nowait() and krdma_mr_pool_pages() see. */
+	conn->opts.mr_pool_pages = pages;
 	if (WARN_ON_ONCE(conn->pool))
 		return -EINVAL;
 	conn->pool = kcalloc(n, sizeof(*conn->pool), GFP_KERNEL);

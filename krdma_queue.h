@@ -31,6 +31,7 @@
 #include <linux/kernel.h>
 #include <linux/minmax.h>
 #include <rdma/ib_verbs.h>
+#include <krdma.h>
 
 /* rdma_rw_init_qp(): one READ/WRITE plus REG_MR and LOCAL_INV per context */
 #define KRDMA_RW_QP_FACTOR	3
@@ -89,6 +90,21 @@ static inline int krdma_queue_sizes(u32 depth, u32 chunk_pages_max,
 		q->have = a->max_cqe;
 	}
 	return q->limit ? -EINVAL : 0;
+}
+
+/*
+ * Pages per pool MR for opts.mr_pool_pages @asked on a device that maps
+ * @dev_max pages in one MR (0: it says no bound): KRDMA_MR_POOL_PAGES_DEV
+ * takes the device's, up to @cap; an explicit size more than the device
+ * maps is refused (0).
+ */
+static inline u32 krdma_pool_pages(u32 asked, u32 dev_max, u32 cap)
+{
+	if (asked == KRDMA_MR_POOL_PAGES_DEV)
+		return min_not_zero(dev_max, cap);
+	if (dev_max && asked > dev_max)
+		return 0;
+	return asked;
 }
 
 #endif /* KRDMA_QUEUE_H */

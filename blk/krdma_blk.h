@@ -15,8 +15,12 @@
 struct krdma_blk_export;
 struct krdma_blk_map;
 
-/* The largest READ/WRITE either side does in this slice (bytes). */
-#define KRDMA_BLK_MAX_IO	(512 * 1024)
+/*
+ * The largest READ/WRITE either side does (bytes): a whole bio (BIO_MAX_VECS
+ * pages).  A client takes less where its device's MRs map fewer pages
+ * (siw: 255 of them, as nvme-rdma does).
+ */
+#define KRDMA_BLK_MAX_IO	(1024 * 1024)
 /* How long one RDMA transfer or reply may take before the conn fails. */
 #define KRDMA_BLK_IO_TIMEOUT	(30 * HZ)
 

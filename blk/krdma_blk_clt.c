@@ -53,7 +53,7 @@
 #include "krdma_blk_proto.h"
 #include "krdma_blk_compat.h"
 
-/* Segments (and pool MR pages) of the largest request, partial first page. */
+/* Segments of the largest request, partial first page. */
 #define KRDMA_BLK_MAX_SEGS	(KRDMA_BLK_MAX_IO / PAGE_SIZE + 1)
 #define KRDMA_BLK_HELLO_TIMEOUT	(10 * HZ)
 /* Tags per hardware queue, and pool MRs per connection. */
@@ -739,17 +739,21 @@ static const struct block_device_operations krdma_blk_fops = {
 
 /*
  * Start queue @q's session and greet the export: 0 or a negative errno.
- * @depth becomes the smaller of itself and the connection's depth.
+ * @depth becomes the smaller of itself and the connection's depth, @pages
+ * of itself and the pages its pool MRs map.  The pool MRs map as many
+ * pages as the device does (rxe 512, siw 256), which sizes a request
+ * (krdma_blk_limits()); a reconnect to a device that maps fewer than the
+ * first did would fail the largest requests with -E2BIG (an I/O error).
  */
 static int krdma_blk_queue_connect(struct krdma_blk_queue *q,
 				   const struct krdma_blk_map_args *a,
-				   u32 *depth)
+				   u32 *depth, u32 *pages)
 {
 	struct krdma_session_opts so = {
 		.conn = {
 			.queue_depth	= KRDMA_BLK_DEPTH,
 			.mr_pool	= KRDMA_BLK_DEPTH,
-			.mr_pool_pages	= KRDMA_BLK_MAX_SEGS,
+			.mr_pool_pages	= KRDMA_MR_POOL_PAGES_DEV,
 			.poll		= q->polled,
 			/* Each hardware queue's completions on a vector. */
 			.comp_vector	= KRDMA_COMP_VECTOR(q->idx),
@@ -776,28 +780,37 @@ static int krdma_blk_queue_connect(struct krdma_blk_queue *q,
 	} else {
 		ret = krdma_blk_hello(q, conn);
 		*depth = min(*depth, krdma_queue_depth(conn));
+		*pages = min(*pages, krdma_mr_pool_pages(conn));
 		krdma_session_conn_put(s, conn);
 	}
 	mutex_unlock(&q->lock);
 	return ret;
 }
 
-/* The disk's limits from the export's HELLO reply: 0 or -EPROTO. */
-static int krdma_blk_limits(const struct krdma_blk_resp *r,
+/*
+ * The disk's limits from the export's HELLO reply and @pages, what one
+ * pool MR maps: a request spans at most that many pages, so it holds one
+ * page less (it may start in the middle of one), and at most
+ * KRDMA_BLK_MAX_IO, as nvme-rdma sizes its requests by min(256, the
+ * device's pages - 1).  Return: 0 or -EPROTO.
+ */
+static int krdma_blk_limits(const struct krdma_blk_resp *r, u32 pages,
 			    struct krdma_blk_limits *l, u64 *sectors, bool *ro)
 {
 	u32 xflags = be32_to_cpu(r->xflags);
 	u32 lbs = be32_to_cpu(r->lbs);
 	u32 ms = be32_to_cpu(r->max_sectors);
 	u32 md = be32_to_cpu(r->max_discard);
+	u32 io;
 
 	if (lbs < SECTOR_SIZE || lbs > PAGE_SIZE || !is_power_of_2(lbs) ||
-	    ms < (lbs >> SECTOR_SHIFT))
+	    ms < (lbs >> SECTOR_SHIFT) || pages < 2)
 		return -EPROTO;
+	io = min_t(u32, KRDMA_BLK_MAX_IO, (pages - 1) * PAGE_SIZE);
 	memset(l, 0, sizeof(*l));
 	l->lbs = lbs;
-	l->max_sectors = min_t(u32, ms, KRDMA_BLK_MAX_IO >> SECTOR_SHIFT);
-	l->max_segments = KRDMA_BLK_MAX_SEGS;
+	l->max_sectors = min_t(u32, ms, io >> SECTOR_SHIFT);
+	l->max_segments = min_t(u32, KRDMA_BLK_MAX_SEGS, pages);
 	/* The wire's length is 32 bits of bytes. */
 	md = min_t(u32, md, U32_MAX >> SECTOR_SHIFT) &
 		~((lbs >> SECTOR_SHIFT) - 1);
@@ -853,6 +866,8 @@ static void krdma_blk_map_free(struct krdma_blk_map *map)
  *
  * Context: process context; sleeps.
  * Return: the map, or an ERR_PTR: -ENOENT (the server has no such export),
+ * -EOPNOTSUPP (poll queues, on a kernel where a request cannot hold a whole
+ * polled bio over this device: 6.1 over siw),
  * a connect error (-ECONNREFUSED, -ETIMEDOUT, ...), -EPROTO (a bad reply),
  * -ENOMEM, or the block layer's error.
  */
@@ -861,7 +876,7 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	struct krdma_blk_limits lim;
 	struct krdma_blk_map *map;
 	struct gendisk *disk;
-	u32 i, depth = KRDMA_MAX_DEPTH;
+	u32 i, depth = KRDMA_MAX_DEPTH, pages = KRDMA_MAX_MR_POOL_PAGES;
 	u64 sectors;
 	bool ro;
 	int ret;
@@ -890,13 +905,19 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	}
 	for (i = 0; i < map->nq; i++) {
 		/* The control file's line names the failure. */
-		ret = krdma_blk_queue_connect(&map->qs[i], a, &depth);
+		ret = krdma_blk_queue_connect(&map->qs[i], a, &depth, &pages);
 		if (ret)
 			goto free;
 	}
-	ret = krdma_blk_limits(&map->qs[0].hs, &lim, &sectors, &ro);
+	ret = krdma_blk_limits(&map->qs[0].hs, pages, &lim, &sectors, &ro);
 	if (ret)
 		goto free;
+	/* 6.1 ends a polled bio that needs a split (krdma_blk_compat.h). */
+	if (map->npq &&
+	    lim.max_sectors < KRDMA_BLK_POLL_MIN_IO >> SECTOR_SHIFT) {
+		ret = -EOPNOTSUPP;
+		goto free;
+	}
 
 	map->set.ops = &krdma_blk_mq_ops;
 	map->set.nr_hw_queues = map->nq;

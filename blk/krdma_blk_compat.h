@@ -15,6 +15,7 @@
 #ifndef _KRDMA_BLK_COMPAT_H
 #define _KRDMA_BLK_COMPAT_H
 
+#include <linux/bio.h>
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
 #include <linux/fs.h>
@@ -27,13 +28,20 @@
 #endif
 
 /*
- * Poll queues (map poll_queues=N) on 6.12 only.  6.1 marks every polled
- * bio REQ_NOWAIT and ends a REQ_NOWAIT bio that needs a split with
- * BLK_STS_AGAIN, which io_uring's worker retries for ever: fio's 1 MiB
- * polled writes, larger than a request (KRDMA_BLK_MAX_IO), stalled there
- * in iou-wrk with nothing in flight.  So the map refuses them on 6.1.
+ * Poll queues (map poll_queues=N): the smallest request that takes them.
+ * 6.1 marks every polled bio REQ_NOWAIT and ends a REQ_NOWAIT bio that
+ * needs a split with BLK_STS_AGAIN, which io_uring's worker retries for
+ * ever: fio's 1 MiB polled writes stalled in iou-wrk with nothing in
+ * flight while a request was 512 KiB.  A polled bio is at most
+ * BIO_MAX_VECS pages (6.1 polls only an I/O that fits one bio), so on 6.1
+ * a map takes poll queues when a request holds 1 MiB: over rxe (MRs of
+ * 512 pages), not siw (256, one of them for an unaligned start), where the
+ * map fails with -EOPNOTSUPP.  6.12 splits polled bios.
  */
-#define KRDMA_BLK_HAVE_POLL	KRDMA_BLK_NEW_API
+#define KRDMA_BLK_POLL_MIN_IO	(KRDMA_BLK_NEW_API ? 0 : \
+				 BIO_MAX_VECS * PAGE_SIZE)
+#define KRDMA_BLK_POLL_REFUSED	\
+	"poll_queues= (this kernel needs 1 MiB requests; the device's MRs map less)"
 
 /* An open backing device. */
 struct krdma_blk_bdev {

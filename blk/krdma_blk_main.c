@@ -280,10 +280,6 @@ static int krdma_blk_do_map(struct krdma_blk_cmdline *c)
 		c->bad = c->pollq;
 		return -EINVAL;
 	}
-	if (a.poll_queues && !KRDMA_BLK_HAVE_POLL) {
-		c->bad = "poll_queues= (not on this kernel)";
-		return -EOPNOTSUPP;
-	}
 	if (c->delay && (kstrtou32(c->delay, 10, &a.reconnect_delay_ms) ||
 			 a.reconnect_delay_ms < KRDMA_SESSION_MIN_DELAY_MS ||
 			 a.reconnect_delay_ms > KRDMA_SESSION_MAX_DELAY_MS)) {
@@ -311,7 +307,12 @@ static int krdma_blk_do_map(struct krdma_blk_cmdline *c)
 	if (IS_ERR(e->map)) {
 		ret = PTR_ERR(e->map);
 		kfree(e);
-		c->bad = ret == -ENOENT ? c->export : c->addr;
+		if (ret == -ENOENT)
+			c->bad = c->export;
+		else if (ret == -EOPNOTSUPP)
+			c->bad = KRDMA_BLK_POLL_REFUSED;
+		else
+			c->bad = c->addr;
 		return ret;
 	}
 	list_add_tail(&e->list, &krdma_blk_entries);

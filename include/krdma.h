@@ -82,11 +82,15 @@ struct attribute_group;
 #define KRDMA_MAX_PRIVATE_DATA		32
 /*
  * A connection's pool of fast-registration MRs (opts.mr_pool), for
- * krdma_reg_sg_nowait(): how many, and pages per MR.
+ * krdma_reg_sg_nowait(): how many, and pages per MR.  KRDMA_MR_POOL_PAGES_DEV
+ * asks for as many pages as the device maps in one MR, up to
+ * KRDMA_MAX_MR_POOL_PAGES (rxe 512, siw 256); krdma_mr_pool_pages() says
+ * how many that was.
  */
 #define KRDMA_MAX_MR_POOL		1024
 #define KRDMA_DEFAULT_MR_POOL_PAGES	32
-#define KRDMA_MAX_MR_POOL_PAGES		256
+#define KRDMA_MAX_MR_POOL_PAGES		512
+#define KRDMA_MR_POOL_PAGES_DEV		U32_MAX
 /*
  * A name a consumer gives (opts.name): 1 to KRDMA_OPTS_NAME_MAX - 1 bytes.
  * A listener's connections are named after it: NAME.<n>, up to
@@ -296,7 +300,9 @@ struct krdma_conn_ops {
  * @mr_pool_pages: pages each pool MR maps (0: KRDMA_DEFAULT_MR_POOL_PAGES;
  *	at most KRDMA_MAX_MR_POOL_PAGES and the device's
  *	max_fast_reg_page_list_len, else the connection fails to set up with
- *	-EINVAL)
+ *	-EINVAL; KRDMA_MR_POOL_PAGES_DEV: the device's, up to
+ *	KRDMA_MAX_MR_POOL_PAGES, as a storage transport sizes its largest
+ *	request by it; krdma_mr_pool_pages() tells)
  * @poll: a polled connection: its completion queue is its own, allocated
  *	with IB_POLL_DIRECT instead of taken from the device's CQ pool, and
  *	nothing reaps it in the background.  Completions (and the callbacks
@@ -573,6 +579,7 @@ struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
 				     int access);
 int krdma_mr_invalidate_async(struct krdma_mr *mr, struct krdma_req *req);
 int krdma_mr_put(struct krdma_mr *mr);
+u32 krdma_mr_pool_pages(struct krdma_conn *conn);
 
 /* One-sided transfers */
 int krdma_buf_to_sgt(void *buf, size_t len, struct sg_table *sgt, gfp_t gfp);

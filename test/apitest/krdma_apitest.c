@@ -4951,6 +4951,152 @@ static void sc_mr_pool_inv(struct at_test *t)
 }
 
 /*
+ * KRDMA_MR_POOL_PAGES_DEV (#20: krdma-blk sizes its largest request by
+ * it): the client's pool MR maps as many pages as the device does, up to
+ * KRDMA_MAX_MR_POOL_PAGES, and krdma_mr_pool_pages() says so; a
+ * registration of that many pages carries every byte both ways (the
+ * accepting side reads and writes through its token), one page more is
+ * -E2BIG, and the pool's one MR registers again after its LOCAL_INV.
+ */
+static void sc_mr_pool_dev(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_ev_ops,
+		.timeout_ms = 10000,
+	};
+	struct krdma_conn_opts copts = {
+		.timeout_ms = 10000,
+		.mr_pool = 1,
+		.mr_pool_pages = KRDMA_MR_POOL_PAGES_DEV,
+	};
+	struct krdma_conn *c = NULL, *pc = NULL;
+	struct scatterlist *sg = NULL, *psg = NULL;
+	struct krdma_mr *mr = NULL, *mr2;
+	u8 *buf = NULL, *pbuf = NULL;
+	struct krdma_listener *l;
+	struct krdma_token tok;
+	struct at_async a = { .done = ATOMIC_INIT(0) };
+	struct at_areq q;
+	u32 pages, want;
+	int n, ret;
+	struct at_ev *e;
+	s64 bad;
+
+	if (at_needs_one_guest(t))
+		return;
+	init_waitqueue_head(&a.wq);
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e) {
+		at_fail(t, "out of memory");
+		return;
+	}
+	at_ev_init(e);
+	l = at_listen_local(t, &laddr, port + 16, &lopts, e, "");
+	if (!l)
+		goto out_free;
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, &copts);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect with a device-sized MR pool: %ld",
+			PTR_ERR(c));
+		c = NULL;
+		goto out_l;
+	}
+	if (!at_ev_expect(t, e, 0, KRDMA_EVENT_ESTABLISHED, 0, "passive"))
+		goto out_c;
+	pc = e->conn[0];
+	pages = krdma_mr_pool_pages(c);
+	want = min_t(u32, krdma_max_reg_pages(c), KRDMA_MAX_MR_POOL_PAGES);
+	if (!at_expect(t, pages, want, "krdma_mr_pool_pages() (%s maps %u)",
+		       krdma_conn_device_name(c), krdma_max_reg_pages(c)) ||
+	    !at_expect(t, krdma_mr_pool_pages(pc), 0,
+		       "krdma_mr_pool_pages() without a pool"))
+		goto out_c;
+
+	buf = vmalloc((pages + 1) * PAGE_SIZE);
+	pbuf = vmalloc(pages * PAGE_SIZE);
+	sg = kcalloc(pages + 1, sizeof(*sg), GFP_KERNEL);
+	psg = kcalloc(pages, sizeof(*psg), GFP_KERNEL);
+	if (!buf || !pbuf || !sg || !psg) {
+		at_fail(t, "out of memory");
+		goto out_c;
+	}
+	n = at_sg_from_buf(sg, pages + 1, buf, (pages + 1) * PAGE_SIZE);
+	mr2 = krdma_reg_sg_nowait(c, sg, n, AT_RW);
+	if (!at_expect(t, PTR_ERR_OR_ZERO(mr2), -E2BIG,
+		       "a registration of %u pages", pages + 1))
+		goto out_c;
+	at_fill(buf, pages * PAGE_SIZE, 0xdef, 0);
+	n = at_sg_from_buf(sg, pages, buf, pages * PAGE_SIZE);
+	mr = krdma_reg_sg_nowait(c, sg, n, AT_RW);
+	if (IS_ERR(mr)) {
+		at_fail(t, "a registration of %u pages: %ld", pages,
+			PTR_ERR(mr));
+		mr = NULL;
+		goto out_c;
+	}
+	krdma_mr_token(mr, &tok);
+	if (!at_expect(t, tok.length, (u64)pages * PAGE_SIZE, "token length"))
+		goto out_c;
+
+	/* The accepting side reads every byte, then writes new ones. */
+	n = at_sg_from_buf(psg, pages, pbuf, pages * PAGE_SIZE);
+	ret = krdma_read(pc, psg, n, &tok, 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "READ of %u pages through the token",
+		       pages))
+		goto out_c;
+	bad = at_check(pbuf, pages * PAGE_SIZE, 0xdef, 0);
+	if (bad >= 0) {
+		at_fail(t, "READ: byte %lld is 0x%02x, expected 0x%02x", bad,
+			pbuf[bad], at_pat(0xdef, bad));
+		goto out_c;
+	}
+	at_fill(pbuf, pages * PAGE_SIZE, 0xfed, 0);
+	ret = krdma_write(pc, psg, n, &tok, 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "WRITE of %u pages through the token",
+		       pages))
+		goto out_c;
+	bad = at_check(buf, pages * PAGE_SIZE, 0xfed, 0);
+	if (bad >= 0) {
+		at_fail(t, "WRITE: byte %lld is 0x%02x, expected 0x%02x", bad,
+			buf[bad], at_pat(0xfed, bad));
+		goto out_c;
+	}
+
+	/* LOCAL_INV, then back to the pool: the pool's one MR again. */
+	at_areq_init(&q, &a);
+	ret = krdma_mr_invalidate_async(mr, &q.req);
+	if (!at_expect(t, ret, 0, "krdma_mr_invalidate_async"))
+		goto out_c;
+	if (!at_expect(t, at_async_wait(&a, 1, 10 * HZ), 1,
+		       "LOCAL_INV completed") ||
+	    !at_expect(t, q.req.status, 0, "LOCAL_INV's status"))
+		goto out_c;
+	/* It gave the MR back to the pool. */
+	mr = krdma_reg_sg_nowait(c, sg, n, AT_RW);
+	if (!at_expect(t, PTR_ERR_OR_ZERO(mr), 0, "the MR registered again")) {
+		mr = NULL;
+		goto out_c;
+	}
+	pr_info("%s: %s: %u pages per pool MR, every byte both ways\n",
+		t->name, krdma_conn_device_name(c), pages);
+out_c:
+	/* A registration still held goes with the connection. */
+	if (c)
+		krdma_close(c);
+	if (pc)
+		krdma_close(pc);
+out_l:
+	krdma_listener_close(l);
+out_free:
+	vfree(buf);
+	vfree(pbuf);
+	kfree(sg);
+	kfree(psg);
+	kfree(e);
+}
+
+/*
  * Issue #17's storage round: pool_rounds (10,000) requests, as a block
  * driver makes them.  The client registers its pages from its pool
  * (krdma_reg_sg_nowait(): the REG_MR goes to the send queue ahead of the
@@ -7571,6 +7717,7 @@ static const struct at_scenario {
 	{ "mr_pool", sc_mr_pool },
 	{ "mr_pool_inv", sc_mr_pool_inv },
 	{ "mr_pool_rounds", sc_mr_pool_rounds },
+	{ "mr_pool_dev", sc_mr_pool_dev },
 	{ "session_reconnect", sc_session_reconnect },
 	{ "session_lost", sc_session_lost },
 	{ "session_refused", sc_session_refused },

@@ -2963,9 +2963,30 @@ static void queue_sizes_mr_pool(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, q.need, U32_MAX);
 }
 
+/*
+ * Pages per pool MR: KRDMA_MR_POOL_PAGES_DEV takes the device's bound (rxe
+ * 512, siw 256) up to the cap; an explicit size the device cannot map is
+ * refused, one it can is kept.
+ */
+static void queue_pool_pages(struct kunit *test)
+{
+	const u32 dev = KRDMA_MR_POOL_PAGES_DEV, cap = KRDMA_MAX_MR_POOL_PAGES;
+
+	KUNIT_EXPECT_EQ(test, cap, 512u);
+	KUNIT_EXPECT_EQ(test, krdma_pool_pages(dev, 512, cap), 512u);
+	KUNIT_EXPECT_EQ(test, krdma_pool_pages(dev, 256, cap), 256u);
+	KUNIT_EXPECT_EQ(test, krdma_pool_pages(dev, 4096, cap), cap);
+	KUNIT_EXPECT_EQ(test, krdma_pool_pages(dev, 0, cap), cap);
+	KUNIT_EXPECT_EQ(test, krdma_pool_pages(32, 256, cap), 32u);
+	KUNIT_EXPECT_EQ(test, krdma_pool_pages(256, 256, cap), 256u);
+	KUNIT_EXPECT_EQ(test, krdma_pool_pages(257, 256, cap), 0u);
+	KUNIT_EXPECT_EQ(test, krdma_pool_pages(512, 0, cap), 512u);
+}
+
 static struct kunit_case krdma_queue_cases[] = {
 	KUNIT_CASE(queue_sizes_rxe),
 	KUNIT_CASE(queue_sizes_mr_pool),
+	KUNIT_CASE(queue_pool_pages),
 	KUNIT_CASE(queue_sizes_siw),
 	KUNIT_CASE(queue_sizes_cq_refused),
 	KUNIT_CASE(queue_sizes_no_overflow),
