@@ -397,10 +397,15 @@ static int krdma_recvq_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 static void krdma_rx_deliver(struct krdma_conn *conn, struct krdma_rx *rx)
 {
 	int (*recv)(struct krdma_conn *conn, struct krdma_msg *msg);
+	int ret;
 
 	recv = krdma_conn_has_recv_cb(conn) ? conn->opts.ops->recv :
 					       krdma_recvq_recv;
-	if (recv(conn, &rx->msg) != KRDMA_MSG_KEEP)
+	ret = recv(conn, &rx->msg);
+	/* The consumer passes it on to krdma_recv(). */
+	if (ret == KRDMA_MSG_QUEUE && recv != krdma_recvq_recv)
+		ret = krdma_recvq_recv(conn, &rx->msg);
+	if (ret != KRDMA_MSG_KEEP)
 		krdma_msg_release(conn, &rx->msg);
 }
 
@@ -566,14 +571,16 @@ EXPORT_SYMBOL_GPL(krdma_recv_ready);
  *
  * Built on the recv callback: a connection without one of its consumer's
  * gets krdma's own, which keeps each message in order until this copies
- * it out and releases it.  Messages that arrived before the connection
- * failed are still delivered, until krdma_close() (or the teardown of a
- * failed connection) drops what was not taken.
+ * it out and releases it; on a connection with one, this receives what
+ * that callback passed on (KRDMA_MSG_QUEUE), and waits until @timeout
+ * where it passes nothing on.  Messages that arrived before the
+ * connection failed are still delivered, until krdma_close() (or the
+ * teardown of a failed connection) drops what was not taken.
  *
  * Context: process; sleeps, interruptibly, up to @timeout (a polled
  * connection is polled meanwhile).
- * Return: the message length, or -ETIMEDOUT, -ERESTARTSYS, -EMSGSIZE,
- * -EINVAL (the connection has a recv callback), or the connection's error.
+ * Return: the message length, or -ETIMEDOUT, -ERESTARTSYS, -EMSGSIZE, or
+ * the connection's error.
  * A connection can fail with -ETIMEDOUT too (its peer's heartbeats, a
  * completion that never came): a caller that loops on -ETIMEDOUT must ask
  * krdma_conn_error() whether the connection is still there, or it spins.
@@ -585,8 +592,6 @@ int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 	long left;
 	int ret;
 
-	if (krdma_conn_has_recv_cb(conn))
-		return -EINVAL;
 	left = krdma_wait_event_interruptible_timeout(conn, conn->wq,
 						      krdma_rx_ready(conn),
 						      timeout);

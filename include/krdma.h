@@ -180,6 +180,8 @@ struct krdma_msg {
 
 /* The recv callback keeps the message until krdma_msg_release(). */
 #define KRDMA_MSG_KEEP	1
+/* The recv callback passes the message on to krdma_recv(), in order. */
+#define KRDMA_MSG_QUEUE	2
 
 /**
  * struct krdma_conn_req - a connection request, as a listener's accept
@@ -218,11 +220,14 @@ struct krdma_conn_req {
  *	process context, from the completion workqueue; may sleep to
  *	allocate or submit I/O, never to wait for a completion.  Messages
  *	that came before the connection failed
- *	may still be delivered after its end event.  With @recv,
- *	krdma_recv() on the connection fails with -EINVAL; without it,
- *	krdma's own recv callback keeps each message, in order, for
- *	krdma_recv() to copy out and release (so a kept message's credit
- *	rule holds there too).
+ *	may still be delivered after its end event.  Return
+ *	KRDMA_MSG_QUEUE to pass @msg on to krdma_recv(): krdma keeps it on
+ *	the connection's receive queue, after those passed on before, as
+ *	it keeps every message of a connection without @recv (a consumer
+ *	handles its fast path here and the rest in a thread); krdma_recv()
+ *	copies it out and releases it, and until then it holds its credit
+ *	as a kept one does.  With @recv, krdma_recv() sees only the
+ *	messages passed on so.
  *
  * @accept: a listener's only: a peer asks to connect.  Return 0 to accept
  *	(the connection is then set up and handed over by its ESTABLISHED

@@ -4020,10 +4020,14 @@ out:
  * checks order, length and bytes, and keeps every third message (up to
  * AT_RCB_KEEP at a time); the test thread checks each kept message again,
  * AT_RCB_HOLD messages later (its buffer was not received into again),
- * before it releases it.
+ * before it releases it.  The message after each kept one the callback
+ * passes on to krdma_recv() (KRDMA_MSG_QUEUE): the test thread receives
+ * them while it sends, each in order and byte for byte, every one of
+ * them, and nothing else.
  */
 #define AT_RCB_N	400
 #define AT_RCB_KEEP	6
+#define AT_RCB_QBUF	2048	/* the longest message, at_rcb_len() */
 
 struct at_rcb {
 	struct at_ev		ev;	/* first: at_ev_cb() finds it */
@@ -4035,6 +4039,7 @@ struct at_rcb {
 	u32			kseq[AT_RCB_KEEP];	/* their seq */
 	int			nkept;
 	u32			kept_total;
+	u32			qnext;	/* the thread's: seq passed on next */
 };
 
 static u32 at_get32(const void *p)
@@ -4091,6 +4096,11 @@ static int at_rcb_recv(struct krdma_conn *c, struct krdma_msg *m)
 		return 0;
 	}
 	r->next++;
+	if (seq % 3 == 1 && seq < AT_RCB_N) {
+		atomic_inc(&r->got);
+		wake_up_all(&r->ev.wq);
+		return KRDMA_MSG_QUEUE;
+	}
 	if (seq % 3 == 0) {
 		spin_lock(&r->klock);
 		if (r->nkept < AT_RCB_KEEP) {
@@ -4150,6 +4160,38 @@ static bool at_rcb_release(struct at_test *t, struct at_rcb *r,
 	return ok;
 }
 
+/*
+ * Receive what the callback passed on to krdma_recv() so far (@all: until
+ * the last one); false on a wrong, missing or extra one.
+ */
+static bool at_rcb_drain(struct at_test *t, struct at_rcb *r,
+			 struct krdma_conn *p, u8 *buf, u32 size, bool all)
+{
+	struct krdma_msg m = { .data = buf };
+	int n;
+
+	for (;;) {
+		if (all && r->qnext >= AT_RCB_N)
+			all = false;
+		n = krdma_recv(p, buf, size, all ? AT_TIMEOUT : 0);
+		if (n == -ETIMEDOUT && !all)
+			return true;
+		if (n < 0) {
+			at_fail(t, "krdma_recv of message %u passed on: %d",
+				r->qnext, n);
+			return false;
+		}
+		m.len = n;
+		if (r->qnext >= AT_RCB_N || at_rcb_bad(&m, r->qnext) >= 0) {
+			at_fail(t, "krdma_recv: %d bytes, seq %d, expected message %u passed on",
+				n, n >= 4 ? (int)at_get32(buf) : -1,
+				r->qnext);
+			return false;
+		}
+		r->qnext += 3;
+	}
+}
+
 static void sc_recv_cb(struct at_test *t)
 {
 	struct sockaddr_storage laddr = at_addr;
@@ -4160,7 +4202,7 @@ static void sc_recv_cb(struct at_test *t)
 	struct krdma_conn *c, *p = NULL;
 	struct krdma_listener *l;
 	struct at_rcb *r;
-	u8 *buf;
+	u8 *buf, *qbuf;
 	u32 i;
 	int ret;
 
@@ -4168,12 +4210,14 @@ static void sc_recv_cb(struct at_test *t)
 		return;
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	buf = kmalloc(at_rcb_len(AT_RCB_N) + 2000, GFP_KERNEL);
-	if (!r || !buf) {
+	qbuf = kmalloc(AT_RCB_QBUF, GFP_KERNEL);
+	if (!r || !buf || !qbuf) {
 		at_fail(t, "out of memory");
 		goto out_free;
 	}
 	at_ev_init(&r->ev);
 	spin_lock_init(&r->klock);
+	r->qnext = 1;
 	l = at_listen_local(t, &laddr, port + 2, &lopts, r, "with a recv callback");
 	if (!l)
 		goto out_free;
@@ -4193,7 +4237,8 @@ static void sc_recv_cb(struct at_test *t)
 			goto out_c;
 		if (!p && READ_ONCE(r->ev.n))
 			p = r->ev.conn[0];
-		if (p && !at_rcb_release(t, r, p, false))
+		if (p && (!at_rcb_release(t, r, p, false) ||
+			  !at_rcb_drain(t, r, p, qbuf, AT_RCB_QBUF, false)))
 			goto out_c;
 	}
 	if (!at_ev_expect(t, &r->ev, 0, KRDMA_EVENT_ESTABLISHED, 0,
@@ -4208,8 +4253,9 @@ static void sc_recv_cb(struct at_test *t)
 	}
 	if (!at_expect(t, atomic_read(&r->got), AT_RCB_N, "messages received") ||
 	    !at_rcb_release(t, r, p, true) ||
-	    !at_expect(t, krdma_recv(p, buf, 16, 0), -EINVAL,
-		       "krdma_recv with a recv callback"))
+	    !at_rcb_drain(t, r, p, qbuf, AT_RCB_QBUF, true) ||
+	    !at_expect(t, krdma_recv(p, qbuf, AT_RCB_QBUF, 0), -ETIMEDOUT,
+		       "krdma_recv after the last message passed on"))
 		goto out_c;
 	/* Released credits came back: the connection still carries. */
 	at_put32(AT_RCB_N, buf);
@@ -4223,8 +4269,8 @@ static void sc_recv_cb(struct at_test *t)
 	if (!at_expect(t, atomic_read(&r->got), AT_RCB_N + 1,
 		       "messages received after the releases"))
 		goto out_c;
-	pr_info("%s: %u messages in order, %u kept and released\n", t->name,
-		AT_RCB_N + 1, r->kept_total);
+	pr_info("%s: %u messages in order, %u kept and released, %u passed on to krdma_recv\n",
+		t->name, AT_RCB_N + 1, r->kept_total, (r->qnext - 1) / 3);
 out_c:
 	krdma_close(c);
 	if (p) {
@@ -4236,6 +4282,7 @@ out_c:
 out_l:
 	krdma_listener_close(l);
 out_free:
+	kfree(qbuf);
 	kfree(buf);
 	kfree(r);
 }
