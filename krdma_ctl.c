@@ -289,9 +289,15 @@ static void krdma_ctl_reap(struct krdma_ctl_conn *ctl)
 		krdma_ctl_put(ctl);
 }
 
+/* The control file's active connections: the service's recv callback. */
+static const struct krdma_conn_ops krdma_ctl_active_ops = {
+	.recv	= krdma_svc_recv,
+};
+
 static int krdma_ctl_connect(struct krdma_cmd *cmd)
 {
 	struct krdma_conn_opts opts = {
+		.ops = &krdma_ctl_active_ops,
 		.queue_depth = cmd->depth,
 		.max_msg_size = cmd->msg,
 		.timeout_ms = cmd->timeout_ms,
@@ -418,6 +424,7 @@ static void krdma_ctl_passive_event(struct krdma_conn *conn,
 
 static const struct krdma_conn_ops krdma_ctl_passive_ops = {
 	.event	= krdma_ctl_passive_event,
+	.recv	= krdma_svc_recv,
 };
 
 /* ---- the control file's listeners ------------------------------------ */

@@ -364,6 +364,32 @@ static void st_serve_imm(struct krdma_conn *conn, struct krdma_selftest *st,
 	st_reply(conn, bad >= 0 ? -EILSEQ : 0, bad >= 0 ? bad : 0);
 }
 
+/**
+ * krdma_svc_recv - the recv callback of the control file's connections
+ * @conn: the connection
+ * @msg: what came
+ *
+ * A message without a self-test header (the bench's send payload) is
+ * dropped here, so that its credit goes back at once, as a perftest
+ * server's receive loop returns its receive; a thread that woke for each
+ * would bound the bench's send rate and latency by its wake-ups.  The
+ * rest (self-test messages, write-with-immediate notices) is passed on,
+ * in order, to the service thread's krdma_recv_ex().
+ *
+ * Context: the recv callback's (softirq, or process context with bottom
+ * halves off, or the completion workqueue); does not sleep.
+ * Return: 0 or KRDMA_MSG_QUEUE.
+ */
+int krdma_svc_recv(struct krdma_conn *conn, struct krdma_msg *msg)
+{
+	const struct st_msg *m = msg->data;
+
+	if (msg->imm_valid ||
+	    (msg->len >= sizeof(*m) && be32_to_cpu(m->magic) == ST_MAGIC))
+		return KRDMA_MSG_QUEUE;
+	return 0;
+}
+
 static int krdma_svc_thread(void *arg)
 {
 	struct krdma_ctl_conn *ctl = arg;
@@ -388,8 +414,9 @@ static int krdma_svc_thread(void *arg)
 			continue;
 		}
 		/*
-		 * Dropped (not a self-test message), or idle; but a connection
-		 * that failed with -ETIMEDOUT (heartbeats) says so too.
+		 * Dropped (not a self-test message: krdma_svc_recv() drops
+		 * those), or idle; but a connection that failed with
+		 * -ETIMEDOUT (heartbeats) says so too.
 		 */
 		if (n >= 0 || (n == -ETIMEDOUT && !krdma_conn_error(conn)))
 			continue;

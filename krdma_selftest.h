@@ -22,6 +22,7 @@ int krdma_test_start(struct krdma_ctl_conn *ctl, u32 ops, u32 size,
 ssize_t krdma_test_show(struct krdma_ctl_conn *ctl, int what, char *buf);
 void krdma_test_flush(struct krdma_ctl_conn *ctl);
 void krdma_test_free(struct krdma_ctl_conn *ctl);
+int krdma_svc_recv(struct krdma_conn *conn, struct krdma_msg *msg);
 int krdma_svc_start(struct krdma_ctl_conn *ctl);
 void krdma_svc_stop(struct krdma_ctl_conn *ctl);
 void krdma_svc_disable(void);
