@@ -12,20 +12,30 @@
 # one after the other, each torn down before the next.  The null_blk is
 # memory-backed (queue_mode=2 irqmode=0 memory_backed=1 gb=1, as
 # test/guest/blk.sh) and its first KRDMA_BENCH_BLK_SIZE is written once
-# before the first job, so that reads find data.
+# before the first job, so that reads find data.  Each target has one
+# poll queue besides its queues (null_blk poll_queues=1, krdma-blk's map
+# poll_queues=1, nvme-rdma nr_poll_queues=1): the jobs marked hipri run
+# polled, through io_uring with --hipri (IORING_SETUP_IOPOLL: the
+# submitter reaps its completions through the driver's ->poll), the
+# others through libaio on the interrupt-driven queues.
 #   KRDMA_BENCH_BLK_SECS     seconds each fio job runs (default 5), after
 #                            KRDMA_BENCH_BLK_RAMP (1) not counted
+#   KRDMA_BENCH_BLK_RUNS     runs of each job on each target (default 3;
+#                            the table takes their median)
 #   KRDMA_BENCH_BLK_SIZE     the region fio works on (default 128M)
 #   KRDMA_BENCH_BLK_QUEUES   hardware queues of krdma-blk and I/O queues of
 #                            nvme-rdma (default 2, one per vCPU)
 #   KRDMA_BENCH_BLK_TARGETS  which, in order (default "null_blk krdma-blk
-#                            krdma-blk-wq nvme-rdma")
+#                            krdma-blk-wq nvme-rdma"; nvme-rdma-noinline,
+#                            not by default: nvme-rdma with the port's
+#                            param_inline_data_size=0, so that a write's
+#                            data comes by RDMA READ, as krdma-blk's does)
 #   KRDMA_BENCH_BLK_PROFILE  a job name (randread-4k-qd32, ...): after the
 #                            measured runs, that job runs once more on each
 #                            target under `perf record -a` (cpu-clock; TCG
 #                            has no PMU), flat profile in
 #                            bench-blk/profile-TARGET.txt; not in the table
-# Writes fio's JSON to $LAB/bench-blk/TARGET-JOB.json and one line per cell
+# Writes fio's JSON to $LAB/bench-blk/TARGET-JOB-rRUN.json and one line per cell
 # ("TARGET JOB ok|failed WHY", tab separated) to $LAB/bench-blk.tsv;
 # tools/bench-report.py reads both.  A step that fails marks its cells
 # failed and the script goes on with the next target; every step that can
@@ -37,6 +47,7 @@ export PEER_IP=$MY_IP
 secs=${KRDMA_BENCH_BLK_SECS:-5}
 ramp=${KRDMA_BENCH_BLK_RAMP:-1}
 size=${KRDMA_BENCH_BLK_SIZE:-128M}
+runs=${KRDMA_BENCH_BLK_RUNS:-3}
 queues=${KRDMA_BENCH_BLK_QUEUES:-2}
 targets=${KRDMA_BENCH_BLK_TARGETS:-null_blk krdma-blk krdma-blk-wq nvme-rdma}
 profile=${KRDMA_BENCH_BLK_PROFILE:-}
@@ -49,12 +60,13 @@ KB_ADDR=$MY_IP:7490
 NQN=nqn.2026-11.org.krdma:bench
 CFS=/sys/kernel/config
 NVMET=$CFS/nvmet
-# JOB RW BS IODEPTH
-JOBS="randread-4k-qd32 randread 4k 32
-randwrite-4k-qd32 randwrite 4k 32
-read-128k-qd8 read 128k 8
-write-128k-qd8 write 128k 8
-randread-4k-qd1 randread 4k 1"
+# JOB RW BS IODEPTH ENGINE (libaio, or hipri: io_uring polled)
+JOBS="randread-4k-qd32 randread 4k 32 libaio
+randwrite-4k-qd32 randwrite 4k 32 libaio
+read-128k-qd8 read 128k 8 libaio
+write-128k-qd8 write 128k 8 libaio
+randread-4k-qd1 randread 4k 1 libaio
+randread-4k-qd1-hipri randread 4k 1 hipri"
 mkdir -p "$dir"
 : >"$out"
 cell() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$out"; }
@@ -68,6 +80,14 @@ fail_all() {
 # hang the guest; a task stuck in the kernel stays, but the script goes on).
 t() { timeout -k 5 "$@"; }
 
+# engine_opts ENGINE: fio's options for a job's ENGINE column, in eopts.
+engine_opts() {
+	case $1 in
+	hipri) eopts=(--ioengine=io_uring --hipri=1) ;;
+	*) eopts=("--ioengine=$1") ;;
+	esac
+}
+
 # cpu_ticks: the guest's total and idle jiffies, all CPUs (no fork).
 cpu_ticks() {
 	local _c u n s i w q sq st
@@ -75,29 +95,39 @@ cpu_ticks() {
 	echo "$((u + n + s + i + w + q + sq + st)) $i"
 }
 
-# run_fio TARGET DEV: the jobs, one after the other, on DEV.  With each
-# cell goes the share of the guest's CPU time that was idle while fio ran
-# (a target bound by latency leaves it idle, one bound by CPU does not).
+# run_fio TARGET DEV: the jobs, one after the other, on DEV, each $runs
+# times.  With each cell goes the share of the guest's CPU time that was
+# idle while fio ran, over its runs (a target bound by latency leaves it
+# idle, one bound by CPU does not).
 run_fio() {
-	local target=$1 dev=$2 job rw bs qd f rc t0 i0 t1 i1
-	while read -r job rw bs qd; do
-		f=$dir/$target-$job.json
-		rm -f "$f"
-		log "$target: $job"
+	local target=$1 dev=$2 job rw bs qd eng f r rc why t0 i0 t1 i1 eopts
+	while read -r job rw bs qd eng; do
+		log "$target: $job ($runs runs)"
+		rm -f "$dir/$target-$job"-r*.json
+		why=
 		read -r t0 i0 < <(cpu_ticks)
-		t $((secs + ramp + 120)) fio --name="$job" --filename="$dev" \
-			--direct=1 --ioengine=libaio --rw="$rw" --bs="$bs" \
-			--iodepth="$qd" --numjobs=1 --size="$size" --time_based \
-			--runtime="$secs" --ramp_time="$ramp" --norandommap \
-			--randrepeat=0 --lat_percentiles=1 --output-format=json \
-			--output="$f" 2>"$dir/$target-$job.err" </dev/null
-		rc=$?
+		engine_opts "$eng"
+		for ((r = 1; r <= runs; r++)); do
+			f=$dir/$target-$job-r$r.json
+			t $((secs + ramp + 120)) fio --name="$job" \
+				--filename="$dev" --direct=1 "${eopts[@]}" \
+				--rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs=1 \
+				--size="$size" --time_based --runtime="$secs" \
+				--ramp_time="$ramp" --norandommap --randrepeat=0 \
+				--lat_percentiles=1 --output-format=json \
+				--output="$f" 2>"$dir/$target-$job.err" </dev/null
+			rc=$?
+			if [ $rc != 0 ] || [ ! -s "$f" ]; then
+				why="fio exit $rc (run $r)"
+				break
+			fi
+		done
 		read -r t1 i1 < <(cpu_ticks)
-		if [ $rc = 0 ] && [ -s "$f" ]; then
+		if [ -z "$why" ]; then
 			cell "$target" "$job" ok "idle=$(( (i1 - i0) * 100 / (t1 - t0 + 1) ))"
 		else
-			cell "$target" "$job" failed "fio exit $rc"
-			echo "$target $job: fio exit $rc"
+			cell "$target" "$job" failed "$why"
+			echo "$target $job: $why"
 			cat "$dir/$target-$job.err"
 		fi
 	done <<<"$JOBS"
@@ -107,14 +137,15 @@ run_fio() {
 
 # prof_fio TARGET DEV: job $profile once more, under perf.
 prof_fio() {
-	local target=$1 dev=$2 job rw bs qd d=$dir/perf-$1.data
+	local target=$1 dev=$2 job rw bs qd eng eopts d=$dir/perf-$1.data
 	command -v perf >/dev/null || { echo "no perf on the host root"; return 1; }
-	read -r job rw bs qd < <(grep "^$profile " <<<"$JOBS")
+	read -r job rw bs qd eng < <(grep "^$profile " <<<"$JOBS")
 	log "$target: $job under perf"
+	engine_opts "$eng"
 	echo 0 >/proc/sys/kernel/kptr_restrict
 	HOME=/tmp t $((secs + ramp + 120)) perf record -e cpu-clock -F 1000 -a -g \
 		-o "$d" -- fio --name="$job" --filename="$dev" --direct=1 \
-		--ioengine=libaio --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		"${eopts[@]}" --rw="$rw" --bs="$bs" --iodepth="$qd" \
 		--numjobs=1 --size="$size" --time_based --runtime="$secs" \
 		--norandommap --randrepeat=0 --output="$dir/perf-$target-fio.txt" \
 		>"$dir/perf-$target.log" 2>&1 </dev/null
@@ -134,7 +165,7 @@ kb_up() {
 	lsmod | grep -q '^krdma_blk ' || insmod "$ko" || { echo "insmod krdma_blk"; return 1; }
 	t 60 bash -c "echo 'export name=bench path=$NB addr=$KB_ADDR ${1:-}' >$BLK_CTL" ||
 		{ echo "krdma-blk export"; return 1; }
-	t 60 bash -c "echo 'map name=$KB addr=$KB_ADDR export=bench queues=$queues' >$BLK_CTL" ||
+	t 60 bash -c "echo 'map name=$KB addr=$KB_ADDR export=bench queues=$queues poll_queues=1' >$BLK_CTL" ||
 		{ echo "krdma-blk map"; return 1; }
 	wait_for 10 test -b /dev/$KB || { echo "/dev/$KB never appeared"; return 1; }
 }
@@ -148,6 +179,9 @@ kb_down() {
 
 # ---- nvmet-rdma and nvme-rdma ----------------------------------------------
 NVME_CTRL=
+# nvme_up [INLINE]: nvmet-rdma's port with param_inline_data_size INLINE
+# (default: nvmet-rdma's, a page: a 4 KiB write goes in its command
+# capsule, with no RDMA READ), and the host connected to it.
 nvme_up() {
 	local m s=$NVMET/subsystems/$NQN p=$NVMET/ports/1 uuid r dev
 	for m in nvmet nvmet-rdma nvme-rdma; do
@@ -164,13 +198,14 @@ nvme_up() {
 		{ echo "nvmet subsystem $NQN"; return 1; }
 	mkdir $p && echo rdma >$p/addr_trtype && echo ipv4 >$p/addr_adrfam &&
 		echo "$MY_IP" >$p/addr_traddr && echo 4420 >$p/addr_trsvcid &&
+		{ [ -z "${1:-}" ] || echo "$1" >$p/param_inline_data_size; } &&
 		ln -s $s $p/subsystems/$NQN ||
 		{ echo "nvmet port"; return 1; }
 	# The host: nvme-fabrics refuses a hostnqn whose hostid is not its uuid.
 	uuid=$(cat /proc/sys/kernel/random/uuid)
 	r=$(t 90 bash -c 'exec 3<>/dev/nvme-fabrics &&
 		echo "$1" >&3 && read -r l <&3 && echo "$l"' _ \
-		"transport=rdma,traddr=$MY_IP,trsvcid=4420,nqn=$NQN,hostnqn=nqn.2014-08.org.nvmexpress:uuid:$uuid,hostid=$uuid,nr_io_queues=$queues,ctrl_loss_tmo=10") ||
+		"transport=rdma,traddr=$MY_IP,trsvcid=4420,nqn=$NQN,hostnqn=nqn.2014-08.org.nvmexpress:uuid:$uuid,hostid=$uuid,nr_io_queues=$queues,nr_poll_queues=1,ctrl_loss_tmo=10") ||
 		{ echo "nvme-rdma connect"; return 1; }
 	NVME_CTRL=nvme$(sed -n 's/.*instance=\([0-9]*\).*/\1/p' <<<"$r")
 	[ "$NVME_CTRL" != nvme ] || { echo "connect said '$r'"; NVME_CTRL=; return 1; }
@@ -220,7 +255,8 @@ rdma_dev_up
 KRDMA_DMA_CHECK=0 krdma_load
 log "null_blk, $size written once"
 lsmod | grep -q '^null_blk ' && rmmod null_blk
-if ! modprobe null_blk queue_mode=2 irqmode=0 memory_backed=1 gb=1 nr_devices=1 ||
+if ! modprobe null_blk queue_mode=2 irqmode=0 memory_backed=1 gb=1 nr_devices=1 \
+	poll_queues=1 ||
 	! wait_for 10 test -b $NB; then
 	for target in $targets; do fail_all "$target" "no null_blk"; done
 	exit 1
@@ -231,6 +267,7 @@ t 300 fio --name=fill --filename=$NB --direct=1 --ioengine=libaio --rw=write \
 {
 	printf 'info\tnull_blk\tsize\t%s\n' "$size"
 	printf 'info\tfio\tsecs\t%s\n' "$secs"
+	printf 'info\tfio\truns\t%s\n' "$runs"
 	printf 'info\tfio\tversion\t%s\n' "$(fio --version)"
 	printf 'info\tblk\tqueues\t%s\n' "$queues"
 } >>"$out"
@@ -250,16 +287,18 @@ for target in $targets; do
 			rc=1
 		fi
 		kb_down ;;
-	nvme-rdma)
-		log "nvme-rdma: nvmet-rdma target and host over $IBDEV"
+	nvme-rdma|nvme-rdma-noinline)
+		inline=
+		[ "$target" = nvme-rdma ] || inline=0
+		log "$target: nvmet-rdma target and host over $IBDEV"
 		# In this shell, not in $( ): nvme_up sets NVME_CTRL.
-		nvme_up >"$dir/nvme-up.log" 2>&1
+		nvme_up $inline >"$dir/nvme-up.log" 2>&1
 		st=$?
 		cat "$dir/nvme-up.log"
 		if [ $st = 0 ] && dev=$(nvme_dev); then
-			run_fio nvme-rdma "$dev"
+			run_fio "$target" "$dev"
 		else
-			fail_all nvme-rdma "set-up: $(tail -n 1 "$dir/nvme-up.log")"
+			fail_all "$target" "set-up: $(tail -n 1 "$dir/nvme-up.log")"
 			rc=1
 		fi
 		nvme_down ;;

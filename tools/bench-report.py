@@ -18,6 +18,7 @@ copy is the slower.
 """
 import argparse
 import datetime
+import glob
 import json
 import os
 import statistics
@@ -39,6 +40,11 @@ BLK_ROWS = [
     ("write-128k-qd8", "write", "bw_mibs", "128 KiB seq. write, QD8, MiB/s", False),
     ("randread-4k-qd1", "read", "lat_mean_us", "4 KiB random read, QD1, mean us", True),
     ("randread-4k-qd1", "read", "lat_p99_us", "4 KiB random read, QD1, p99 us", True),
+    # io_uring --hipri on each target's poll queue
+    ("randread-4k-qd1-hipri", "read", "lat_mean_us",
+     "4 KiB rand. read QD1 polled, mean us", True),
+    ("randread-4k-qd1-hipri", "read", "lat_p99_us",
+     "4 KiB rand. read QD1 polled, p99 us", True),
 ]
 # krdma's two runs of a cell: the interrupt-driven connection and the
 # polled one (poll=1), as test/bench-guest.sh records them.
@@ -49,9 +55,11 @@ MODES = [("irq", "krdma"), ("poll", "krdma_poll")]
 IMM_NOTE = ("imm: krdma's RDMA WRITE followed by a write-with-immediate "
             "notice, against perftest's plain WRITE of the same size "
             "(perftest 4.5 has no write-with-immediate)")
-BLK_TARGETS = ["null_blk", "nvme-rdma", "krdma-blk", "krdma-blk-wq"]
+BLK_TARGETS = ["null_blk", "nvme-rdma", "krdma-blk", "krdma-blk-wq",
+               "nvme-rdma-noinline"]
 # Cells of these must be there; krdma-blk-wq (the server's completions in
-# the completion workqueue, export word "wq") only when the guest ran it.
+# the completion workqueue, export word "wq") and nvme-rdma-noinline (no
+# write data in the command capsule) only when the guest ran them.
 BLK_REQUIRED = ["null_blk", "nvme-rdma", "krdma-blk"]
 TOPOS = {"single": "one guest, rxe loopback",
          "pair": "two guests, A -> B over a qemu UDP link"}
@@ -175,6 +183,15 @@ def fio_metric(path, direction, metric):
     return None
 
 
+def fio_runs(lab, target, job):
+    """fio's JSON files of a cell, one per run (TARGET-JOB-rN.json; a lab
+    from before the runs has TARGET-JOB.json)."""
+    d = os.path.join(lab, "bench-blk")
+    runs = sorted(glob.glob(os.path.join(d, f"{target}-{job}-r*.json")),
+                  key=lambda f: int(f.rsplit("-r", 1)[1][:-5]))
+    return runs or [os.path.join(d, f"{target}-{job}.json")]
+
+
 def blk_cells(lab):
     """The block section of one boot: (info, cells), or (None, None) when
     its guest script never wrote its table."""
@@ -203,10 +220,13 @@ def blk_cells(lab):
             if why.startswith("idle="):
                 c.setdefault("guest_idle_pct", {})[t] = int(why[5:])
             if st == "ok":
-                v = fio_metric(os.path.join(lab, "bench-blk",
-                                            f"{t}-{job}.json"),
-                               direction, metric)
-                if v is None:
+                runs = [fio_metric(f, direction, metric)
+                        for f in fio_runs(lab, t, job)]
+                v = None
+                if runs and None not in runs:
+                    v = statistics.median(runs)
+                    c.setdefault("runs", {})[t] = runs
+                else:
                     why = "no result in fio's output"
             c[t] = v
             if v is None:
@@ -345,6 +365,8 @@ def blk_boot(result, text, md, line, rel, lab):
     extra = []
     if info.get("fio_secs"):
         extra.append(f"{info['fio_secs']} s per job")
+    if info.get("fio_runs"):
+        extra.append(f"the median of {info['fio_runs']} runs")
     if info.get("null_blk_size"):
         extra.append(f"on the first {info['null_blk_size']}")
     if info.get("blk_queues"):
@@ -507,11 +529,13 @@ def main():
         md[-1] += ("  Each cell: krdma / perftest (krdma/perftest ratio); "
                    "for latency lower is better.")
     if "blk" in sections:
-        text.append("block: fio (direct, libaio, one job) per target; "
+        text.append("block: fio (direct, libaio, one job; polled: "
+                    "io_uring --hipri on a poll queue) per target; "
                     "krdma-blk/nvme-rdma ratio; latency: lower is better")
-        md[-1] += ("  Block: fio (direct=1, libaio, one job) on each "
-                   "target; the ratio is krdma-blk/nvme-rdma, for latency "
-                   "lower is better.")
+        md[-1] += ("  Block: fio (direct=1, libaio, one job; the polled "
+                   "rows io_uring with --hipri on the target's poll queue) "
+                   "on each target; the ratio is krdma-blk/nvme-rdma, for "
+                   "latency lower is better.")
     missing = 0
     for b in a.boots:
         line, topo, rel, lab = b.split(":", 3)
