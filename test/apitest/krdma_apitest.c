@@ -4021,12 +4021,15 @@ out:
  * AT_RCB_KEEP at a time); the test thread checks each kept message again,
  * AT_RCB_HOLD messages later (its buffer was not received into again),
  * before it releases it.  The message after each kept one the callback
- * passes on to krdma_recv() (KRDMA_MSG_QUEUE): the test thread receives
- * them while it sends, each in order and byte for byte, every one of
- * them, and nothing else.
+ * passes on to krdma_recv() (KRDMA_MSG_QUEUE) while fewer than AT_RCB_QMAX
+ * wait there (each holds its credit, and the thread that takes them is
+ * the sender: more of them with the kept ones would stop it for good):
+ * the test thread receives them while it sends, each in order and byte
+ * for byte, every one of them, and nothing else.
  */
 #define AT_RCB_N	400
 #define AT_RCB_KEEP	6
+#define AT_RCB_QMAX	4
 #define AT_RCB_QBUF	2048	/* the longest message, at_rcb_len() */
 
 struct at_rcb {
@@ -4039,7 +4042,10 @@ struct at_rcb {
 	u32			kseq[AT_RCB_KEEP];	/* their seq */
 	int			nkept;
 	u32			kept_total;
-	u32			qnext;	/* the thread's: seq passed on next */
+	atomic_t		queued;	/* passed on, not yet taken */
+	atomic_t		passed;	/* passed on in all */
+	s64			qlast;	/* the thread's: seq taken last */
+	u32			taken;	/* the thread's: how many */
 };
 
 static u32 at_get32(const void *p)
@@ -4096,7 +4102,10 @@ static int at_rcb_recv(struct krdma_conn *c, struct krdma_msg *m)
 		return 0;
 	}
 	r->next++;
-	if (seq % 3 == 1 && seq < AT_RCB_N) {
+	if (seq % 3 == 1 && seq < AT_RCB_N &&
+	    atomic_read(&r->queued) < AT_RCB_QMAX) {
+		atomic_inc(&r->queued);
+		atomic_inc(&r->passed);
 		atomic_inc(&r->got);
 		wake_up_all(&r->ev.wq);
 		return KRDMA_MSG_QUEUE;
@@ -4161,34 +4170,39 @@ static bool at_rcb_release(struct at_test *t, struct at_rcb *r,
 }
 
 /*
- * Receive what the callback passed on to krdma_recv() so far (@all: until
- * the last one); false on a wrong, missing or extra one.
+ * Receive what the callback passed on to krdma_recv() so far (@all: every
+ * one, once the callback saw the last message); false on a wrong one, one
+ * out of order, or a missing one.
  */
 static bool at_rcb_drain(struct at_test *t, struct at_rcb *r,
 			 struct krdma_conn *p, u8 *buf, u32 size, bool all)
 {
 	struct krdma_msg m = { .data = buf };
+	u32 seq;
 	int n;
 
 	for (;;) {
-		if (all && r->qnext >= AT_RCB_N)
+		if (all && r->taken >= atomic_read(&r->passed))
 			all = false;
 		n = krdma_recv(p, buf, size, all ? AT_TIMEOUT : 0);
 		if (n == -ETIMEDOUT && !all)
 			return true;
 		if (n < 0) {
-			at_fail(t, "krdma_recv of message %u passed on: %d",
-				r->qnext, n);
+			at_fail(t, "krdma_recv of the message passed on after %lld: %d",
+				r->qlast, n);
 			return false;
 		}
 		m.len = n;
-		if (r->qnext >= AT_RCB_N || at_rcb_bad(&m, r->qnext) >= 0) {
-			at_fail(t, "krdma_recv: %d bytes, seq %d, expected message %u passed on",
-				n, n >= 4 ? (int)at_get32(buf) : -1,
-				r->qnext);
+		seq = n >= 4 ? at_get32(buf) : 0;
+		if (n < 4 || seq % 3 != 1 || seq <= r->qlast ||
+		    seq >= AT_RCB_N || at_rcb_bad(&m, seq) >= 0) {
+			at_fail(t, "krdma_recv: %d bytes, seq %d after %lld: not one passed on",
+				n, n >= 4 ? (int)seq : -1, r->qlast);
 			return false;
 		}
-		r->qnext += 3;
+		r->qlast = seq;
+		r->taken++;
+		atomic_dec(&r->queued);
 	}
 }
 
@@ -4217,7 +4231,7 @@ static void sc_recv_cb(struct at_test *t)
 	}
 	at_ev_init(&r->ev);
 	spin_lock_init(&r->klock);
-	r->qnext = 1;
+	r->qlast = -1;
 	l = at_listen_local(t, &laddr, port + 2, &lopts, r, "with a recv callback");
 	if (!l)
 		goto out_free;
@@ -4255,8 +4269,15 @@ static void sc_recv_cb(struct at_test *t)
 	    !at_rcb_release(t, r, p, true) ||
 	    !at_rcb_drain(t, r, p, qbuf, AT_RCB_QBUF, true) ||
 	    !at_expect(t, krdma_recv(p, qbuf, AT_RCB_QBUF, 0), -ETIMEDOUT,
-		       "krdma_recv after the last message passed on"))
+		       "krdma_recv after the last message passed on") ||
+	    !at_expect(t, r->taken, atomic_read(&r->passed),
+		       "messages passed on and taken"))
 		goto out_c;
+	/* Taken as the sender went: most of those due were passed on. */
+	if (r->taken < AT_RCB_N / 3 / 2) {
+		at_fail(t, "only %u messages passed on to krdma_recv", r->taken);
+		goto out_c;
+	}
 	/* Released credits came back: the connection still carries. */
 	at_put32(AT_RCB_N, buf);
 	for (i = 4; i < at_rcb_len(AT_RCB_N); i++)
@@ -4270,7 +4291,7 @@ static void sc_recv_cb(struct at_test *t)
 		       "messages received after the releases"))
 		goto out_c;
 	pr_info("%s: %u messages in order, %u kept and released, %u passed on to krdma_recv\n",
-		t->name, AT_RCB_N + 1, r->kept_total, (r->qnext - 1) / 3);
+		t->name, AT_RCB_N + 1, r->kept_total, r->taken);
 out_c:
 	krdma_close(c);
 	if (p) {
@@ -5005,6 +5026,33 @@ static void sc_mr_pool_inv(struct at_test *t)
  * accepting side reads and writes through its token), one page more is
  * -E2BIG, and the pool's one MR registers again after its LOCAL_INV.
  */
+/*
+ * A READ or WRITE of @pages pages through @tok, then @dst (where the data
+ * lands) checked against pattern @seed.
+ */
+static bool at_pool_dev_rw(struct at_test *t, struct krdma_conn *c,
+			   bool write, struct scatterlist *sg, int n,
+			   const struct krdma_token *tok, const u8 *dst,
+			   u32 pages, u64 seed)
+{
+	const char *op = write ? "WRITE" : "READ";
+	s64 bad;
+	int ret;
+
+	ret = write ? krdma_write(c, sg, n, tok, 0, AT_TIMEOUT) :
+		      krdma_read(c, sg, n, tok, 0, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "%s of %u pages through the token", op,
+		       pages))
+		return false;
+	bad = at_check(dst, (u64)pages * PAGE_SIZE, seed, 0);
+	if (bad >= 0) {
+		at_fail(t, "%s: byte %lld is 0x%02x, expected 0x%02x", op, bad,
+			dst[bad], at_pat(seed, bad));
+		return false;
+	}
+	return true;
+}
+
 static void sc_mr_pool_dev(struct at_test *t)
 {
 	struct sockaddr_storage laddr = at_addr;
@@ -5028,7 +5076,6 @@ static void sc_mr_pool_dev(struct at_test *t)
 	u32 pages, want;
 	int n, ret;
 	struct at_ev *e;
-	s64 bad;
 
 	if (at_needs_one_guest(t))
 		return;
@@ -5088,27 +5135,11 @@ static void sc_mr_pool_dev(struct at_test *t)
 
 	/* The accepting side reads every byte, then writes new ones. */
 	n = at_sg_from_buf(psg, pages, pbuf, pages * PAGE_SIZE);
-	ret = krdma_read(pc, psg, n, &tok, 0, AT_TIMEOUT);
-	if (!at_expect(t, ret, 0, "READ of %u pages through the token",
-		       pages))
+	if (!at_pool_dev_rw(t, pc, false, psg, n, &tok, pbuf, pages, 0xdef))
 		goto out_c;
-	bad = at_check(pbuf, pages * PAGE_SIZE, 0xdef, 0);
-	if (bad >= 0) {
-		at_fail(t, "READ: byte %lld is 0x%02x, expected 0x%02x", bad,
-			pbuf[bad], at_pat(0xdef, bad));
-		goto out_c;
-	}
 	at_fill(pbuf, pages * PAGE_SIZE, 0xfed, 0);
-	ret = krdma_write(pc, psg, n, &tok, 0, AT_TIMEOUT);
-	if (!at_expect(t, ret, 0, "WRITE of %u pages through the token",
-		       pages))
+	if (!at_pool_dev_rw(t, pc, true, psg, n, &tok, buf, pages, 0xfed))
 		goto out_c;
-	bad = at_check(buf, pages * PAGE_SIZE, 0xfed, 0);
-	if (bad >= 0) {
-		at_fail(t, "WRITE: byte %lld is 0x%02x, expected 0x%02x", bad,
-			buf[bad], at_pat(0xfed, bad));
-		goto out_c;
-	}
 
 	/* LOCAL_INV, then back to the pool: the pool's one MR again. */
 	at_areq_init(&q, &a);
