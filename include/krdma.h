@@ -842,7 +842,8 @@ enum krdma_session_event {
  *	says which (a failed one may still deliver what came before its
  *	failure after DISCONNECTED, and a new one before its RECONNECTED).
  *	The connection's own recv callback, forwarded: same rules and
- *	return values as struct krdma_conn_ops.recv.
+ *	return values as struct krdma_conn_ops.recv (KRDMA_MSG_QUEUE puts
+ *	@msg on @conn's receive queue, for krdma_recv() on @conn).
  *
  * Context: @event runs in process context, from krdma's workqueue, one
  * call at a time per session and in order.  @recv runs where the
