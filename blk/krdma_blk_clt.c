@@ -18,6 +18,13 @@
  * has it.  No credit for the command: the registration is invalidated,
  * and then the request goes back to the requeue list.
  *
+ * A WRITE of at most incapsule_data_size bytes (4 KiB) registers nothing:
+ * its data goes in the command's message (krdma_sendv_async(): the
+ * command, then the request's segments, gathered by the device from where
+ * they are), the server copies it into its bio's pages and answers with a
+ * plain SEND.  One message instead of a REG_MR, an RDMA READ and a remote
+ * invalidation: what nvme-rdma's in-capsule data saves on small writes.
+ *
  * Recovery (krdma sessions): when a queue's connection fails (the peer
  * went away, the link, a request that timed out: krdma_conn_fail()), the
  * session tells DISCONNECTED and the disk's queue is quiesced, so that
@@ -60,6 +67,8 @@
 #define KRDMA_BLK_DEPTH		KRDMA_DEFAULT_DEPTH
 /* Reconnects a request rides out before it fails (nvme's max_retries). */
 #define KRDMA_BLK_MAX_RETRIES	5
+/* Data segments of an in-capsule WRITE (one element of its message each). */
+#define KRDMA_BLK_CAPSULE_SEGS	8
 
 enum {
 	KRDMA_BLK_RQ_IDLE,	/* the block layer's, or in queue_rq */
@@ -116,6 +125,8 @@ struct krdma_blk_rq {
 	struct krdma_mr		*mr;
 	struct krdma_req	send_req;
 	struct krdma_req	inv_req;
+	/* Sent from here (an in-capsule WRITE's, without a copy). */
+	struct krdma_blk_cmd	cmd;
 	struct llist_node	done;		/* on q->done (poll queues) */
 	int			end_status;
 	struct scatterlist	sg[KRDMA_BLK_MAX_SEGS];
@@ -129,6 +140,15 @@ static struct krdma_blk_every krdma_blk_test_busy;
 module_param_named(test_busy_every, krdma_blk_test_busy.every, uint, 0644);
 MODULE_PARM_DESC(test_busy_every,
 		 "Tests only: every Nth I/O command finds no send credit (0: off)");
+/*
+ * WRITEs of at most this many bytes carry their data in the command's
+ * message (nvme-rdma's in-capsule data, its target's inline_data_size).
+ */
+static unsigned int krdma_blk_incapsule = KRDMA_BLK_INCAPSULE_MAX;
+module_param_named(incapsule_data_size, krdma_blk_incapsule, uint, 0644);
+MODULE_PARM_DESC(incapsule_data_size,
+		 "A client's WRITEs of at most this many bytes (up to 4096) send their data in the command's message: no registration, no RDMA READ (default 4096; 0: never)");
+
 /* Replies that did not invalidate the token: a LOCAL_INV of our own. */
 static atomic_t krdma_blk_test_local_inv = ATOMIC_INIT(0);
 
@@ -508,18 +528,57 @@ static blk_status_t krdma_blk_cmd_op(struct request *rq, u8 *op)
 	return BLK_STS_OK;
 }
 
-/* Register @rq's pages and send its command on @conn. */
+/*
+ * The elements of an in-capsule WRITE's message: the command, then the data
+ * where the block layer has it, one per segment.  Return: how many, or 0
+ * when @rq is larger than incapsule_data_size or @conn's messages allow,
+ * or has more segments (or a page out of the linear map).
+ */
+static int krdma_blk_capsule_iov(struct krdma_conn *conn, struct request *rq,
+				 struct krdma_blk_rq *pdu, struct kvec *iov)
+{
+	u32 max = min(READ_ONCE(krdma_blk_incapsule), KRDMA_BLK_INCAPSULE_MAX);
+	struct req_iterator it;
+	struct bio_vec bv;
+	int n = 1;
+
+	if (blk_rq_bytes(rq) > max ||
+	    sizeof(pdu->cmd) + blk_rq_bytes(rq) > krdma_max_msg_size(conn))
+		return 0;
+	iov[0].iov_base = &pdu->cmd;
+	iov[0].iov_len = sizeof(pdu->cmd);
+	rq_for_each_segment(bv, rq, it) {
+		if (n > KRDMA_BLK_CAPSULE_SEGS || PageHighMem(bv.bv_page))
+			return 0;
+		iov[n].iov_base = bvec_virt(&bv);
+		iov[n].iov_len = bv.bv_len;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Send @rq's command on @conn: a READ or WRITE with its pages registered,
+ * or a small WRITE with its data in the message.
+ */
 static blk_status_t krdma_blk_submit(struct krdma_blk_queue *q,
 				     struct krdma_conn *conn,
 				     struct request *rq, u8 op)
 {
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
-	struct krdma_blk_cmd c = {};
+	struct kvec iov[1 + KRDMA_BLK_CAPSULE_SEGS];
+	struct krdma_blk_cmd *c = &pdu->cmd;
+	u16 fl = rq->cmd_flags & REQ_FUA ? KRDMA_BLK_F_FUA : 0;
 	struct krdma_token tok;
 	struct krdma_mr *mr;
-	int nents, ret;
+	int nents, niov = 0, ret;
 
-	if (op == KRDMA_BLK_OP_READ || op == KRDMA_BLK_OP_WRITE) {
+	memset(c, 0, sizeof(*c));
+	if (op == KRDMA_BLK_OP_WRITE)
+		niov = krdma_blk_capsule_iov(conn, rq, pdu, iov);
+	if (niov) {
+		fl |= KRDMA_BLK_F_INCAPSULE;
+	} else if (op == KRDMA_BLK_OP_READ || op == KRDMA_BLK_OP_WRITE) {
 		sg_init_table(pdu->sg, KRDMA_BLK_MAX_SEGS);
 		nents = blk_rq_map_sg(rq->q, rq, pdu->sg);
 		mr = krdma_reg_sg_nowait(conn, pdu->sg, nents,
@@ -543,20 +602,25 @@ static blk_status_t krdma_blk_submit(struct krdma_blk_queue *q,
 		pdu->mr = mr;
 		krdma_mr_token(mr, &tok);
 		pdu->rkey = tok.rkey;
-		krdma_token_pack(&tok, &c.token);
+		krdma_token_pack(&tok, &c->token);
 	}
-	krdma_blk_hdr_init(&c.hdr, op,
-			   rq->cmd_flags & REQ_FUA ? KRDMA_BLK_F_FUA : 0);
-	c.len = cpu_to_be32(op == KRDMA_BLK_OP_FLUSH ? 0 : blk_rq_bytes(rq));
-	c.sector = cpu_to_be64(blk_rq_pos(rq));
+	krdma_blk_hdr_init(&c->hdr, op, fl);
+	c->len = cpu_to_be32(op == KRDMA_BLK_OP_FLUSH ? 0 : blk_rq_bytes(rq));
+	c->sector = cpu_to_be64(blk_rq_pos(rq));
 	WRITE_ONCE(pdu->gen, (u32)atomic_inc_return(&q->gen));
-	c.tag = cpu_to_be64((u64)pdu->gen << 32 | blk_mq_unique_tag(rq));
-	/* The reply may come before krdma_send_async() returns. */
+	c->tag = cpu_to_be64((u64)pdu->gen << 32 | blk_mq_unique_tag(rq));
+	/* The reply may come before the send returns. */
 	atomic_set(&pdu->ref, 2);
 	atomic_set(&pdu->state, KRDMA_BLK_RQ_INFLIGHT);
 	pdu->send_req.done = krdma_blk_send_done;
-	ret = krdma_blk_every(&krdma_blk_test_busy) ? -EAGAIN :
-		krdma_send_async(conn, &c, sizeof(c), &pdu->send_req, true);
+	if (krdma_blk_every(&krdma_blk_test_busy))
+		ret = -EAGAIN;
+	else if (niov)	/* the pages stay the device's until send_done */
+		ret = krdma_sendv_async(conn, iov, niov, 0, 0, &pdu->send_req,
+					true);
+	else
+		ret = krdma_send_async(conn, c, sizeof(*c), &pdu->send_req,
+				       true);
 	if (!ret)
 		return BLK_STS_OK;
 	/* Not sent: no reply, no send completion, the request is ours. */
@@ -754,6 +818,7 @@ static int krdma_blk_queue_connect(struct krdma_blk_queue *q,
 			.queue_depth	= KRDMA_BLK_DEPTH,
 			.mr_pool	= KRDMA_BLK_DEPTH,
 			.mr_pool_pages	= KRDMA_MR_POOL_PAGES_DEV,
+			.max_msg_size	= KRDMA_BLK_MSG_MAX,
 			.poll		= q->polled,
 			/* Each hardware queue's completions on a vector. */
 			.comp_vector	= KRDMA_COMP_VECTOR(q->idx),

@@ -9,7 +9,10 @@
  * A command carries the client's token for the data: the server
  * RDMA-READs a WRITE's data from it, RDMA-WRITEs a READ's data to it.
  * No kernel address is on the wire; a token's addr is krdma's random I/O
- * virtual address.
+ * virtual address.  A WRITE of at most KRDMA_BLK_INCAPSULE_MAX bytes may
+ * carry its data in the command's message instead (KRDMA_BLK_F_INCAPSULE,
+ * no token), as nvme-rdma's in-capsule data: one message, no
+ * registration, no RDMA READ.
  */
 #ifndef _KRDMA_BLK_PROTO_H
 #define _KRDMA_BLK_PROTO_H
@@ -18,7 +21,7 @@
 #include <krdma.h>
 
 #define KRDMA_BLK_MAGIC		0x6b726231	/* "krb1" */
-#define KRDMA_BLK_VERSION	1
+#define KRDMA_BLK_VERSION	2	/* 2: in-capsule WRITE data */
 #define KRDMA_BLK_NAME_LEN	32		/* with its NUL */
 
 enum krdma_blk_op {
@@ -32,6 +35,10 @@ enum krdma_blk_op {
 
 /* Command flags. */
 #define KRDMA_BLK_F_FUA		0x1
+#define KRDMA_BLK_F_INCAPSULE	0x2	/* WRITE: the data follows the command */
+
+/* The most data an in-capsule WRITE carries. */
+#define KRDMA_BLK_INCAPSULE_MAX	4096
 
 /* HELLO reply flags: what the export supports. */
 #define KRDMA_BLK_X_RO		0x1
@@ -65,11 +72,14 @@ struct krdma_blk_hello {
 /**
  * struct krdma_blk_cmd - client -> server, one I/O
  * @hdr: op READ, WRITE, FLUSH, DISCARD or WRITE_ZEROES
- * @len: bytes (0 for FLUSH)
+ * @len: bytes (0 for FLUSH); a WRITE with KRDMA_BLK_F_INCAPSULE has them
+ *	right behind the command, in the same message, which is then
+ *	exactly sizeof(struct krdma_blk_cmd) + @len bytes long
  * @rsvd: 0
  * @tag: the client's, echoed in the reply
  * @sector: first 512-byte sector
- * @token: the client's data (READ, WRITE; zero otherwise)
+ * @token: the client's data (READ, WRITE without KRDMA_BLK_F_INCAPSULE; zero
+ *	otherwise)
  */
 struct krdma_blk_cmd {
 	struct krdma_blk_hdr	hdr;
@@ -103,6 +113,10 @@ struct krdma_blk_resp {
 	__be32			xflags;
 	__be32			rsvd;
 };
+
+/* The largest message: an in-capsule WRITE's (both sides' max_msg_size). */
+#define KRDMA_BLK_MSG_MAX	(sizeof(struct krdma_blk_cmd) + \
+				 KRDMA_BLK_INCAPSULE_MAX)
 
 static inline void krdma_blk_hdr_init(struct krdma_blk_hdr *h, u8 op, u16 fl)
 {

@@ -10,6 +10,10 @@
  *
  *   WRITE: pages, RDMA READ of the data from the client's token
  *          -> READ done: the bio over those very pages -> end_io: the reply
+ *   in-capsule WRITE (the data came in the command's message, at most
+ *          KRDMA_BLK_INCAPSULE_MAX bytes): pages, the data copied into them
+ *          from the message (kept by the recv callback until then), the
+ *          bio -> end_io: the reply (a plain SEND: no token to end)
  *   READ:  pages, the RDMA WRITE prepared (krdma_rdma_prep()), the bio
  *          -> end_io: the RDMA WRITE posted, the reply right behind it in
  *          the send queue -> WRITE done: pages and slot free
@@ -130,6 +134,11 @@ module_param_cb(test_inline_starts, &krdma_blk_counter_ops,
 		&krdma_blk_test_inline_starts, 0444);
 MODULE_PARM_DESC(test_inline_starts,
 		 "Tests only: READs and WRITEs the server started in their recv callback, so far");
+static atomic_t krdma_blk_test_incapsule_writes = ATOMIC_INIT(0);
+module_param_cb(test_incapsule_writes, &krdma_blk_counter_ops,
+		&krdma_blk_test_incapsule_writes, 0444);
+MODULE_PARM_DESC(test_incapsule_writes,
+		 "Tests only: WRITEs whose data came in the command (in-capsule) the server submitted, so far");
 static atomic_t krdma_blk_test_inline_submits = ATOMIC_INIT(0);
 module_param_cb(test_inline_submits, &krdma_blk_counter_ops,
 		&krdma_blk_test_inline_submits, 0444);
@@ -190,6 +199,7 @@ struct krdma_blk_sio {
 	enum krdma_blk_sio_stage stage;
 	int			status;		/* the bio's */
 	struct krdma_token	tok;		/* READ, WRITE: the client's */
+	struct krdma_msg	*capsule;	/* an in-capsule WRITE's, kept */
 	struct krdma_req	req;		/* the RDMA transfer's */
 	struct krdma_rdma	*rdma;		/* a READ's, until its bio ends */
 	struct krdma_blk_resp	resp;
@@ -397,16 +407,29 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	struct krdma_blk_sconn *sc = krdma_conn_priv(conn);
 	const struct krdma_blk_hdr *h = msg->data;
 	struct krdma_blk_sio *io;
+	bool hello, capsule = false;
 	const char *why;
-	bool hello;
+	size_t want;
 
 	if (!h || msg->len < sizeof(*h) || !krdma_blk_hdr_ok(h)) {
 		why = "not a krdma-blk message";
 		goto bad;
 	}
 	hello = h->op == KRDMA_BLK_OP_HELLO;
-	if (msg->len != (hello ? sizeof(struct krdma_blk_hello) :
-			 sizeof(struct krdma_blk_cmd))) {
+	want = hello ? sizeof(struct krdma_blk_hello) :
+		       sizeof(struct krdma_blk_cmd);
+	if (!hello && msg->len >= want &&
+	    (be16_to_cpu(h->flags) & KRDMA_BLK_F_INCAPSULE)) {
+		const struct krdma_blk_cmd *c = msg->data;
+
+		if (h->op != KRDMA_BLK_OP_WRITE) {
+			why = "in-capsule data on a command that is not a WRITE";
+			goto bad;
+		}
+		capsule = true;
+		want += be32_to_cpu(c->len);
+	}
+	if (msg->len != want) {
 		why = "bad message length";
 		goto bad;
 	}
@@ -431,7 +454,14 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	sc->inflight++;
 	sc->greeted = true;
 	spin_unlock_bh(&sc->lock);
-	memcpy(&io->msg, msg->data, msg->len);
+	memcpy(&io->msg, msg->data, hello ? sizeof(io->msg.hello) :
+					    sizeof(io->msg.cmd));
+	/*
+	 * An in-capsule WRITE's data stays in the message (and the message
+	 * holds its credit) until it is copied into the bio's pages, which
+	 * may happen before this returns KRDMA_MSG_KEEP.
+	 */
+	io->capsule = capsule ? msg : NULL;
 	io->stage = KRDMA_BLK_SIO_START;
 	/* In the completion workqueue a READ or WRITE starts right here. */
 	if (!hello && krdma_blk_sio_inline(sc) &&
@@ -439,10 +469,10 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	     io->msg.hdr.op == KRDMA_BLK_OP_WRITE)) {
 		atomic_inc(&krdma_blk_test_inline_starts);
 		krdma_blk_sio_start(io, true);
-		return 0;
+		return capsule ? KRDMA_MSG_KEEP : 0;
 	}
 	queue_work(sc->exp->wq, &io->work);
-	return 0;
+	return capsule ? KRDMA_MSG_KEEP : 0;
 bad:
 	pr_warn_ratelimited("export %s: %s from the client; closing its connection\n",
 			    sc->exp->name, why);
@@ -571,12 +601,25 @@ static void krdma_blk_reply_work(struct work_struct *work)
 	krdma_blk_sconn_put(sc);
 }
 
-/* @io's pages and slot are free again.  Any context up to softirq. */
+/* An in-capsule WRITE's message goes back to the client, with its credit. */
+static void krdma_blk_sio_capsule_put(struct krdma_blk_sio *io)
+{
+	if (io->capsule) {
+		krdma_msg_release(io->sc->conn, io->capsule);
+		io->capsule = NULL;
+	}
+}
+
+/*
+ * @io's pages, message and slot are free again.  Any context up to
+ * softirq.
+ */
 static void krdma_blk_sio_release(struct krdma_blk_sio *io)
 {
 	struct krdma_blk_sconn *sc = io->sc;
 
 	krdma_blk_sio_free_pages(io);
+	krdma_blk_sio_capsule_put(io);
 	spin_lock_bh(&sc->lock);
 	list_add(&io->free, &sc->free);
 	spin_unlock_bh(&sc->lock);
@@ -765,7 +808,8 @@ static void krdma_blk_sio_rdma_done(struct krdma_req *req)
 /*
  * Start a READ or WRITE: data straight between the client's token and the
  * bio's pages.  A WRITE reads the data in first, then submits its bio when
- * that is over; a READ prepares the RDMA WRITE of its data, then submits
+ * that is over (an in-capsule WRITE copies it from its message and submits
+ * at once); a READ prepares the RDMA WRITE of its data, then submits
  * its bio.  @nowait: in a completion, where nothing may wait for an RDMA
  * slot.  Return: -EINPROGRESS when started (the reply comes later),
  * -EAGAIN (@nowait) for no RDMA slot free, nothing kept.
@@ -777,11 +821,22 @@ static int krdma_blk_srv_rw(struct krdma_blk_sio *io, bool write, u32 len,
 	struct krdma_rdma *op;
 	int ret;
 
-	if (io->tok.length < len)
+	if (!io->capsule && io->tok.length < len)
 		return -EINVAL;
 	ret = krdma_blk_sio_alloc_pages(io, len);
 	if (ret)
 		return ret;
+	if (io->capsule) {
+		const u8 *data = io->capsule->data;
+
+		/* @len is what the message holds (the recv callback's check). */
+		sg_copy_from_buffer(io->sg, io->npages,
+				    data + sizeof(struct krdma_blk_cmd), len);
+		krdma_blk_sio_capsule_put(io);
+		atomic_inc(&krdma_blk_test_incapsule_writes);
+		krdma_blk_sio_submit(io);
+		return -EINPROGRESS;
+	}
 	if (nowait && krdma_blk_every(&krdma_blk_test_start_busy)) {
 		ret = -EAGAIN;
 		goto out;
@@ -921,7 +976,8 @@ static void krdma_blk_sio_work(struct work_struct *work)
 struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a)
 {
 	struct krdma_conn_opts opts = { .ops = &krdma_blk_srv_ops,
-					.workqueue = a->wq };
+					.workqueue = a->wq,
+					.max_msg_size = KRDMA_BLK_MSG_MAX };
 	struct krdma_blk_export *exp;
 	struct block_device *bdev;
 	u32 maxd;

@@ -214,7 +214,10 @@ struct krdma_conn_req {
  *	KRDMA_MSG_KEEP to keep @msg and its bytes until
  *	krdma_msg_release() (a server can answer from them without a
  *	copy); a kept message holds one of the peer's credits, so keeping
- *	queue-depth messages stops the peer until one is released.
+ *	queue-depth messages stops the peer until one is released.  It is
+ *	the consumer's from the moment @recv is called: it may be released
+ *	before @recv returns KRDMA_MSG_KEEP (by @recv itself, or by a
+ *	context @recv handed it to).
  *	Runs in softirq, or process context with bottom halves disabled;
  *	must not sleep.  On a workqueue connection (opts.workqueue):
  *	process context, from the completion workqueue; may sleep to

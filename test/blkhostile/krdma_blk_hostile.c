@@ -13,11 +13,15 @@
  *              end, an overflowing sector, longer than the token, longer
  *              than the export's maximum, a FLUSH with a length) are each
  *              answered with their errno, and the connection stays up: a
- *              READ of @sector after them returns @fill in every byte
+ *              READ of @sector after them returns @fill in every byte;
+ *              then an in-capsule WRITE past the end is refused, and one
+ *              of 4 KiB next to @sector reads back byte for byte
  *   early      a command before HELLO: the server closes the connection
  *   hello2     a second HELLO: closed
  *   garbage    a message that is not krdma-blk's: closed
  *   badlen     a command one byte too long: closed
+ *   capsread   a READ flagged in-capsule, with 4 KiB behind it: closed
+ *   capsshort  an in-capsule WRITE one byte shorter than its length: closed
  *   overrun    depth + 1 READs sent before any is answered (the export's
  *              device takes seconds per request): closed at the last one,
  *              nothing answered
@@ -54,7 +58,7 @@ module_param(export, charp, 0444);
 MODULE_PARM_DESC(export, "the export's name");
 static char *mode = "";
 module_param(mode, charp, 0444);
-MODULE_PARM_DESC(mode, "badcmd, early, hello2, garbage, badlen, overrun, noreplies or forged");
+MODULE_PARM_DESC(mode, "badcmd, early, hello2, garbage, badlen, capsread, capsshort, overrun, noreplies or forged");
 static uint depth = 4;
 module_param(depth, uint, 0444);
 MODULE_PARM_DESC(depth, "queue depth asked for (2 to 16)");
@@ -188,6 +192,25 @@ static void hb_cmd(struct krdma_blk_cmd *c, u8 op, u32 len, u64 sect,
 		krdma_token_pack(t, &c->token);
 }
 
+/*
+ * A message of command @op with @flags, @len and @sect, and @n bytes of
+ * @v behind it (in-capsule data): kfree() it.
+ */
+static u8 *hb_capsule(u8 op, u16 flags, u32 len, u64 sect, u32 n, u8 v)
+{
+	struct krdma_blk_cmd *c;
+	u8 *m;
+
+	m = kmalloc(sizeof(*c) + n, GFP_KERNEL);
+	if (!m)
+		return NULL;
+	c = (struct krdma_blk_cmd *)m;
+	hb_cmd(c, op, len, sect, 7, NULL);
+	krdma_blk_hdr_init(&c->hdr, op, flags);
+	memset(m + sizeof(*c), v, n);
+	return m;
+}
+
 /* The server closed the connection, with no reply past @replies. */
 static int hb_closed(struct hb *hb, u32 replies)
 {
@@ -239,6 +262,60 @@ static void hb_buf_put(struct hb_buf *b)
 static bool hb_all(const u8 *p, size_t n, u8 v)
 {
 	return !memchr_inv(p, v, n);
+}
+
+/*
+ * An in-capsule WRITE past the end: -EINVAL, the connection up.  Then
+ * 4 KiB of ~@fill in-capsule at @sector + 8, read back into a buffer of
+ * its own (a reply ends the token it answers).
+ */
+static int hb_badcmd_capsule(struct hb *hb)
+{
+	struct hb_buf b = {};
+	u8 v = ~fill;
+	int ret, status;
+	u8 *m;
+
+	m = hb_capsule(KRDMA_BLK_OP_WRITE, KRDMA_BLK_F_INCAPSULE, HB_IO,
+		       hb->sectors, HB_IO, v);
+	if (!m)
+		return -ENOMEM;
+	ret = hb_call(hb, m, sizeof(struct krdma_blk_cmd) + HB_IO, &status);
+	if (ret || status != -EINVAL) {
+		pr_err("badcmd: in-capsule WRITE past the end: %d, status %d, expected %d\n",
+		       ret, status, -EINVAL);
+		ret = ret ?: -EPROTO;
+		goto out;
+	}
+	kfree(m);
+	m = hb_capsule(KRDMA_BLK_OP_WRITE, KRDMA_BLK_F_INCAPSULE, HB_IO,
+		       sector + 8, HB_IO, v);
+	if (!m)
+		return -ENOMEM;
+	ret = hb_call(hb, m, sizeof(struct krdma_blk_cmd) + HB_IO, &status);
+	if (!ret && status)
+		ret = status;
+	if (ret) {
+		pr_err("badcmd: in-capsule WRITE: %d\n", ret);
+		goto out;
+	}
+	ret = hb_buf_get(hb, &b);
+	if (ret)
+		goto out;
+	hb_cmd((struct krdma_blk_cmd *)m, KRDMA_BLK_OP_READ, HB_IO, sector + 8,
+	       101, &b.tok);
+	ret = hb_call(hb, m, sizeof(struct krdma_blk_cmd), &status);
+	if (!ret && status)
+		ret = status;
+	if (!ret && !hb_all(b.p, HB_IO, v)) {
+		pr_err("badcmd: the in-capsule WRITE's 4 KiB did not read back as 0x%02x\n",
+		       v);
+		ret = -EIO;
+	}
+out:
+	hb_buf_put(&b);
+	kfree(m);
+	return ret;
 }
 
 /* Commands to refuse one by one, then a READ that works. */
@@ -295,11 +372,13 @@ static int hb_badcmd(struct hb *hb)
 		       fill);
 		ret = -EIO;
 	}
+	if (!ret)
+		ret = hb_badcmd_capsule(hb);
 	if (!ret && krdma_conn_error(hb->conn))
 		ret = krdma_conn_error(hb->conn);
 	hb_buf_put(&b);
 	if (!ret)
-		pr_info("badcmd: %zu commands refused, each with its errno; the READ after them returned its data\n",
+		pr_info("badcmd: %zu commands refused, each with its errno; the READ after them returned its data; an in-capsule WRITE past the end refused, one of 4 KiB read back\n",
 			ARRAY_SIZE(bad));
 	return ret;
 }
@@ -425,6 +504,19 @@ static int hb_run(struct hb *hb)
 		ret = krdma_send(hb->conn, raw, sizeof(raw), HB_WAIT);
 		return ret ?: hb_closed(hb, 0);
 	}
+	if (!strcmp(mode, "capsread") || !strcmp(mode, "capsshort")) {
+		bool rd = mode[4] == 'r';
+		u8 *m = hb_capsule(rd ? KRDMA_BLK_OP_READ : KRDMA_BLK_OP_WRITE,
+				   KRDMA_BLK_F_INCAPSULE, HB_IO, 0,
+				   rd ? HB_IO : HB_IO - 1, 0x77);
+
+		if (!m)
+			return -ENOMEM;
+		ret = krdma_send(hb->conn, m, sizeof(c) + (rd ? HB_IO : HB_IO - 1),
+				 HB_WAIT);
+		kfree(m);
+		return ret ?: hb_closed(hb, 0);
+	}
 	if (!strcmp(mode, "badcmd"))
 		return hb_badcmd(hb);
 	if (!strcmp(mode, "overrun"))
@@ -462,6 +554,7 @@ static int __init hb_init(void)
 	spin_lock_init(&hb->lock);
 	opts.priv = hb;
 	opts.queue_depth = depth;
+	opts.max_msg_size = KRDMA_BLK_MSG_MAX;
 	hb->conn = krdma_connect((struct sockaddr *)&ss, NULL, &opts);
 	if (IS_ERR(hb->conn)) {
 		ret = PTR_ERR(hb->conn);

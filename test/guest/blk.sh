@@ -4,7 +4,8 @@
 # memory-backed null_blk exported and mapped over the lane's device as
 # /dev/krdmablk0.  Data written through it is compared byte for byte (and
 # against null_blk itself), fio verifies random writes of 512 B to 1 MiB
-# (again with every 5th command and every 3rd reply finding no credit,
+# and of 512 B to 4 KiB (in-capsule WRITEs, test_incapsule_writes; a
+# 4 KiB write with incapsule_data_size 0 registers its pages) (again with every 5th command and every 3rd reply finding no credit,
 # test_busy_every and test_reply_busy_every), the server's data and
 # replies go from bio completions in softirq and, null_blk reloaded with
 # irqmode=2, in hardirq context (test_hardirq_ends), an
@@ -20,7 +21,8 @@
 # fails the I/O
 # without a hang.  A hostile client (test/blkhostile) gets each bad command
 # refused with its errno, and its connection closed, with one line, for
-# each breach of the protocol: no HELLO, two, garbage, a bad length, more
+# each breach of the protocol: no HELLO, two, garbage, a bad length,
+# in-capsule data on a READ or shorter than its length, more
 # commands than its queue depth, replies it never takes, a forged token.
 # Exports and maps work over IPv6 and over a long IPv4 address.
 # KRDMA_BLK_FIO_SIZE (default 32M, 64M in make stress; on the debug
@@ -151,7 +153,25 @@ if [ "${KRDMA_STRESS:-0}" = 1 ]; then
 	log "fio verify, random reads and writes mixed, 4 jobs at depth 32"
 	fio_verify 16M 4k 4 32 randrw
 fi
-# Every reply was a SEND_WITH_INV of its command's token.
+# In-capsule WRITEs: those of at most incapsule_data_size (4 KiB) carry
+# their data in the command; the server copies it into its bio's pages.
+log "fio verify, 512 B to 4 KiB: in-capsule WRITEs"
+expect_eq "$(cat $P/incapsule_data_size)" 4096 "incapsule_data_size's default"
+c0=$(cat $P/test_incapsule_writes)
+fio_verify 2M 4k
+n=$(($(cat $P/test_incapsule_writes) - c0))
+log "server: $n in-capsule WRITEs"
+[ "$n" -ge 500 ] || fail "$n in-capsule WRITEs, expected 500 or more"
+# Off: a 4 KiB WRITE registers its pages again, byte for byte.
+echo 0 >$P/incapsule_data_size
+c0=$(cat $P/test_incapsule_writes)
+dd if="$W/rand" of="$D" bs=4k count=16 seek=777 oflag=direct status=none ||
+	fail "dd 4 KiB blocks, in-capsule off"
+echo 4096 >$P/incapsule_data_size
+dd if="$D" of="$W/back" bs=4k count=16 skip=777 iflag=direct status=none
+cmp <(head -c 64k "$W/rand") "$W/back" || fail "4 KiB blocks written with in-capsule off differ"
+expect_eq "$(cat $P/test_incapsule_writes)" "$c0" "in-capsule WRITEs with incapsule_data_size 0"
+# Every reply to a command with a token was a SEND_WITH_INV of it.
 expect_eq "$(cat $P/test_local_inv)" 0 "replies that did not invalidate their token"
 # null_blk ended every bio in softirq: the server posted from its end_io.
 expect_eq "$(cat $P/test_hardirq_ends)" 0 "bios ended in hardirq (irqmode=1)"
@@ -368,6 +388,8 @@ hostile early e0 $PORT "command before HELLO from the client; closing its connec
 hostile hello2 e0 $PORT "second HELLO from the client; closing its connection"
 hostile garbage e0 $PORT "not a krdma-blk message from the client; closing its connection"
 hostile badlen e0 $PORT "bad message length from the client; closing its connection"
+hostile capsread e0 $PORT "in-capsule data on a command that is not a WRITE from the client; closing its connection"
+hostile capsshort e0 $PORT "bad message length from the client; closing its connection"
 hostile noreplies e0 $PORT "the client takes no replies; closing its connection"
 hostile forged e0 $PORT ''
 hostile overrun eslow $((PORT + 3)) "more commands than the queue depth from the client; closing its connection"
