@@ -7,6 +7,8 @@
 #   krdma-blk-wq  the same with the export's "wq" word: the server's
 #               completions in the completion workqueue, a shallow queue's
 #               commands started there;
+#   krdma-blk-nocapsule  (not by default) krdma-blk with the module's
+#               incapsule_data_size=0: every write's data by RDMA READ;
 #   nvme-rdma   the kernel's nvmet-rdma target (configfs) on /dev/nullb0 and
 #               its nvme-rdma host (/dev/nvme-fabrics), over the same rxe;
 # one after the other, each torn down before the next.  The null_blk is
@@ -29,7 +31,8 @@
 #                            krdma-blk-wq nvme-rdma"; nvme-rdma-noinline,
 #                            not by default: nvme-rdma with the port's
 #                            param_inline_data_size=0, so that a write's
-#                            data comes by RDMA READ, as krdma-blk's does)
+#                            data comes by RDMA READ, as krdma-blk-nocapsule's
+#                            does)
 #   KRDMA_BENCH_BLK_PROFILE  a job name (randread-4k-qd32, ...): after the
 #                            measured runs, that job runs once more on each
 #                            target under `perf record -a` (cpu-clock; TCG
@@ -159,10 +162,14 @@ prof_fio() {
 
 # ---- krdma-blk --------------------------------------------------------------
 # kb_up [WORD]: WORD (softirq) goes on the export line.
+# kb_up [WORD [CAPSULE]]: export (with WORD) and map; CAPSULE: the
+# module's incapsule_data_size (kb_down unloads it, which resets it).
 kb_up() {
 	local ko=$BUILD/blk/krdma_blk.ko
 	[ -f "$ko" ] || { echo "$ko not built"; return 1; }
 	lsmod | grep -q '^krdma_blk ' || insmod "$ko" || { echo "insmod krdma_blk"; return 1; }
+	[ -z "${2:-}" ] || echo "$2" >/sys/module/krdma_blk/parameters/incapsule_data_size ||
+		{ echo "incapsule_data_size=$2"; return 1; }
 	t 60 bash -c "echo 'export name=bench path=$NB addr=$KB_ADDR ${1:-}' >$BLK_CTL" ||
 		{ echo "krdma-blk export"; return 1; }
 	t 60 bash -c "echo 'map name=$KB addr=$KB_ADDR export=bench queues=$queues poll_queues=1' >$BLK_CTL" ||
@@ -277,10 +284,12 @@ for target in $targets; do
 	case $target in
 	null_blk)
 		run_fio null_blk $NB ;;
-	krdma-blk|krdma-blk-wq)
-		word=${target#krdma-blk}
-		log "$target: export${word:+ (${word#-})} and map over $IBDEV"
-		if why=$(kb_up "${word#-}"); then
+	krdma-blk|krdma-blk-wq|krdma-blk-nocapsule)
+		word= caps=
+		[ "$target" = krdma-blk-wq ] && word=wq
+		[ "$target" = krdma-blk-nocapsule ] && caps=0
+		log "$target: export${word:+ ($word)} and map over $IBDEV${caps:+, incapsule_data_size=$caps}"
+		if why=$(kb_up "$word" "$caps"); then
 			run_fio "$target" /dev/$KB
 		else
 			fail_all "$target" "set-up: $why"
