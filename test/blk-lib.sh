@@ -99,6 +99,20 @@ fio_loop() {
 	bgpid=$!
 }
 
+# bg_wait LIMIT WHAT: wait at most LIMIT s for $bgpid (fail "... still
+# running LIMIT s after WHAT" past it); its exit status in BG_RC, bgpid
+# cleared.
+bg_wait() {
+	local t0=$SECONDS
+	while kill -0 "$bgpid" 2>/dev/null; do
+		[ $((SECONDS - t0)) -le "$1" ] || fail "I/O still running $1 s after $2"
+		nap 0.2
+	done
+	wait "$bgpid"
+	BG_RC=$?
+	bgpid=
+}
+
 # sess_sum FILE: FILE (a number) summed over every session.
 sess_sum() {
 	local f n=0 v

@@ -205,47 +205,13 @@ fio_verify "$fio_size" 4k 2 16 randrw
 # ---- 3. link flaps during fio verify --------------------------------------
 S=$KRDMA_SYS/sessions
 expect_eq "$(ls "$S" | wc -l)" 2 "sessions (one a queue)"
-sess_all_connected || fail "sessions not all connected before the flaps"
-log "$flaps link flaps during fio verify"
-dmesg_mark
-fio_loop "$fio_size" 1M 16
-nap 2
-rc0=$(sess_sum reconnects) || fail "reconnects"
-for i in $(seq 1 "$flaps"); do
-	kill -0 "$bgpid" 2>/dev/null ||
-		{ cat "$W/fio-loop.log"; fail "fio verify ended before flap $i"; }
-	before=$(sess_sum reconnects)
-	down=$((1 + i % 3))
-	ip link set eth0 down || fail "link down"
-	nap "$down"
-	ip link set eth0 up || fail "link up"
-	t0=$SECONDS
-	# Some I/O, then every session connected again.
-	nap 1
-	wait_for 60 sess_all_connected ||
-		fail "flap $i: sessions not connected 60 s after link up: $(grep . "$S"/*/state "$S"/*/last_error | paste -sd ' ')"
-	after=$(sess_sum reconnects)
-	log "flap $i: down $down s; $((after - before)) reconnects; all connected $((SECONDS - t0)) s after link up"
-	# A flap need not cost a reconnect: one that finds nothing posted
-	# until link up is ridden out by rxe's retransmits (6.1 rode out a
-	# 3 s one on 2026-11-29).  Over rxe the flaps together must cost
-	# one (fio_loop_end), so that they are known to have been felt.
-	nap 1
-done
 # fio_loop_end WHAT: stop the fio loop; every run passed, and since
 # dmesg_mark no I/O error and no line of a lost session or failed request.
 fio_loop_end() {
-	local t0 rc runs recon lines bad
+	local runs recon lines bad
 	: >"$W/stop"
-	t0=$SECONDS
-	while kill -0 "$bgpid" 2>/dev/null; do
-		[ $((SECONDS - t0)) -le 120 ] || fail "fio verify still running 120 s after the last of $1"
-		nap 0.5
-	done
-	wait "$bgpid"
-	rc=$?
-	bgpid=
-	[ $rc = 0 ] || { cat "$W/fio-loop.log"; fail "fio verify across $1: $(grep -m1 '^FAIL:' "$W/fio-loop.log")"; }
+	bg_wait 120 "the last of $1"
+	[ $BG_RC = 0 ] || { cat "$W/fio-loop.log"; fail "fio verify across $1: $(grep -m1 '^FAIL:' "$W/fio-loop.log")"; }
 	runs=$(cat "$W/fio-runs" 2>/dev/null)
 	recon=$(( $(sess_sum reconnects) - rc0 ))
 	lines=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected, [0-9]* requests sent again')
@@ -258,37 +224,60 @@ fio_loop_end() {
 	[ -z "$bad" ] || fail "during $1: $(head -n 3 <<<"$bad" | paste -sd ';')"
 	dmesg_new | grep -E 'krdma(_blk)?: ' | grep -vE 'krdma: .*(deferred|port up)' | head -n 12
 }
-fio_loop_end "$flaps flaps"
+# A's flap I: its own link down 1 to 3 s.
+flap_a() {
+	FLAP="down $((1 + $1 % 3)) s"
+	ip link set eth0 down || fail "link down"
+	nap $((1 + $1 % 3))
+	ip link set eth0 up || fail "link up"
+}
+# B's flap I: B takes its link down for 5 s when told.
+flap_b() {
+	FLAP="B's link down 5 s"
+	put_val "sflap-$1" 1
+	wait_val 120 "sflap-up-$1"
+}
+# flaps_during_fio N WHAT FLAP: fio verify loops while FLAP 1 .. FLAP N
+# run, each once every session is connected again; then fio_loop_end.
+# A flap need not cost a reconnect: one that finds nothing posted until
+# link up is ridden out by rxe's retransmits (6.1 rode out a 3 s one of
+# A's on 2026-11-29).  Over rxe the flaps together must cost one
+# (fio_loop_end), so that they are known to have been felt.
+flaps_during_fio() {
+	local i before after t0
+	log "$1 $2 during fio verify"
+	wait_for 60 sess_all_connected || fail "sessions not all connected before the $2"
+	dmesg_mark
+	fio_loop "$fio_size" 1M 16
+	nap 2
+	rc0=$(sess_sum reconnects) || fail "reconnects"
+	for i in $(seq 1 "$1"); do
+		kill -0 "$bgpid" 2>/dev/null ||
+			{ cat "$W/fio-loop.log"; fail "fio verify ended before flap $i of the $2"; }
+		before=$(sess_sum reconnects)
+		"$3" "$i"
+		t0=$SECONDS
+		# Some I/O, then every session connected again.
+		nap 1
+		wait_for 60 sess_all_connected ||
+			fail "flap $i: sessions not connected 60 s after link up: $(grep . "$S"/*/state "$S"/*/last_error | paste -sd ' ')"
+		after=$(sess_sum reconnects)
+		log "flap $i: $FLAP; $((after - before)) reconnects; all connected $((SECONDS - t0)) s after link up"
+		nap 1
+	done
+	fio_loop_end "$1 $2"
+}
+flaps_during_fio "$flaps" "link flaps" flap_a
 
 # ---- 3b. the server's link flaps during fio verify ----------------------
-log "$sflaps flaps of B's link (5 s each) during fio verify"
-wait_for 60 sess_all_connected || fail "sessions not all connected before B's flaps"
-dmesg_mark
-fio_loop "$fio_size" 1M 16
-nap 2
-rc0=$(sess_sum reconnects) || fail "reconnects"
-for i in $(seq 1 "$sflaps"); do
-	kill -0 "$bgpid" 2>/dev/null ||
-		{ cat "$W/fio-loop.log"; fail "fio verify ended before B's flap $i"; }
-	before=$(sess_sum reconnects)
-	put_val "sflap-$i" 1
-	wait_val 120 "sflap-up-$i"
-	t0=$SECONDS
-	nap 1
-	wait_for 60 sess_all_connected ||
-		fail "B's flap $i: sessions not connected 60 s after B's link up: $(grep . "$S"/*/state "$S"/*/last_error | paste -sd ' ')"
-	after=$(sess_sum reconnects)
-	log "B's flap $i: $((after - before)) reconnects; all connected $((SECONDS - t0)) s after B's link up"
-	nap 1
-done
-fio_loop_end "$sflaps flaps of B's link"
+flaps_during_fio "$sflaps" "flaps of B's link" flap_b
 
 # ---- 4. unmap, unexport, rmmod during I/O ----------------------------------
 # during_io WHAT CMD: dd writes (and reads) $D in a loop; CMD (a shell
 # command) runs; it must return 0 within 60 s, and the I/O must end within
 # 60 s after it with dd's failure (exit 3), an I/O error.
 during_io() {
-	local what=$1 cmd=$2 t0 rc
+	local what=$1 cmd=$2 t0
 	log "$what during I/O"
 	io_loop "$W/dd.err"
 	nap 3
@@ -297,15 +286,9 @@ during_io() {
 	eval "$cmd" || fail "$what during I/O"
 	[ $((SECONDS - t0)) -le 60 ] || fail "$what took $((SECONDS - t0)) s"
 	t0=$SECONDS
-	while kill -0 "$bgpid" 2>/dev/null; do
-		[ $((SECONDS - t0)) -le 60 ] || fail "I/O still running 60 s after $what"
-		nap 0.2
-	done
-	wait "$bgpid"
-	rc=$?
-	bgpid=
+	bg_wait 60 "$what"
 	log "$what: the I/O failed $((SECONDS - t0)) s later"
-	expect_eq "$rc" 3 "I/O after $what (3: dd failed)"
+	expect_eq "$BG_RC" 3 "I/O after $what (3: dd failed)"
 	grep -q 'Input/output error' "$W/dd.err" && return
 	# An unmap may land between two of the loop's dd runs: nothing in
 	# flight to fail, and the next dd finds no device (io_loop).

@@ -477,7 +477,7 @@ blk "unexport name=ero" || fail "unexport ero"
 # $D in a loop: CMD returns within 60 s, and so does the I/O, with dd's
 # failure (exit 3), not a hang.
 during_io() {
-	local what=$1 cmd=$2 t0 rc
+	local what=$1 cmd=$2 t0
 	log "$what during I/O"
 	io_loop /dev/null
 	nap 3
@@ -485,15 +485,8 @@ during_io() {
 	t0=$SECONDS
 	blk "$cmd" || fail "$what during I/O"
 	[ $((SECONDS - t0)) -le 60 ] || fail "$what took $((SECONDS - t0)) s"
-	t0=$SECONDS
-	while kill -0 "$bgpid" 2>/dev/null; do
-		[ $((SECONDS - t0)) -le 60 ] || fail "I/O still running 60 s after $what"
-		nap 0.2
-	done
-	wait "$bgpid"
-	rc=$?
-	bgpid=
-	expect_eq "$rc" 3 "I/O after $what (3: dd failed)"
+	bg_wait 60 "$what"
+	expect_eq "$BG_RC" 3 "I/O after $what (3: dd failed)"
 }
 
 # ---- bios that end in hardirq context -----------------------------------
