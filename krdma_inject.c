@@ -30,8 +30,9 @@
  *
  * delay=MS (1..10000), a slow peer: every successful completion of those
  * kinds (every Nth with nth=N, a share with percent=P) reaches its handler
- * MS ms late.  Order is kept: while one is held back, every later
- * completion of the connection (any kind, any status) queues behind it,
+ * MS ms late (at least MS; at most a jiffy and the timer's latency
+ * more).  Order is kept: while one is held back, every later completion
+ * of the connection (any kind, any status) queues behind it,
  * as the credits and the message protocol need.  The queue is a ring
  * allocated by the write, sized for every completion the connection can
  * have outstanding (its share of the CQ, conn->cq_size): the completion
@@ -129,9 +130,10 @@ static bool krdma_inj_hold(struct krdma_conn *conn, struct krdma_inject *inj,
 	if (wc == READ_ONCE(inj->cur))
 		return false;
 	spin_lock_irqsave(&inj->lock, flags);
+	/* A jiffy more: now may be late in its tick, and MS is a minimum. */
 	if (inj->delay_ms && wc->status == IB_WC_SUCCESS && (inj->ops & op) &&
 	    krdma_inj_pick(inj))
-		delay = msecs_to_jiffies(inj->delay_ms) ?: 1;
+		delay = msecs_to_jiffies(inj->delay_ms) + 1;
 	if (!delay && !inj->dq_len && !inj->busy)
 		goto out;
 	if (inj->dq_len == inj->dq_size) {
