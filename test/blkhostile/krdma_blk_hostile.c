@@ -272,8 +272,8 @@ static bool hb_all(const u8 *p, size_t n, u8 v)
 static int hb_badcmd_capsule(struct hb *hb)
 {
 	struct hb_buf b = {};
+	int ret, status = 0;
 	u8 v = ~fill;
-	int ret, status;
 	u8 *m;
 
 	m = hb_capsule(KRDMA_BLK_OP_WRITE, KRDMA_BLK_F_INCAPSULE, HB_IO,
@@ -349,7 +349,7 @@ static int hb_badcmd(struct hb *hb)
 	};
 	struct krdma_blk_cmd c;
 	struct hb_buf b = {};
-	int i, ret, status;
+	int i, ret, status = 0;
 
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
 		hb_cmd(&c, bad[i].op, bad[i].len, bad[i].sect, i, bad[i].t);
@@ -505,7 +505,7 @@ static int hb_run(struct hb *hb)
 		return ret ?: hb_closed(hb, 0);
 	}
 	if (!strcmp(mode, "capsread") || !strcmp(mode, "capsshort")) {
-		bool rd = mode[4] == 'r';
+		bool rd = !strcmp(mode, "capsread");
 		u8 *m = hb_capsule(rd ? KRDMA_BLK_OP_READ : KRDMA_BLK_OP_WRITE,
 				   KRDMA_BLK_F_INCAPSULE, HB_IO, 0,
 				   rd ? HB_IO : HB_IO - 1, 0x77);
