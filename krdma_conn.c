@@ -1263,8 +1263,15 @@ static void krdma_fill_conn_param(struct krdma_conn *conn,
 	memset(param, 0, sizeof(*param));
 	param->private_data = pdata;
 	param->private_data_len = plen;
-	param->responder_resources = min_t(u32, a->max_qp_rd_atom, 16);
-	param->initiator_depth = min_t(u32, a->max_qp_init_rd_atom, 16);
+	/*
+	 * As many RDMA READs and atomics in flight as the device takes, each
+	 * way (nvme-rdma asks the same): a connection's queue depth of READs
+	 * must not wait for one another's round trips.  The accepting side
+	 * lowers each to what the peer offers (krdma_connect_request()): a
+	 * peer gets at most the device's own limit of responder state.
+	 */
+	param->responder_resources = min_t(u32, a->max_qp_rd_atom, U8_MAX);
+	param->initiator_depth = min_t(u32, a->max_qp_init_rd_atom, U8_MAX);
 	/* rxe treats 7 as "retry forever": a dead peer would never be noticed. */
 	param->retry_count = 6;
 	param->rnr_retry_count = 7;
