@@ -20,8 +20,11 @@
  *
  * Where the steps run: by default the connections take their completions
  * in softirq, and every step that needs process context (a command's
- * start, a WRITE's bio) goes to the export's unbound work item, one
- * hand-off each.  An export made with "wq" takes them in the completion
+ * start, a WRITE's bio) goes to the command's work item, one hand-off
+ * each: on this CPU's high-priority worker while the connection's queue
+ * is shallow (at most hipri_depth commands unanswered, 1 by default), so
+ * that no idle CPU is woken for it, else on the export's unbound workers,
+ * which spread a deep queue over the CPUs.  An export made with "wq" takes them in the completion
  * workqueue (opts.workqueue, as nvmet-rdma's IB_POLL_WORKQUEUE queues), so
  * a READ or WRITE can start in its recv callback and a WRITE's bio go
  * from its RDMA READ's completion, in process context, with no hand-off.
@@ -75,6 +78,20 @@ static unsigned int krdma_blk_inline_depth = 1;
 module_param_named(inline_depth, krdma_blk_inline_depth, uint, 0644);
 MODULE_PARM_DESC(inline_depth,
 		 "A server starts a READ or WRITE in its recv callback while its connection has at most this many commands unanswered, the new one included (default 1; 0: never)");
+
+/*
+ * How deep a connection's queue may be for a command's work to go to this
+ * CPU's high-priority worker rather than to the export's unbound ones.
+ * The CPU's own worker runs as soon as the completion that queued it is
+ * over, where an unbound one is woken on whichever CPU the scheduler
+ * picks, an idle one at QD1, which a virtual machine wakes slowly (as
+ * nvmet-rdma's completions in ib_comp_wq, WQ_HIGHPRI and per CPU); a deep
+ * queue gains more from the spread.
+ */
+static unsigned int krdma_blk_hipri_depth = 1;
+module_param_named(hipri_depth, krdma_blk_hipri_depth, uint, 0644);
+MODULE_PARM_DESC(hipri_depth,
+		 "A server hands a command's work to the CPU's high-priority worker while its connection has at most this many commands unanswered, the new one included (default 1; 0: never)");
 
 /* Tests only: the next N replies to commands are not sent. */
 static int krdma_blk_test_drop_replies;
@@ -134,6 +151,11 @@ module_param_cb(test_inline_starts, &krdma_blk_counter_ops,
 		&krdma_blk_test_inline_starts, 0444);
 MODULE_PARM_DESC(test_inline_starts,
 		 "Tests only: READs and WRITEs the server started in their recv callback, so far");
+static atomic_t krdma_blk_test_hipri_cmds = ATOMIC_INIT(0);
+module_param_cb(test_hipri_cmds, &krdma_blk_counter_ops,
+		&krdma_blk_test_hipri_cmds, 0444);
+MODULE_PARM_DESC(test_hipri_cmds,
+		 "Tests only: commands whose work the server gave the CPU's high-priority worker (hipri_depth), so far");
 static atomic_t krdma_blk_test_incapsule_writes = ATOMIC_INIT(0);
 module_param_cb(test_incapsule_writes, &krdma_blk_counter_ops,
 		&krdma_blk_test_incapsule_writes, 0444);
@@ -165,7 +187,8 @@ struct krdma_blk_export {
 	bool			inline_io;	/* steps run in completions */
 	struct krdma_blk_bdev	bd;
 	struct krdma_listener	*l;
-	struct workqueue_struct	*wq;
+	struct workqueue_struct	*wq;		/* unbound */
+	struct workqueue_struct	*hiwq;		/* per CPU, WQ_HIGHPRI */
 	struct mutex		lock;		/* @conns, @dying */
 	struct list_head	conns;
 	bool			dying;
@@ -191,6 +214,7 @@ struct krdma_blk_sio {
 	struct list_head	free;
 	struct krdma_blk_sconn	*sc;
 	struct work_struct	work;
+	struct workqueue_struct	*wq;		/* @work's, for the command */
 	union {
 		struct krdma_blk_hdr	hdr;
 		struct krdma_blk_hello	hello;
@@ -463,6 +487,16 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	 */
 	io->capsule = capsule ? msg : NULL;
 	io->stage = KRDMA_BLK_SIO_START;
+	/*
+	 * One workqueue for every step of the command: the same work item
+	 * queued on two could run twice at once.
+	 */
+	io->wq = sc->exp->wq;
+	if (READ_ONCE(sc->unanswered) <= READ_ONCE(krdma_blk_hipri_depth)) {
+		io->wq = sc->exp->hiwq;
+		if (!hello)
+			atomic_inc(&krdma_blk_test_hipri_cmds);
+	}
 	/* In the completion workqueue a READ or WRITE starts right here. */
 	if (!hello && krdma_blk_sio_inline(sc) &&
 	    (io->msg.hdr.op == KRDMA_BLK_OP_READ ||
@@ -471,7 +505,7 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 		krdma_blk_sio_start(io, true);
 		return capsule ? KRDMA_MSG_KEEP : 0;
 	}
-	queue_work(sc->exp->wq, &io->work);
+	queue_work(io->wq, &io->work);
 	return capsule ? KRDMA_MSG_KEEP : 0;
 bad:
 	pr_warn_ratelimited("export %s: %s from the client; closing its connection\n",
@@ -754,7 +788,7 @@ static void krdma_blk_sio_end_io(struct bio *bio)
 	if (in_hardirq() || irqs_disabled()) {
 		atomic_inc(&krdma_blk_test_hardirq_ends);
 		io->stage = KRDMA_BLK_SIO_BIO_DONE;
-		queue_work(io->sc->exp->wq, &io->work);
+		queue_work(io->wq, &io->work);
 		return;
 	}
 	krdma_blk_sio_bio_done(io);
@@ -802,7 +836,7 @@ static void krdma_blk_sio_rdma_done(struct krdma_req *req)
 		krdma_blk_sio_submit(io);
 		return;
 	}
-	queue_work(io->sc->exp->wq, &io->work);
+	queue_work(io->wq, &io->work);
 }
 
 /*
@@ -929,7 +963,7 @@ static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait)
 		status = krdma_blk_srv_cmd(io, nowait);
 	}
 	if (status == -EAGAIN && nowait) {
-		queue_work(io->sc->exp->wq, &io->work);
+		queue_work(io->wq, &io->work);
 		return;
 	}
 	if (status != -EINPROGRESS)
@@ -1017,6 +1051,12 @@ struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a
 		ret = -ENOMEM;
 		goto close;
 	}
+	exp->hiwq = alloc_workqueue("krdma_blk_%s_hi",
+				    WQ_MEM_RECLAIM | WQ_HIGHPRI, 0, exp->name);
+	if (!exp->hiwq) {
+		ret = -ENOMEM;
+		goto wq;
+	}
 	opts.priv = exp;
 	exp->l = krdma_listen((const struct sockaddr *)&a->addr, &opts);
 	if (IS_ERR(exp->l)) {
@@ -1026,6 +1066,8 @@ struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a
 	}
 	return exp;
 wq:
+	if (exp->hiwq)
+		destroy_workqueue(exp->hiwq);
 	destroy_workqueue(exp->wq);
 close:
 	krdma_blk_bdev_close(&exp->bd);
@@ -1072,6 +1114,8 @@ void krdma_blk_export_destroy(struct krdma_blk_export *exp)
 	}
 	/* Close works of connections that took themselves off the list. */
 	destroy_workqueue(exp->wq);
+	/* The last steps of commands: their connections are gone. */
+	destroy_workqueue(exp->hiwq);
 	krdma_blk_bdev_close(&exp->bd);
 	kfree(exp);
 }

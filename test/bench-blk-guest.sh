@@ -9,6 +9,9 @@
 #               commands started there;
 #   krdma-blk-nocapsule  (not by default) krdma-blk with the module's
 #               incapsule_data_size=0: every write's data by RDMA READ;
+#   krdma-blk-unbound  (not by default) krdma-blk with the module's
+#               hipri_depth=0: every command's work on the export's
+#               unbound workers, none on the CPU's high-priority one;
 #   nvme-rdma   the kernel's nvmet-rdma target (configfs) on /dev/nullb0 and
 #               its nvme-rdma host (/dev/nvme-fabrics), over the same rxe;
 # one after the other, each torn down before the next.  The null_blk is
@@ -161,15 +164,18 @@ prof_fio() {
 }
 
 # ---- krdma-blk --------------------------------------------------------------
-# kb_up [WORD]: WORD (softirq) goes on the export line.
-# kb_up [WORD [CAPSULE]]: export (with WORD) and map; CAPSULE: the
-# module's incapsule_data_size (kb_down unloads it, which resets it).
+# kb_up [WORD [PARAMS]]: export (with WORD on its line) and map; PARAMS:
+# NAME=VALUE ... of the module's parameters (kb_down unloads it, which
+# resets them).
 kb_up() {
 	local ko=$BUILD/blk/krdma_blk.ko
 	[ -f "$ko" ] || { echo "$ko not built"; return 1; }
 	lsmod | grep -q '^krdma_blk ' || insmod "$ko" || { echo "insmod krdma_blk"; return 1; }
-	[ -z "${2:-}" ] || echo "$2" >/sys/module/krdma_blk/parameters/incapsule_data_size ||
-		{ echo "incapsule_data_size=$2"; return 1; }
+	local p
+	for p in ${2:-}; do
+		echo "${p#*=}" >"/sys/module/krdma_blk/parameters/${p%%=*}" ||
+			{ echo "$p"; return 1; }
+	done
 	t 60 bash -c "echo 'export name=bench path=$NB addr=$KB_ADDR ${1:-}' >$BLK_CTL" ||
 		{ echo "krdma-blk export"; return 1; }
 	t 60 bash -c "echo 'map name=$KB addr=$KB_ADDR export=bench queues=$queues poll_queues=1' >$BLK_CTL" ||
@@ -284,12 +290,13 @@ for target in $targets; do
 	case $target in
 	null_blk)
 		run_fio null_blk $NB ;;
-	krdma-blk|krdma-blk-wq|krdma-blk-nocapsule)
-		word= caps=
+	krdma-blk|krdma-blk-wq|krdma-blk-nocapsule|krdma-blk-unbound)
+		word= params=
 		[ "$target" = krdma-blk-wq ] && word=wq
-		[ "$target" = krdma-blk-nocapsule ] && caps=0
-		log "$target: export${word:+ ($word)} and map over $IBDEV${caps:+, incapsule_data_size=$caps}"
-		if why=$(kb_up "$word" "$caps"); then
+		[ "$target" = krdma-blk-nocapsule ] && params=incapsule_data_size=0
+		[ "$target" = krdma-blk-unbound ] && params=hipri_depth=0
+		log "$target: export${word:+ ($word)} and map over $IBDEV${params:+, $params}"
+		if why=$(kb_up "$word" "$params"); then
 			run_fio "$target" /dev/$KB
 		else
 			fail_all "$target" "set-up: $why"

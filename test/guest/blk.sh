@@ -8,7 +8,9 @@
 # 4 KiB write with incapsule_data_size 0 registers its pages) (again with every 5th command and every 3rd reply finding no credit,
 # test_busy_every and test_reply_busy_every), the server's data and
 # replies go from bio completions in softirq and, null_blk reloaded with
-# irqmode=2, in hardirq context (test_hardirq_ends), an
+# irqmode=2, in hardirq context (test_hardirq_ends), fio verifies with
+# every command's work on the CPU's high-priority worker (hipri_depth,
+# test_hipri_cmds) and dd with none there, an
 # ext4 made on it survives umount and mount (sha256 of every file,
 # e2fsck -fn), a reply that never comes (test_drop_replies) costs a
 # reconnect of its queue and the read is sent again (also when its timer
@@ -506,6 +508,27 @@ dd if="$D" of="$W/back" bs=1M skip=7 count=$dd_mb iflag=direct status=none ||
 cmp "$W/rand" "$W/back" || fail "data read back (irqmode=2) differs"
 n=$(cat $P/test_hardirq_ends)
 [ "$n" -ge $((dd_mb * 2)) ] || fail "$n bios ended in hardirq, expected $((dd_mb * 2)) or more"
+# e0 is without wq: a command's work goes to the CPU's high-priority
+# worker while its connection has at most hipri_depth unanswered (1 by
+# default), else to the export's unbound ones.  All of them there, byte
+# for byte; then none.
+expect_eq "$(cat $P/hipri_depth)" 1 "hipri_depth's default"
+h0=$(cat $P/test_hipri_cmds)
+echo 1000 >$P/hipri_depth
+log "fio verify, every command's work on the high-priority worker"
+fio_verify 2M 64k
+echo 1 >$P/hipri_depth
+n=$(($(cat $P/test_hipri_cmds) - h0))
+log "server: $n commands on the high-priority worker"
+[ "$n" -ge 100 ] || fail "$n commands on the high-priority worker, expected 100 or more"
+echo 0 >$P/hipri_depth
+h0=$(cat $P/test_hipri_cmds)
+dd if="$W/rand" of="$D" bs=4k count=16 seek=999 oflag=direct status=none ||
+	fail "dd 4 KiB blocks, hipri_depth 0"
+dd if="$D" of="$W/back" bs=4k count=16 skip=999 iflag=direct status=none
+echo 1 >$P/hipri_depth
+cmp <(head -c 64k "$W/rand") "$W/back" || fail "4 KiB blocks with hipri_depth 0 differ"
+expect_eq "$(cat $P/test_hipri_cmds)" "$h0" "commands on the high-priority worker with hipri_depth 0"
 
 # ---- unmap during I/O ---------------------------------------------------
 during_io unmap "unmap name=krdmablk0"
