@@ -119,6 +119,32 @@ P=/sys/module/krdma_blk/parameters
 expect_eq "$(cat $P/inline_depth)" 1 "inline_depth's default"
 echo 1000 >$P/inline_depth
 
+# knob_check PARAM DEFAULT ON COUNTER MIN MAXBS SEEK WHAT: a server or
+# client knob of the module.  PARAM is at DEFAULT; set to ON, fio verify
+# (blocks of 512 B to MAXBS) must add MIN or more to the tests-only
+# COUNTER; set to 0, 16 blocks of 4 KiB written at block SEEK read back
+# byte for byte and COUNTER stays where it was.
+knob_check() {
+	local p=$1 dflt=$2 on=$3 ctr=$4 min=$5 bs=$6 seek=$7 what=$8 c0 n
+	expect_eq "$(cat $P/$p)" "$dflt" "$p's default"
+	c0=$(cat $P/$ctr)
+	echo "$on" >$P/$p
+	log "fio verify, $p=$on: $what"
+	fio_verify 2M "$bs"
+	echo "$dflt" >$P/$p
+	n=$(($(cat $P/$ctr) - c0))
+	log "server: $n $what"
+	[ "$n" -ge "$min" ] || fail "$n $what, expected $min or more"
+	echo 0 >$P/$p
+	c0=$(cat $P/$ctr)
+	dd if="$W/rand" of="$D" bs=4k count=16 seek="$seek" oflag=direct status=none ||
+		fail "dd 4 KiB blocks, $p=0"
+	dd if="$D" of="$W/back" bs=4k count=16 skip="$seek" iflag=direct status=none
+	echo "$dflt" >$P/$p
+	cmp <(head -c 64k "$W/rand") "$W/back" || fail "4 KiB blocks written with $p=0 differ"
+	expect_eq "$(cat $P/$ctr)" "$c0" "$what with $p=0"
+}
+
 # ---- data, byte for byte -----------------------------------------------
 log "dd and cmp"
 head -c ${dd_mb}M /dev/urandom >"$W/rand" || fail "random data"
@@ -157,22 +183,9 @@ if [ "${KRDMA_STRESS:-0}" = 1 ]; then
 fi
 # In-capsule WRITEs: those of at most incapsule_data_size (4 KiB) carry
 # their data in the command; the server copies it into its bio's pages.
-log "fio verify, 512 B to 4 KiB: in-capsule WRITEs"
-expect_eq "$(cat $P/incapsule_data_size)" 4096 "incapsule_data_size's default"
-c0=$(cat $P/test_incapsule_writes)
-fio_verify 2M 4k
-n=$(($(cat $P/test_incapsule_writes) - c0))
-log "server: $n in-capsule WRITEs"
-[ "$n" -ge 500 ] || fail "$n in-capsule WRITEs, expected 500 or more"
-# Off: a 4 KiB WRITE registers its pages again, byte for byte.
-echo 0 >$P/incapsule_data_size
-c0=$(cat $P/test_incapsule_writes)
-dd if="$W/rand" of="$D" bs=4k count=16 seek=777 oflag=direct status=none ||
-	fail "dd 4 KiB blocks, in-capsule off"
-echo 4096 >$P/incapsule_data_size
-dd if="$D" of="$W/back" bs=4k count=16 skip=777 iflag=direct status=none
-cmp <(head -c 64k "$W/rand") "$W/back" || fail "4 KiB blocks written with in-capsule off differ"
-expect_eq "$(cat $P/test_incapsule_writes)" "$c0" "in-capsule WRITEs with incapsule_data_size 0"
+# Off, a 4 KiB WRITE registers its pages again.
+knob_check incapsule_data_size 4096 4096 test_incapsule_writes 500 4k 777 \
+	"in-capsule WRITEs"
 # Every reply to a command with a token was a SEND_WITH_INV of it.
 expect_eq "$(cat $P/test_local_inv)" 0 "replies that did not invalidate their token"
 # null_blk ended every bio in softirq: the server posted from its end_io.
@@ -512,23 +525,8 @@ n=$(cat $P/test_hardirq_ends)
 # worker while its connection has at most hipri_depth unanswered (1 by
 # default), else to the export's unbound ones.  All of them there, byte
 # for byte; then none.
-expect_eq "$(cat $P/hipri_depth)" 1 "hipri_depth's default"
-h0=$(cat $P/test_hipri_cmds)
-echo 1000 >$P/hipri_depth
-log "fio verify, every command's work on the high-priority worker"
-fio_verify 2M 64k
-echo 1 >$P/hipri_depth
-n=$(($(cat $P/test_hipri_cmds) - h0))
-log "server: $n commands on the high-priority worker"
-[ "$n" -ge 100 ] || fail "$n commands on the high-priority worker, expected 100 or more"
-echo 0 >$P/hipri_depth
-h0=$(cat $P/test_hipri_cmds)
-dd if="$W/rand" of="$D" bs=4k count=16 seek=999 oflag=direct status=none ||
-	fail "dd 4 KiB blocks, hipri_depth 0"
-dd if="$D" of="$W/back" bs=4k count=16 skip=999 iflag=direct status=none
-echo 1 >$P/hipri_depth
-cmp <(head -c 64k "$W/rand") "$W/back" || fail "4 KiB blocks with hipri_depth 0 differ"
-expect_eq "$(cat $P/test_hipri_cmds)" "$h0" "commands on the high-priority worker with hipri_depth 0"
+knob_check hipri_depth 1 1000 test_hipri_cmds 100 64k 999 \
+	"commands on the high-priority worker"
 
 # ---- unmap during I/O ---------------------------------------------------
 during_io unmap "unmap name=krdmablk0"
