@@ -1854,10 +1854,15 @@ static int krdma_connect_request(struct krdma_listener *l,
 		msleep(fault_accept_delay_ms);
 	krdma_hello_encode(&hello, conn->depth, conn->max_msg, conn->hb_ms);
 	krdma_fill_conn_param(conn, &param, &hello, sizeof(hello));
+	/*
+	 * The request's fields are in our view already (the CM swaps the
+	 * wire's): responder_resources is what the peer will have in flight
+	 * towards us, initiator_depth what it takes from us.
+	 */
 	param.responder_resources = min_t(u32, param.responder_resources,
-					  ev->param.conn.initiator_depth);
+					  ev->param.conn.responder_resources);
 	param.initiator_depth = min_t(u32, param.initiator_depth,
-				      ev->param.conn.responder_resources);
+				      ev->param.conn.initiator_depth);
 	ret = rdma_accept(id, &param);
 	if (ret) {
 		pr_warn_ratelimited("%s: rdma_accept failed: %d\n", conn->name,

@@ -20,7 +20,9 @@
 #     payload, a message longer than the negotiated maximum, credits
 #     returned that krdma never spent, an ack of a credit message never
 #     sent, more messages than the credits krdma granted.  The connection
-#     fails: one line naming the breach, "peer gone (ERRNO)".
+#     fails: one line naming the breach, "peer gone (ERRNO)".  On rxe, a
+#     peer that takes 1 READ in flight and asks for 4 gets an accept of
+#     at most 1 towards it and 4 from it.
 #  3. One-sided: RDMA WRITE and READ with guessed rkeys, past the end and
 #     before the start of a real token, through a read-only token, and
 #     with another connection's token: each fails on the device, and the
@@ -153,6 +155,17 @@ else
 	brk toolong -5 "receive failed: local QP operation error"
 fi
 brk overcredit -71 "flow control violated by the peer: a message sent without a credit"
+# A peer that takes 1 READ in flight and asks for 4: krdma must accept at
+# most 1 towards it and room for its 4 (the module checks the accept; on
+# iWARP siw's own negotiation mends a mismatched pair, nothing to see).
+if [ "$DEV" = rxe ]; then
+	dmesg_mark
+	insmod "$hko" mode=rdatom addr="$MY_IP" port=$PL depth=4 msg=1024 ||
+		{ dmesg_new | grep krdma_hostile; fail "rdatom: krdma accepted the wrong READ depths"; }
+	dmesg_new | grep krdma_hostile
+	rmmod krdma_hostile || fail "rmmod krdma_hostile (rdatom)"
+	within 10 eval '[ -z "$(ls $C | grep "^hl\.")" ]' || fail "rdatom: $(ls $C | grep '^hl\.') left"
+fi
 good_ok "after part 2"
 }
 

@@ -32,6 +32,10 @@
  *   overcredit 2 * depth + 1 messages, the credits krdma returns ignored
  *              (it can return at most depth: its one credit message is
  *              never acknowledged)
+ *   rdatom     (IB transports: rxe) offer 1 READ in flight towards us and
+ *              4 from us, and check what krdma accepted: at most 1 from
+ *              it, room for our 4 (on iWARP, siw's MPA negotiation mends
+ *              a mismatched pair itself, so there is nothing to see)
  *
  *   onesided   RDMA WRITE and READ with keys and ranges that must fail:
  *              a good connection G obtains a token from the self-test
@@ -72,7 +76,7 @@
 
 static char *mode = "";
 module_param(mode, charp, 0444);
-MODULE_PARM_DESC(mode, "passive, badtype, badlen, random, hbpayload, toolong, credits, ctlack, overcredit or onesided");
+MODULE_PARM_DESC(mode, "passive, badtype, badlen, random, hbpayload, toolong, credits, ctlack, overcredit, rdatom or onesided");
 static char *addr = "";
 module_param(addr, charp, 0444);
 MODULE_PARM_DESC(addr, "krdma's address (passive: the address to listen on)");
@@ -124,6 +128,7 @@ struct hp_q {
 	bool			ended;		/* disconnected, or an error event */
 	int			end_event;
 	u32			peer_depth, peer_msg;	/* the accept's hello */
+	u8			rd_init, rd_resp;	/* the accept's, our view */
 	/* an active end's buffers, its receives and its one send */
 	u32			nrx, bsz;
 	struct hp_slot		rx[HP_MAX_RX];
@@ -376,7 +381,7 @@ static int hp_connect_locked(struct hp_q *q)
 	param.private_data = &h;
 	param.private_data_len = sizeof(h);
 	param.responder_resources = 1;
-	param.initiator_depth = 1;
+	param.initiator_depth = strcmp(mode, "rdatom") ? 1 : 4;
 	param.retry_count = 7;
 	param.rnr_retry_count = 7;
 	return rdma_connect_locked(q->id, &param);
@@ -520,6 +525,8 @@ static int hp_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			hp_cm_done(q, ret);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		q->rd_init = ev->param.conn.initiator_depth;
+		q->rd_resp = ev->param.conn.responder_resources;
 		hp_cm_done(q, hp_accepted_hello(q, ev));
 		break;
 	case RDMA_CM_EVENT_REJECTED:
@@ -1064,6 +1071,26 @@ static int hp_listen(const struct sockaddr *src)
 	return 0;
 }
 
+/*
+ * What krdma accepted, in our view (the CM's REP, fields swapped): we may
+ * have rd_init READs in flight towards it, it rd_resp towards us.  We
+ * offered 1 and 4: krdma must not initiate more than our 1, and must
+ * take our 4 (its device allows more).
+ */
+static int hp_rdatom(struct hp_q *q)
+{
+	pr_info("%s: krdma accepted %u READs in flight from us, %u towards us\n",
+		mode, q->rd_init, q->rd_resp);
+	if (rdma_protocol_iwarp(q->id->device, q->id->port_num))
+		return 0;
+	if (q->rd_resp > 1 || q->rd_init != 4) {
+		pr_err("%s: krdma accepted %u towards us (we take 1) and %u from us (we asked 4)\n",
+		       mode, q->rd_resp, q->rd_init);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 static int __init hp_init(void)
 {
 	struct sockaddr_storage ss;
@@ -1088,7 +1115,10 @@ static int __init hp_init(void)
 	q = hp_connect((struct sockaddr *)&ss);
 	if (IS_ERR(q))
 		return PTR_ERR(q);
-	ret = hp_break(q);
+	if (!strcmp(mode, "rdatom"))
+		ret = hp_rdatom(q);
+	else
+		ret = hp_break(q);
 	hp_destroy(q);
 	return ret;
 }
