@@ -21,10 +21,11 @@
  * Where the steps run: by default the connections take their completions
  * in softirq, and every step that needs process context (a command's
  * start, a WRITE's bio) goes to the command's work item, one hand-off
- * each: on this CPU's high-priority worker while the connection's queue
- * is shallow (at most hipri_depth commands unanswered, 1 by default), so
- * that no idle CPU is woken for it, else on the export's unbound workers,
- * which spread a deep queue over the CPUs.  An export made with "wq" takes them in the completion
+ * each: a READ or WRITE of a shallow queue (at most hipri_depth commands
+ * unanswered, 1 by default) to a high-priority worker of the CPU whose
+ * completion queues it, so that no idle CPU is woken for it; anything
+ * else to the export's unbound workers, which spread a deep queue over
+ * the CPUs.  An export made with "wq" takes them in the completion
  * workqueue (opts.workqueue, as nvmet-rdma's IB_POLL_WORKQUEUE queues), so
  * a READ or WRITE can start in its recv callback and a WRITE's bio go
  * from its RDMA READ's completion, in process context, with no hand-off.
@@ -155,7 +156,7 @@ static atomic_t krdma_blk_test_hipri_cmds = ATOMIC_INIT(0);
 module_param_cb(test_hipri_cmds, &krdma_blk_counter_ops,
 		&krdma_blk_test_hipri_cmds, 0444);
 MODULE_PARM_DESC(test_hipri_cmds,
-		 "Tests only: commands whose work the server gave the CPU's high-priority worker (hipri_depth), so far");
+		 "Tests only: READs and WRITEs the server started on a CPU's high-priority worker (hipri_depth), so far");
 static atomic_t krdma_blk_test_incapsule_writes = ATOMIC_INIT(0);
 module_param_cb(test_incapsule_writes, &krdma_blk_counter_ops,
 		&krdma_blk_test_incapsule_writes, 0444);
@@ -433,6 +434,7 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	struct krdma_blk_sio *io;
 	bool hello, capsule = false;
 	const char *why;
+	u32 unanswered;
 	size_t want;
 
 	if (!h || msg->len < sizeof(*h) || !krdma_blk_hdr_ok(h)) {
@@ -474,7 +476,7 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 		goto bad;
 	}
 	list_del(&io->free);
-	sc->unanswered++;
+	unanswered = ++sc->unanswered;
 	sc->inflight++;
 	sc->greeted = true;
 	spin_unlock_bh(&sc->lock);
@@ -488,15 +490,19 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	io->capsule = capsule ? msg : NULL;
 	io->stage = KRDMA_BLK_SIO_START;
 	/*
-	 * One workqueue for every step of the command: the same work item
-	 * queued on two could run twice at once.
+	 * A READ or WRITE of a shallow queue takes this CPU's high-priority
+	 * worker; the rest (deeper, or a HELLO, FLUSH, DISCARD or
+	 * WRITE_ZEROES, which may wait long) the unbound ones.  No step
+	 * touches @io once it has handed it on, so a slot's next command
+	 * may take the other queue while this one's last work returns; and
+	 * every step of a command takes the queue it picked here, so that
+	 * the workqueue's own non-reentrancy holds within a command too.
 	 */
 	io->wq = sc->exp->wq;
-	if (READ_ONCE(sc->unanswered) <= READ_ONCE(krdma_blk_hipri_depth)) {
+	if (unanswered <= READ_ONCE(krdma_blk_hipri_depth) &&
+	    (io->msg.hdr.op == KRDMA_BLK_OP_READ ||
+	     io->msg.hdr.op == KRDMA_BLK_OP_WRITE))
 		io->wq = sc->exp->hiwq;
-		if (!hello)
-			atomic_inc(&krdma_blk_test_hipri_cmds);
-	}
 	/* In the completion workqueue a READ or WRITE starts right here. */
 	if (!hello && krdma_blk_sio_inline(sc) &&
 	    (io->msg.hdr.op == KRDMA_BLK_OP_READ ||
@@ -983,6 +989,8 @@ static void krdma_blk_sio_work(struct work_struct *work)
 	struct krdma_blk_sio *io = container_of(work, struct krdma_blk_sio,
 						work);
 
+	if (io->stage == KRDMA_BLK_SIO_START && io->wq == io->sc->exp->hiwq)
+		atomic_inc(&krdma_blk_test_hipri_cmds);
 	switch (io->stage) {
 	case KRDMA_BLK_SIO_SUBMIT:
 		krdma_blk_sio_submit(io);
@@ -1062,12 +1070,12 @@ struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a
 	if (IS_ERR(exp->l)) {
 		ret = PTR_ERR(exp->l);
 		a->failed = "addr=";
-		goto wq;
+		goto hiwq;
 	}
 	return exp;
+hiwq:
+	destroy_workqueue(exp->hiwq);
 wq:
-	if (exp->hiwq)
-		destroy_workqueue(exp->hiwq);
 	destroy_workqueue(exp->wq);
 close:
 	krdma_blk_bdev_close(&exp->bd);
