@@ -9,9 +9,9 @@
 #               commands started there;
 #   krdma-blk-nocapsule  (not by default) krdma-blk with the module's
 #               incapsule_data_size=0: every write's data by RDMA READ;
-#   krdma-blk-unbound  (not by default) krdma-blk with the module's
-#               hipri_depth=0: every command's work on the export's
-#               unbound workers, none on the CPU's high-priority one;
+#   krdma-blk-hipri  (not by default) krdma-blk with the module's
+#               hipri_depth=1: a lone READ's or WRITE's work on the CPU's
+#               high-priority worker, not the export's unbound ones;
 #   nvme-rdma   the kernel's nvmet-rdma target (configfs) on /dev/nullb0 and
 #               its nvme-rdma host (/dev/nvme-fabrics), over the same rxe;
 # one after the other, each torn down before the next.  The null_blk is
@@ -290,11 +290,11 @@ for target in $targets; do
 	case $target in
 	null_blk)
 		run_fio null_blk $NB ;;
-	krdma-blk|krdma-blk-wq|krdma-blk-nocapsule|krdma-blk-unbound)
+	krdma-blk|krdma-blk-wq|krdma-blk-nocapsule|krdma-blk-hipri)
 		word= params=
 		[ "$target" = krdma-blk-wq ] && word=wq
 		[ "$target" = krdma-blk-nocapsule ] && params=incapsule_data_size=0
-		[ "$target" = krdma-blk-unbound ] && params=hipri_depth=0
+		[ "$target" = krdma-blk-hipri ] && params=hipri_depth=1
 		log "$target: export${word:+ ($word)} and map over $IBDEV${params:+, $params}"
 		if why=$(kb_up "$word" "$params"); then
 			run_fio "$target" /dev/$KB

@@ -57,11 +57,11 @@ IMM_NOTE = ("imm: krdma's RDMA WRITE followed by a write-with-immediate "
             "(perftest 4.5 has no write-with-immediate)")
 BLK_TARGETS = ["null_blk", "nvme-rdma", "krdma-blk", "krdma-blk-wq",
                "nvme-rdma-noinline", "krdma-blk-nocapsule",
-               "krdma-blk-unbound"]
+               "krdma-blk-hipri"]
 # Cells of these must be there; krdma-blk-wq (the server's completions in
 # the completion workqueue, export word "wq"), nvme-rdma-noinline,
-# krdma-blk-nocapsule (no write data in the command) and krdma-blk-unbound
-# (no command's work on the CPU's high-priority worker) only when the
+# krdma-blk-nocapsule (no write data in the command) and krdma-blk-hipri
+# (a lone command's work on the CPU's high-priority worker) only when the
 # guest ran them.
 BLK_REQUIRED = ["null_blk", "nvme-rdma", "krdma-blk"]
 TOPOS = {"single": "one guest, rxe loopback",

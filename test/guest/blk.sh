@@ -522,10 +522,10 @@ cmp "$W/rand" "$W/back" || fail "data read back (irqmode=2) differs"
 n=$(cat $P/test_hardirq_ends)
 [ "$n" -ge $((dd_mb * 2)) ] || fail "$n bios ended in hardirq, expected $((dd_mb * 2)) or more"
 # e0 is without wq: a command's work goes to the CPU's high-priority
-# worker while its connection has at most hipri_depth unanswered (1 by
-# default), else to the export's unbound ones.  All of them there, byte
+# worker while its connection has at most hipri_depth unanswered (0,
+# never, by default), else to the export's unbound ones.  All of them there, byte
 # for byte; then none.
-knob_check hipri_depth 1 1000 test_hipri_cmds 100 64k 999 \
+knob_check hipri_depth 0 1000 test_hipri_cmds 100 64k 999 \
 	"commands on the high-priority worker"
 
 # ---- unmap during I/O ---------------------------------------------------
