@@ -21,11 +21,11 @@
  * Where the steps run: by default the connections take their completions
  * in softirq, and every step that needs process context (a command's
  * start, a WRITE's bio) goes to the command's work item, one hand-off
- * each: a READ or WRITE of a shallow queue (at most hipri_depth commands
- * unanswered; 0, never, by default) to a high-priority worker of the CPU whose
- * completion queues it, so that no idle CPU is woken for it; anything
- * else to the export's unbound workers, which spread a deep queue over
- * the CPUs.  An export made with "wq" takes them in the completion
+ * each, on the export's unbound workers, which spread a deep queue over
+ * the CPUs; or, with hipri_depth set (0, off, by default), a READ or
+ * WRITE of a queue at most that deep goes to a high-priority worker of
+ * the CPU whose completion queues it, so that no idle CPU is woken for
+ * it.  An export made with "wq" takes them in the completion
  * workqueue (opts.workqueue, as nvmet-rdma's IB_POLL_WORKQUEUE queues), so
  * a READ or WRITE can start in its recv callback and a WRITE's bio go
  * from its RDMA READ's completion, in process context, with no hand-off.
