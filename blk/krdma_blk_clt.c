@@ -91,6 +91,7 @@ struct krdma_blk_queue {
 	bool			dead;		/* lost: new I/O fails */
 	atomic_t		gen;		/* tells replies to reused tags apart */
 	atomic_t		cgen;		/* one more at each DISCONNECTED */
+	atomic_t		qd;		/* requests queue_rq started, not ended */
 	struct mutex		lock;		/* @sess, @quiesced, the greeting */
 	spinlock_t		sess_lock;	/* @sess, for the timeout handler */
 	bool			quiesced;	/* by this queue's DISCONNECTED */
@@ -122,6 +123,7 @@ struct krdma_blk_rq {
 	int			status;
 	u32			rkey;
 	u32			retries;
+	bool			in_qd;		/* counted in the queue's @qd */
 	struct krdma_mr		*mr;
 	struct krdma_req	send_req;
 	struct krdma_req	inv_req;
@@ -182,6 +184,33 @@ bool krdma_blk_every(struct krdma_blk_every *e)
 }
 
 /*
+ * The queue's depth as the client sees it: requests between queue_rq's
+ * blk_mq_start_request() and their end or requeue.  Each command carries
+ * the count at its sending (krdma_blk_cmd.qd), so that a server that
+ * answers faster than the device delivers still knows a deep queue from
+ * a shallow one.  A hint only: nothing but the choice of a worker
+ * depends on it.
+ */
+static u32 krdma_blk_qd_get(struct krdma_blk_queue *q,
+			    struct krdma_blk_rq *pdu)
+{
+	pdu->in_qd = true;
+	return atomic_inc_return(&q->qd);
+}
+
+/* Whoever owns @rq: it ends or goes back to the block layer. */
+static void krdma_blk_qd_put(struct request *rq)
+{
+	struct krdma_blk_queue *q = rq->mq_hctx->driver_data;
+	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
+
+	if (pdu->in_qd) {
+		pdu->in_qd = false;
+		atomic_dec(&q->qd);
+	}
+}
+
+/*
  * End @rq with @status; its next life starts with no retries.  A request
  * of a poll queue ends in its submitter's ->poll (krdma_blk_poll()) when
  * this runs with bottom halves off, as every completion of a polled
@@ -195,6 +224,7 @@ static void krdma_blk_rq_end(struct request *rq, int status)
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 
 	pdu->retries = 0;
+	krdma_blk_qd_put(rq);
 	if (q->polled && in_interrupt()) {
 		pdu->end_status = status;
 		llist_add(&pdu->done, &q->done);
@@ -244,6 +274,7 @@ static void krdma_blk_inv_done(struct krdma_req *req)
 		krdma_blk_rq_put(rq);
 	} else if (pdu->status == -EAGAIN) {
 		/* Back to the block layer; queue_rq again in a moment. */
+		krdma_blk_qd_put(rq);
 		blk_mq_requeue_request(rq, false);
 		blk_mq_delay_kick_requeue_list(rq->q, 1);
 	} else {
@@ -281,10 +312,12 @@ static bool krdma_blk_iter_one(struct request *rq, void *data)
 	/* The connection was closed: that released the registration. */
 	pdu->mr = NULL;
 	a->n++;
-	if (!a->status && ++pdu->retries <= KRDMA_BLK_MAX_RETRIES)
+	if (!a->status && ++pdu->retries <= KRDMA_BLK_MAX_RETRIES) {
+		krdma_blk_qd_put(rq);
 		blk_mq_requeue_request(rq, false);
-	else
+	} else {
 		krdma_blk_rq_end(rq, a->status ?: -EIO);
+	}
 	return true;
 }
 
@@ -563,7 +596,7 @@ static int krdma_blk_capsule_iov(struct krdma_conn *conn, struct request *rq,
  */
 static blk_status_t krdma_blk_submit(struct krdma_blk_queue *q,
 				     struct krdma_conn *conn,
-				     struct request *rq, u8 op)
+				     struct request *rq, u8 op, u32 qd)
 {
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 	struct kvec iov[1 + KRDMA_BLK_CAPSULE_SEGS];
@@ -606,6 +639,7 @@ static blk_status_t krdma_blk_submit(struct krdma_blk_queue *q,
 	}
 	krdma_blk_hdr_init(&c->hdr, op, fl);
 	c->len = cpu_to_be32(op == KRDMA_BLK_OP_FLUSH ? 0 : blk_rq_bytes(rq));
+	c->qd = cpu_to_be32(qd);
 	c->sector = cpu_to_be64(blk_rq_pos(rq));
 	WRITE_ONCE(pdu->gen, (u32)atomic_inc_return(&q->gen));
 	c->tag = cpu_to_be64((u64)pdu->gen << 32 | blk_mq_unique_tag(rq));
@@ -674,8 +708,11 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	pdu->mr = NULL;
 	pdu->status = 0;
 	blk_mq_start_request(rq);
-	sts = krdma_blk_submit(q, conn, rq, op);
+	sts = krdma_blk_submit(q, conn, rq, op, krdma_blk_qd_get(q, pdu));
 	krdma_session_conn_put(q->sess, conn);
+	/* Not ours any more: blk-mq requeues or ends it. */
+	if (sts != BLK_STS_OK)
+		krdma_blk_qd_put(rq);
 out:
 	/* The block layer ends it: its next life starts with no retries. */
 	if (sts != BLK_STS_OK && sts != BLK_STS_RESOURCE)
@@ -732,6 +769,7 @@ static int krdma_blk_init_request(struct blk_mq_tag_set *set,
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 
 	atomic_set(&pdu->state, KRDMA_BLK_RQ_IDLE);
+	pdu->in_qd = false;
 	pdu->inv_req.done = krdma_blk_inv_done;
 	return 0;
 }

@@ -75,7 +75,10 @@ struct krdma_blk_hello {
  * @len: bytes (0 for FLUSH); a WRITE with KRDMA_BLK_F_INCAPSULE has them
  *	right behind the command, in the same message, which is then
  *	exactly sizeof(struct krdma_blk_cmd) + @len bytes long
- * @rsvd: 0
+ * @qd: the client's queue depth when it sent this command: its requests
+ *	on this connection's queue, this one included (0: not told).  A hint
+ *	for where the server does the work (see hipri_depth); nothing else
+ *	depends on it
  * @tag: the client's, echoed in the reply
  * @sector: first 512-byte sector
  * @token: the client's data (READ, WRITE without KRDMA_BLK_F_INCAPSULE; zero
@@ -84,7 +87,7 @@ struct krdma_blk_hello {
 struct krdma_blk_cmd {
 	struct krdma_blk_hdr	hdr;
 	__be32			len;
-	__be32			rsvd;
+	__be32			qd;
 	__be64			tag;
 	__be64			sector;
 	struct krdma_token_wire	token;

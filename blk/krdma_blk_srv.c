@@ -23,14 +23,15 @@
  * start, a WRITE's bio) goes to the command's work item, one hand-off
  * each, on the export's unbound workers, which spread a deep queue over
  * the CPUs; or, with hipri_depth set (0, off, by default), a READ or
- * WRITE of a queue at most that deep goes to a high-priority worker of
- * the CPU whose completion queues it, so that no idle CPU is woken for
+ * WRITE of a queue at most that deep (the client's count in the command,
+ * or the server's of commands unanswered) goes to a high-priority worker
+ * of the CPU whose completion queues it, so that no idle CPU is woken for
  * it.  An export made with "wq" takes them in the completion
  * workqueue (opts.workqueue, as nvmet-rdma's IB_POLL_WORKQUEUE queues), so
  * a READ or WRITE can start in its recv callback and a WRITE's bio go
  * from its RDMA READ's completion, in process context, with no hand-off.
  * They do while the connection's queue is shallow (at most inline_depth
- * commands unanswered, 1 by default); a deeper queue hands them to the
+ * deep, 1 by default); a deeper queue hands them to the
  * work item, which spreads them over the CPUs, where the completion work
  * of the device's CQ runs on one.  make bench measured both (README): the
  * workqueue's wake-ups cost more at depth than the hand-offs they save.
@@ -78,7 +79,7 @@
 static unsigned int krdma_blk_inline_depth = 1;
 module_param_named(inline_depth, krdma_blk_inline_depth, uint, 0644);
 MODULE_PARM_DESC(inline_depth,
-		 "A server starts a READ or WRITE in its recv callback while its connection has at most this many commands unanswered, the new one included (default 1; 0: never)");
+		 "A server starts a READ or WRITE in its recv callback while its queue is at most this deep: the client's count in the command, or the commands unanswered, the new one included (default 1; 0: never)");
 
 /*
  * How deep a connection's queue may be for a command's work to go to this
@@ -87,16 +88,17 @@ MODULE_PARM_DESC(inline_depth,
  * over, where an unbound one is woken on whichever CPU the scheduler
  * picks, an idle one at QD1, which a virtual machine wakes slowly (as
  * nvmet-rdma's completions in ib_comp_wq, WQ_HIGHPRI and per CPU); a deep
- * queue gains more from the spread.  Off by default: the server counts
- * commands not yet answered, and a server that answers fast sees a
- * shallow queue under a deep client, whose every command then lands on
- * one CPU (make bench, 6.1: random read at QD32 0.42x of the unbound
- * hand-off's rate, README).
+ * queue gains more from the spread.  The depth is the client's, carried
+ * in each command (krdma_blk_cmd.qd), or the server's count of commands
+ * unanswered if that is more: a server that answers faster than the
+ * device delivers counts few under a deep client, whose every command
+ * then landed on one CPU (make bench, 6.1, before the client's count:
+ * random read at QD32 0.42x of the unbound hand-off's rate, README).
  */
 static unsigned int krdma_blk_hipri_depth;
 module_param_named(hipri_depth, krdma_blk_hipri_depth, uint, 0644);
 MODULE_PARM_DESC(hipri_depth,
-		 "A server hands a READ's or WRITE's work to the CPU's high-priority worker while its connection has at most this many commands unanswered, the new one included (default 0: never)");
+		 "A server hands a READ's or WRITE's work to the CPU's high-priority worker while its queue is at most this deep: the client's count in the command, or the commands unanswered, the new one included (default 0: never)");
 
 /* Tests only: the next N replies to commands are not sent. */
 static int krdma_blk_test_drop_replies;
@@ -220,6 +222,7 @@ struct krdma_blk_sio {
 	struct krdma_blk_sconn	*sc;
 	struct work_struct	work;
 	struct workqueue_struct	*wq;		/* @work's, for the command */
+	u32			qd;		/* the queue's depth it came at */
 	union {
 		struct krdma_blk_hdr	hdr;
 		struct krdma_blk_hello	hello;
@@ -415,14 +418,18 @@ static void krdma_blk_srv_event(struct krdma_conn *conn, enum krdma_event ev,
 }
 
 /*
- * Whether a step may run in the completion that starts it: process
- * context, from the completion workqueue (an export made "wq"),
- * and a queue no deeper than inline_depth (a hint: read unlocked).
+ * Whether a step of @io may run in the completion that starts it: process
+ * context, from the completion workqueue (an export made "wq"), and a
+ * queue no deeper than inline_depth, by the command's count and by ours
+ * now (read unlocked: a hint).
  */
-static bool krdma_blk_sio_inline(struct krdma_blk_sconn *sc)
+static bool krdma_blk_sio_inline(struct krdma_blk_sio *io)
 {
+	struct krdma_blk_sconn *sc = io->sc;
+
 	return sc->exp->inline_io && in_task() &&
-	       READ_ONCE(sc->unanswered) <= READ_ONCE(krdma_blk_inline_depth);
+	       max(READ_ONCE(sc->unanswered), io->qd) <=
+	       READ_ONCE(krdma_blk_inline_depth);
 }
 
 static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait);
@@ -494,6 +501,14 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	io->capsule = capsule ? msg : NULL;
 	io->stage = KRDMA_BLK_SIO_START;
 	/*
+	 * How deep the queue is: the client's count when it sent the command
+	 * (a server that answers faster than the device delivers counts few
+	 * unanswered under a deep client), or ours if that is more.
+	 */
+	io->qd = unanswered;
+	if (!hello)
+		io->qd = max(unanswered, be32_to_cpu(io->msg.cmd.qd));
+	/*
 	 * A READ or WRITE of a shallow queue takes this CPU's high-priority
 	 * worker; the rest (deeper, or a HELLO, FLUSH, DISCARD or
 	 * WRITE_ZEROES, which may wait long) the unbound ones.  No step
@@ -503,12 +518,12 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	 * the workqueue's own non-reentrancy holds within a command too.
 	 */
 	io->wq = sc->exp->wq;
-	if (unanswered <= READ_ONCE(krdma_blk_hipri_depth) &&
+	if (io->qd <= READ_ONCE(krdma_blk_hipri_depth) &&
 	    (io->msg.hdr.op == KRDMA_BLK_OP_READ ||
 	     io->msg.hdr.op == KRDMA_BLK_OP_WRITE))
 		io->wq = sc->exp->hiwq;
 	/* In the completion workqueue a READ or WRITE starts right here. */
-	if (!hello && krdma_blk_sio_inline(sc) &&
+	if (!hello && krdma_blk_sio_inline(io) &&
 	    (io->msg.hdr.op == KRDMA_BLK_OP_READ ||
 	     io->msg.hdr.op == KRDMA_BLK_OP_WRITE)) {
 		atomic_inc(&krdma_blk_test_inline_starts);
@@ -841,7 +856,7 @@ static void krdma_blk_sio_rdma_done(struct krdma_req *req)
 		return;
 	}
 	io->stage = KRDMA_BLK_SIO_SUBMIT;
-	if (krdma_blk_sio_inline(io->sc)) {
+	if (krdma_blk_sio_inline(io)) {
 		atomic_inc(&krdma_blk_test_inline_submits);
 		krdma_blk_sio_submit(io);
 		return;

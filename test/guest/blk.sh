@@ -10,7 +10,9 @@
 # replies go from bio completions in softirq and, null_blk reloaded with
 # irqmode=2, in hardirq context (test_hardirq_ends), fio verifies with
 # every command's work on the CPU's high-priority worker (hipri_depth,
-# test_hipri_cmds) and dd with none there, an
+# test_hipri_cmds) and dd with none there, with hipri_depth=1 fio's READs
+# one at a time take that worker and 32 at a time almost never (the
+# client's depth in each command, not the server's count), an
 # ext4 made on it survives umount and mount (sha256 of every file,
 # e2fsck -fn), a reply that never comes (test_drop_replies) costs a
 # reconnect of its queue and the read is sent again (also when its timer
@@ -527,6 +529,32 @@ n=$(cat $P/test_hardirq_ends)
 # for byte; then none.
 knob_check hipri_depth 0 1000 test_hipri_cmds 100 64k 999 \
 	"commands on the high-priority worker"
+# Deep or shallow, by the client's count: each command carries its
+# queue's depth at sending (krdma_blk_cmd.qd), since a server that
+# answers faster than the device delivers finds few unanswered under a
+# deep client.  hipri_depth=1: fio's READs one at a time take the
+# high-priority worker, nearly every one; 32 at a time, almost none.
+# hipri_at DEPTH N: N random 4 KiB READs at DEPTH; HN: how many of them
+# took the high-priority worker.
+hipri_at() {
+	local c0 kb
+	c0=$(cat $P/test_hipri_cmds)
+	(cd "$W" && fio --name=qd --filename="$D" --direct=1 --ioengine=libaio \
+		--rw=randread --bs=4k --iodepth="$1" --size=32M --number_ios="$2" \
+		--output-format=terse --terse-version=3 >"$W/fio.out" 2>"$W/fio.err") ||
+		{ cat "$W/fio.err"; fail "fio random READs at depth $1"; }
+	HN=$(($(cat $P/test_hipri_cmds) - c0))
+	# terse v3: field 6 is the KiB read.
+	kb=$(grep '^3;' "$W/fio.out" | cut -d';' -f6 | head -n 1)
+	expect_eq "$kb" $(($2 * 4)) "KiB fio read at depth $1"
+	log "depth $1: $HN of $2 READs on the high-priority worker"
+}
+echo 1 >$P/hipri_depth
+hipri_at 1 400
+[ "$HN" -ge 360 ] || fail "$HN of 400 READs at depth 1 on the high-priority worker, expected 360 or more"
+hipri_at 32 2000
+[ "$HN" -le 50 ] || fail "$HN of 2000 READs at depth 32 on the high-priority worker, expected 50 or fewer"
+echo 0 >$P/hipri_depth
 
 # ---- unmap during I/O ---------------------------------------------------
 during_io unmap "unmap name=krdmablk0"
