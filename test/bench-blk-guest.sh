@@ -107,10 +107,13 @@ cpu_ticks() {
 # idle, one bound by CPU does not).
 run_fio() {
 	local target=$1 dev=$2 job rw bs qd eng f r rc why t0 i0 t1 i1 eopts
+	local hi=/sys/module/krdma_blk/parameters/test_hipri_cmds h0=
 	while read -r job rw bs qd eng; do
 		log "$target: $job ($runs runs)"
 		rm -f "$dir/$target-$job"-r*.json
 		why=
+		h0=
+		[ -r $hi ] && h0=$(cat $hi)
 		read -r t0 i0 < <(cpu_ticks)
 		engine_opts "$eng"
 		for ((r = 1; r <= runs; r++)); do
@@ -129,6 +132,9 @@ run_fio() {
 			fi
 		done
 		read -r t1 i1 < <(cpu_ticks)
+		# A server's commands on the CPU's high-priority worker
+		# (hipri_depth), in the log only.
+		[ -n "$h0" ] && log "$target: $job: $(($(cat $hi) - h0)) commands on the high-priority worker"
 		if [ -z "$why" ]; then
 			cell "$target" "$job" ok "idle=$(( (i1 - i0) * 100 / (t1 - t0 + 1) ))"
 		else
