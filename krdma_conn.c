@@ -946,6 +946,22 @@ void krdma_unpark(struct krdma_device *kdev, bool all)
 }
 
 /*
+ * Move @conn's QP to ERROR: the device flushes every work request still
+ * posted, and the completions inject's delay= holds back go to their
+ * handlers now (as a device would flush them), so whoever waits for one
+ * hears at once.  Process context; sleeps.  Return: ib_modify_qp()'s.
+ */
+int krdma_conn_qp_error(struct krdma_conn *conn)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	int ret;
+
+	ret = ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+	krdma_inject_drain(&conn->inj);
+	return ret;
+}
+
+/*
  * Release every RDMA resource of @conn, in the order the verbs want:
  * stop the CM handler, stop new posts, disconnect, drain, deregister,
  * destroy the QP and CQ, then the cm_id.  Runs once; later calls return at
@@ -982,6 +998,22 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
 	krdma_hb_stop(conn);
+	/*
+	 * A poster lets go of the QP at once; a waiter for its own work
+	 * request (a registration, an invalidation: krdma_mr.c) only when
+	 * that completes.  A device that left the request hanging completes
+	 * it when the QP goes to ERROR (siw, its socket gone, keeps the QP
+	 * in RTS with its send queue stopped), which the drain below would
+	 * do but for that reference: after a grace, go to ERROR now rather
+	 * than wait out the waiter's KRDMA_POST_TIMEOUT.
+	 */
+	if (!wait_event_timeout(conn->wq, krdma_conn_idle(conn),
+				KRDMA_TEARDOWN_GRACE) && conn->qp) {
+		pr_warn_ratelimited("%s: a work request still waited for after %u ms of teardown; moving the QP to ERROR\n",
+				    conn->name,
+				    jiffies_to_msecs(KRDMA_TEARDOWN_GRACE));
+		krdma_conn_qp_error(conn);
+	}
 	wait_event(conn->wq, krdma_conn_idle(conn));
 
 	if (!completion_done(&conn->cm_done)) {
@@ -1001,11 +1033,8 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	 * flushes the whole SQ at once: go there first.
 	 */
 	if (conn->qp && conn->established &&
-	    rdma_protocol_iwarp(conn->kdev->ibdev, conn->port)) {
-		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-
-		ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
-	}
+	    rdma_protocol_iwarp(conn->kdev->ibdev, conn->port))
+		krdma_conn_qp_error(conn);
 	park = krdma_conn_must_park(conn);
 	if (conn->qp && conn->established && !park)
 		rdma_disconnect(conn->cm_id);

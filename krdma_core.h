@@ -370,6 +370,11 @@ extern struct workqueue_struct *krdma_wq;
  * does.
  */
 #define KRDMA_POST_TIMEOUT	(30 * HZ)
+/*
+ * How long teardown lets a waiter for its own work request keep the QP
+ * before it moves the QP to ERROR, which flushes that request.
+ */
+#define KRDMA_TEARDOWN_GRACE	(HZ)
 extern atomic64_t krdma_total_conns;
 
 void krdma_device_put(struct krdma_device *kdev);
@@ -378,6 +383,7 @@ struct krdma_device *krdma_device_get_by_ib(struct ib_device *ibdev);
 /* krdma_conn.c */
 const char *krdma_conn_state_str(enum krdma_conn_state state);
 void krdma_conn_teardown(struct krdma_conn *conn, int err);
+int krdma_conn_qp_error(struct krdma_conn *conn);
 void krdma_conn_set_error_flush(struct krdma_conn *conn);
 void krdma_conn_set_error(struct krdma_conn *conn, int err);
 void krdma_conn_set_error_wc(struct krdma_conn *conn, int err,

@@ -38,8 +38,9 @@
  * have outstanding (its share of the CQ, conn->cq_size): the completion
  * path allocates nothing.  A timer delivers what is due: the handlers run
  * in softirq context, as from the CQ's own polling (IB_POLL_SOFTIRQ).
- * Any other line, and teardown right after ib_drain_qp() (before the
- * buffers, ops and MRs the completions point to are freed), delivers
+ * Any other line, krdma moving the QP to ERROR (a device flushes what it
+ * has not done then), and teardown right after ib_drain_qp() (before the
+ * buffers, ops and MRs the completions point to are freed) deliver
  * what is queued at once, in order, as it was (with bottom halves off,
  * from process context).  ib_drain_qp()'s own drain completion has its
  * own handler, not one of krdma's, and is never held: it comes after the
@@ -236,9 +237,11 @@ static void krdma_inj_flush(struct krdma_inject *inj, bool close)
 }
 
 /*
- * Teardown, after ib_drain_qp() and before anything a completion points
- * to is freed: the completions held back by delay= reach their handlers
- * now, and none is held any more.  Process context; sleeps.
+ * The QP went to ERROR (krdma_conn_qp_error(): a device would flush what
+ * it had not done), and teardown after ib_drain_qp(), before anything a
+ * completion points to is freed: the completions held back by delay=
+ * reach their handlers now, and none is held any more.  Process context;
+ * sleeps.
  */
 void krdma_inject_drain(struct krdma_inject *inj)
 {

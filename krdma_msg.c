@@ -1255,7 +1255,6 @@ static void krdma_sync_done(struct krdma_req *req)
 int __krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 			long timeout, const char *what, bool qp_held)
 {
-	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	int ret;
 
 	if (!timeout)
@@ -1268,7 +1267,7 @@ int __krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 	if (!qp_held) {
 		krdma_conn_teardown(conn, -ETIMEDOUT);
 	} else {
-		ret = ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+		ret = krdma_conn_qp_error(conn);
 		if (ret)
 			pr_warn_ratelimited("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
 					    conn->name, ret);

@@ -8,7 +8,9 @@
 # completion delayed on the sender and every 3rd receive on the receiver
 # passes: the sender sees its send completions in order and the receiver
 # its messages in order (the self-test checks both), every byte compared;
-# "off" hands what is queued on at once; receives delayed past the
+# "off" hands what is queued on at once; a disconnect while a
+# registration waits for its held completion moves the QP to ERROR after
+# 1 s rather than wait it out; receives delayed past the
 # heartbeat bound fail the connection with -ETIMEDOUT ("peer ... lost"),
 # and its teardown hands on what was queued; a disconnect and an rmmod
 # with completions queued on both ends are clean (no splat, no leak: the
@@ -140,6 +142,35 @@ within 5 sh -c "[ \"\$(cat $S/c2/inject)\" = off ]" ||
 	fail "c2's queue after teardown: $(cat $S/c2/inject)"
 ctl disconnect name=c2 || fail "disconnect c2"
 ctl unlisten name=l2 || fail "unlisten l2"
+
+# ---- a registration the device holds ---------------------------------------
+# l7.0's registrations 10 s late, as a device that completes a request
+# only when the QP goes to ERROR (siw with its socket gone): its
+# self-test service waits for its registration, holding the QP.  A
+# disconnect of l7.0 then moves the QP to ERROR after a grace of 1 s,
+# which hands the completion on, rather than wait as long as the waiter
+# (30 s for a device's request; here the 10 s).  The self-test fails.
+ctl listen name=l7 addr=$MY_IP:7257 || fail "listen l7"
+ctl connect name=c7 addr=$PEER_IP:7257 || fail "connect c7"
+wait_for 5 test -e $S/l7.0 || fail "l7.0 missing"
+echo "delay=10000 op=reg" >$S/l7.0/inject || fail "delay l7.0"
+ctl test name=c7 op=write size=4096 count=1 || fail "test c7"
+within 5 queued $S/l7.0/inject || fail "nothing queued on l7.0: $(cat $S/l7.0/inject)"
+dmesg_mark
+t0=$(now_ms)
+timeout 30 sh -c "echo disconnect name=l7.0 >$KRDMA_CTL" ||
+	fail "disconnect l7.0 with its registration held failed or hung"
+t=$(($(now_ms) - t0))
+log "disconnect with a registration held 10 s: $t ms"
+[ "$t" -lt 4000 ] || fail "disconnect of l7.0 took $t ms with its registration held, expected under 4 s"
+dmesg_new | grep -qF "krdma: l7.0: a work request still waited for after 1000 ms of teardown; moving the QP to ERROR" ||
+	fail "no line for l7.0's QP moved to ERROR: $(dmesg_new | grep krdma | tail -n 3)"
+within 10 not_running $S/c7/test_status || fail "c7's test still running"
+st=$(cat $S/c7/test_status)
+[ "$st" != passed ] || fail "c7's test passed with its peer's service gone"
+ctl disconnect name=c7 2>/dev/null
+ctl unlisten name=l7 || fail "unlisten l7"
+wait_for 10 sh -c "! ls $S | grep -q ." || fail "connections left: $(ls $S)"
 
 # ---- disconnect and rmmod with completions queued ------------------------
 # Every completion of both ends 2000 ms late while a send test runs: the
