@@ -194,6 +194,7 @@ bool krdma_blk_every(struct krdma_blk_every *e)
 static u32 krdma_blk_qd_get(struct krdma_blk_queue *q,
 			    struct krdma_blk_rq *pdu)
 {
+	WARN_ON_ONCE(pdu->in_qd);
 	pdu->in_qd = true;
 	return atomic_inc_return(&q->qd);
 }
@@ -684,6 +685,7 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	struct krdma_blk_rq *pdu = blk_mq_rq_to_pdu(rq);
 	struct krdma_conn *conn;
 	blk_status_t sts;
+	u32 qd;
 	u8 op;
 
 	sts = BLK_STS_IOERR;
@@ -708,7 +710,8 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	pdu->mr = NULL;
 	pdu->status = 0;
 	blk_mq_start_request(rq);
-	sts = krdma_blk_submit(q, conn, rq, op, krdma_blk_qd_get(q, pdu));
+	qd = krdma_blk_qd_get(q, pdu);
+	sts = krdma_blk_submit(q, conn, rq, op, qd);
 	krdma_session_conn_put(q->sess, conn);
 	/* Not ours any more: blk-mq requeues or ends it. */
 	if (sts != BLK_STS_OK)

@@ -31,7 +31,7 @@
  * a READ or WRITE can start in its recv callback and a WRITE's bio go
  * from its RDMA READ's completion, in process context, with no hand-off.
  * They do while the connection's queue is shallow (at most inline_depth
- * deep, 1 by default); a deeper queue hands them to the
+ * commands unanswered, 1 by default); a deeper queue hands them to the
  * work item, which spreads them over the CPUs, where the completion work
  * of the device's CQ runs on one.  make bench measured both (README): the
  * workqueue's wake-ups cost more at depth than the hand-offs they save.
@@ -79,7 +79,7 @@
 static unsigned int krdma_blk_inline_depth = 1;
 module_param_named(inline_depth, krdma_blk_inline_depth, uint, 0644);
 MODULE_PARM_DESC(inline_depth,
-		 "A server starts a READ or WRITE in its recv callback while its queue is at most this deep: the client's count in the command, or the commands unanswered, the new one included (default 1; 0: never)");
+		 "A server starts a READ or WRITE in its recv callback while its connection has at most this many commands unanswered, the new one included (default 1; 0: never)");
 
 /*
  * How deep a connection's queue may be for a command's work to go to this
@@ -90,10 +90,13 @@ MODULE_PARM_DESC(inline_depth,
  * nvmet-rdma's completions in ib_comp_wq, WQ_HIGHPRI and per CPU); a deep
  * queue gains more from the spread.  The depth is the client's, carried
  * in each command (krdma_blk_cmd.qd), or the server's count of commands
- * unanswered if that is more: a server that answers faster than the
- * device delivers counts few under a deep client, whose every command
- * then landed on one CPU (make bench, 6.1, before the client's count:
- * random read at QD32 0.42x of the unbound hand-off's rate, README).
+ * unanswered if that is more (a server that answers faster than the
+ * device delivers counts few under a deep client).  Off by default: in
+ * one guest over rxe loopback the server's work then runs on the CPU
+ * that submitted the command, the submitter waits for it, and the
+ * client's queue itself stays one deep (make bench, 6.1: random read at
+ * QD32 0.48x of the unbound hand-off's rate, README).  For latency-bound
+ * users (QD1).
  */
 static unsigned int krdma_blk_hipri_depth;
 module_param_named(hipri_depth, krdma_blk_hipri_depth, uint, 0644);
@@ -222,7 +225,7 @@ struct krdma_blk_sio {
 	struct krdma_blk_sconn	*sc;
 	struct work_struct	work;
 	struct workqueue_struct	*wq;		/* @work's, for the command */
-	u32			qd;		/* the queue's depth it came at */
+	u32			qd;		/* the client's queue depth, or ours */
 	union {
 		struct krdma_blk_hdr	hdr;
 		struct krdma_blk_hello	hello;
@@ -418,18 +421,16 @@ static void krdma_blk_srv_event(struct krdma_conn *conn, enum krdma_event ev,
 }
 
 /*
- * Whether a step of @io may run in the completion that starts it: process
- * context, from the completion workqueue (an export made "wq"), and a
- * queue no deeper than inline_depth, by the command's count and by ours
- * now (read unlocked: a hint).
+ * Whether a step may run in the completion that starts it: process
+ * context, from the completion workqueue (an export made "wq"),
+ * and a queue no deeper than inline_depth (a hint: read unlocked).  The
+ * server's own count, as make bench measured it (README), not the
+ * client's.
  */
-static bool krdma_blk_sio_inline(struct krdma_blk_sio *io)
+static bool krdma_blk_sio_inline(struct krdma_blk_sconn *sc)
 {
-	struct krdma_blk_sconn *sc = io->sc;
-
 	return sc->exp->inline_io && in_task() &&
-	       max(READ_ONCE(sc->unanswered), io->qd) <=
-	       READ_ONCE(krdma_blk_inline_depth);
+	       READ_ONCE(sc->unanswered) <= READ_ONCE(krdma_blk_inline_depth);
 }
 
 static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait);
@@ -523,7 +524,7 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	     io->msg.hdr.op == KRDMA_BLK_OP_WRITE))
 		io->wq = sc->exp->hiwq;
 	/* In the completion workqueue a READ or WRITE starts right here. */
-	if (!hello && krdma_blk_sio_inline(io) &&
+	if (!hello && krdma_blk_sio_inline(sc) &&
 	    (io->msg.hdr.op == KRDMA_BLK_OP_READ ||
 	     io->msg.hdr.op == KRDMA_BLK_OP_WRITE)) {
 		atomic_inc(&krdma_blk_test_inline_starts);
@@ -856,7 +857,7 @@ static void krdma_blk_sio_rdma_done(struct krdma_req *req)
 		return;
 	}
 	io->stage = KRDMA_BLK_SIO_SUBMIT;
-	if (krdma_blk_sio_inline(io)) {
+	if (krdma_blk_sio_inline(io->sc)) {
 		atomic_inc(&krdma_blk_test_inline_submits);
 		krdma_blk_sio_submit(io);
 		return;

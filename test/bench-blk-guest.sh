@@ -113,7 +113,7 @@ run_fio() {
 		rm -f "$dir/$target-$job"-r*.json
 		why=
 		h0=
-		[ -r $hi ] && h0=$(cat $hi)
+		[[ $target == krdma-blk* ]] && [ -r $hi ] && h0=$(cat $hi)
 		read -r t0 i0 < <(cpu_ticks)
 		engine_opts "$eng"
 		for ((r = 1; r <= runs; r++)); do

@@ -524,8 +524,8 @@ cmp "$W/rand" "$W/back" || fail "data read back (irqmode=2) differs"
 n=$(cat $P/test_hardirq_ends)
 [ "$n" -ge $((dd_mb * 2)) ] || fail "$n bios ended in hardirq, expected $((dd_mb * 2)) or more"
 # e0 is without wq: a command's work goes to the CPU's high-priority
-# worker while its connection has at most hipri_depth unanswered (0,
-# never, by default), else to the export's unbound ones.  All of them there, byte
+# worker while its queue is at most hipri_depth deep (0, never, by
+# default), else to the export's unbound ones.  All of them there, byte
 # for byte; then none.
 knob_check hipri_depth 0 1000 test_hipri_cmds 100 64k 999 \
 	"commands on the high-priority worker"
@@ -534,6 +534,9 @@ knob_check hipri_depth 0 1000 test_hipri_cmds 100 64k 999 \
 # answers faster than the device delivers finds few unanswered under a
 # deep client.  hipri_depth=1: fio's READs one at a time take the
 # high-priority worker, nearly every one; 32 at a time, almost none.
+# null_blk is at irqmode=2 here (its bios end from a timer): with
+# irqmode=0 a loopback client's queue itself collapses to one deep
+# (README), and the count is right to say so.
 # hipri_at DEPTH N: N random 4 KiB READs at DEPTH; HN: how many of them
 # took the high-priority worker.
 hipri_at() {
