@@ -1009,10 +1009,15 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	 */
 	if (!wait_event_timeout(conn->wq, krdma_conn_idle(conn),
 				KRDMA_TEARDOWN_GRACE) && conn->qp) {
-		pr_warn_ratelimited("%s: a work request still waited for after %u ms of teardown; moving the QP to ERROR\n",
+		int ret;
+
+		pr_warn_ratelimited("%s: teardown: a work request outstanding after %u ms; moving the QP to ERROR\n",
 				    conn->name,
 				    jiffies_to_msecs(KRDMA_TEARDOWN_GRACE));
-		krdma_conn_qp_error(conn);
+		ret = krdma_conn_qp_error(conn);
+		if (ret)
+			pr_warn_ratelimited("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
+					    conn->name, ret);
 	}
 	wait_event(conn->wq, krdma_conn_idle(conn));
 

@@ -163,7 +163,7 @@ timeout 30 sh -c "echo disconnect name=l7.0 >$KRDMA_CTL" ||
 t=$(($(now_ms) - t0))
 log "disconnect with a registration held 10 s: $t ms"
 [ "$t" -lt 4000 ] || fail "disconnect of l7.0 took $t ms with its registration held, expected under 4 s"
-dmesg_new | grep -qF "krdma: l7.0: a work request still waited for after 1000 ms of teardown; moving the QP to ERROR" ||
+dmesg_new | grep -qF "krdma: l7.0: teardown: a work request outstanding after 1000 ms; moving the QP to ERROR" ||
 	fail "no line for l7.0's QP moved to ERROR: $(dmesg_new | grep krdma | tail -n 3)"
 within 10 not_running $S/c7/test_status || fail "c7's test still running"
 st=$(cat $S/c7/test_status)
