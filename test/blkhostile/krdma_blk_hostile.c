@@ -30,6 +30,11 @@
  *              replies, holds at most @depth more, and closes at the next
  *   forged     a READ whose token has a forged rkey: the server's RDMA
  *              WRITE fails, the connection with it, and nothing lands
+ *   qd         READs one at a time, each answered before the next (the
+ *              server counts one unanswered), claiming client queue
+ *              depths (krdma_blk_cmd.qd) of 1, 32 and 0 (not told),
+ *              HB_QD_READS each: every one returns @fill from @sector;
+ *              which worker each took is blk.sh's to check
  *
  * The server's dmesg line for each closing mode is blk.sh's to check.
  */
@@ -58,20 +63,21 @@ module_param(export, charp, 0444);
 MODULE_PARM_DESC(export, "the export's name");
 static char *mode = "";
 module_param(mode, charp, 0444);
-MODULE_PARM_DESC(mode, "badcmd, early, hello2, garbage, badlen, capsread, capsshort, overrun, noreplies or forged");
+MODULE_PARM_DESC(mode, "badcmd, early, hello2, garbage, badlen, capsread, capsshort, overrun, noreplies, forged or qd");
 static uint depth = 4;
 module_param(depth, uint, 0444);
 MODULE_PARM_DESC(depth, "queue depth asked for (2 to 16)");
 static ulong sector;
 module_param(sector, ulong, 0444);
-MODULE_PARM_DESC(sector, "badcmd: the sector whose 4 KiB hold @fill");
+MODULE_PARM_DESC(sector, "badcmd, qd: the sector whose 4 KiB hold @fill");
 static uint fill;
 module_param(fill, uint, 0444);
-MODULE_PARM_DESC(fill, "badcmd: the byte those 4 KiB hold");
+MODULE_PARM_DESC(fill, "badcmd, qd: the byte those 4 KiB hold");
 
 #define HB_WAIT		(10 * HZ)
 #define HB_IO		4096
 #define HB_MAX_DEPTH	16
+#define HB_QD_READS	10
 
 struct hb {
 	struct krdma_conn	*conn;
@@ -469,6 +475,40 @@ static int hb_forged(struct hb *hb)
 	return ret;
 }
 
+/* Mode qd: READs claiming depths they do not have, one at a time. */
+static int hb_qd(struct hb *hb)
+{
+	static const u32 qds[] = { 1, 32, 0 };
+	struct krdma_blk_cmd c;
+	struct hb_buf b = {};
+	int i, j, ret = 0, status = 0;
+
+	for (i = 0; i < ARRAY_SIZE(qds) && !ret; i++) {
+		for (j = 0; j < HB_QD_READS && !ret; j++) {
+			/* A reply ends the token it answers: one each. */
+			ret = hb_buf_get(hb, &b);
+			if (ret)
+				break;
+			hb_cmd(&c, KRDMA_BLK_OP_READ, HB_IO, sector,
+			       i * HB_QD_READS + j, &b.tok);
+			c.qd = cpu_to_be32(qds[i]);
+			ret = hb_call(hb, &c, sizeof(c), &status);
+			if (!ret && status)
+				ret = status;
+			if (!ret && !hb_all(b.p, HB_IO, fill)) {
+				pr_err("qd: a READ claiming depth %u did not return 0x%02x\n",
+				       qds[i], fill);
+				ret = -EIO;
+			}
+			hb_buf_put(&b);
+		}
+	}
+	if (!ret)
+		pr_info("qd: %d READs claiming depths 1, 32 and 0, one at a time, each returned its data\n",
+			(int)ARRAY_SIZE(qds) * HB_QD_READS);
+	return ret;
+}
+
 static int hb_run(struct hb *hb)
 {
 	struct krdma_blk_cmd c;
@@ -525,6 +565,8 @@ static int hb_run(struct hb *hb)
 		return hb_noreplies(hb);
 	if (!strcmp(mode, "forged"))
 		return hb_forged(hb);
+	if (!strcmp(mode, "qd"))
+		return hb_qd(hb);
 	return -EINVAL;
 }
 
