@@ -949,16 +949,19 @@ void krdma_unpark(struct krdma_device *kdev, bool all)
  * Move @conn's QP to ERROR: the device flushes every work request still
  * posted, and the completions inject's delay= holds back go to their
  * handlers now (as a device would flush them), so whoever waits for one
- * hears at once.  Process context; sleeps.  Return: ib_modify_qp()'s.
+ * hears at once.  A device that refuses says so in one line: whoever
+ * waits then waits for the device.  Process context; sleeps.
  */
-int krdma_conn_qp_error(struct krdma_conn *conn)
+void krdma_conn_qp_error(struct krdma_conn *conn)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	int ret;
 
 	ret = ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+	if (ret)
+		pr_warn_ratelimited("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
+				    conn->name, ret);
 	krdma_inject_drain(&conn->inj);
-	return ret;
 }
 
 /*
@@ -1009,15 +1012,10 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	 */
 	if (!wait_event_timeout(conn->wq, krdma_conn_idle(conn),
 				KRDMA_TEARDOWN_GRACE) && conn->qp) {
-		int ret;
-
 		pr_warn_ratelimited("%s: teardown: a work request outstanding after %u ms; moving the QP to ERROR\n",
 				    conn->name,
 				    jiffies_to_msecs(KRDMA_TEARDOWN_GRACE));
-		ret = krdma_conn_qp_error(conn);
-		if (ret)
-			pr_warn_ratelimited("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
-					    conn->name, ret);
+		krdma_conn_qp_error(conn);
 	}
 	wait_event(conn->wq, krdma_conn_idle(conn));
 

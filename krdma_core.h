@@ -383,7 +383,7 @@ struct krdma_device *krdma_device_get_by_ib(struct ib_device *ibdev);
 /* krdma_conn.c */
 const char *krdma_conn_state_str(enum krdma_conn_state state);
 void krdma_conn_teardown(struct krdma_conn *conn, int err);
-int krdma_conn_qp_error(struct krdma_conn *conn);
+void krdma_conn_qp_error(struct krdma_conn *conn);
 void krdma_conn_set_error_flush(struct krdma_conn *conn);
 void krdma_conn_set_error(struct krdma_conn *conn, int err);
 void krdma_conn_set_error_wc(struct krdma_conn *conn, int err,

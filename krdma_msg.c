@@ -1255,8 +1255,6 @@ static void krdma_sync_done(struct krdma_req *req)
 int __krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 			long timeout, const char *what, bool qp_held)
 {
-	int ret;
-
 	if (!timeout)
 		timeout = KRDMA_POST_TIMEOUT;
 	if (krdma_wait_completion(conn, done, timeout))
@@ -1264,14 +1262,10 @@ int __krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 	pr_warn_ratelimited("%s: %s not completed by the device in %u ms, failing the connection\n",
 			    conn->name, what, jiffies_to_msecs(timeout));
 	krdma_conn_set_error(conn, -ETIMEDOUT);
-	if (!qp_held) {
+	if (!qp_held)
 		krdma_conn_teardown(conn, -ETIMEDOUT);
-	} else {
-		ret = krdma_conn_qp_error(conn);
-		if (ret)
-			pr_warn_ratelimited("%s: cannot move the QP to ERROR (%d), still waiting for the device\n",
-					    conn->name, ret);
-	}
+	else
+		krdma_conn_qp_error(conn);
 	krdma_wait_completion(conn, done, MAX_SCHEDULE_TIMEOUT);
 	return -ETIMEDOUT;
 }
