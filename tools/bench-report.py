@@ -68,6 +68,21 @@ TOPOS = {"single": "one guest, rxe loopback",
          "pair": "two guests, A -> B over a qemu UDP link"}
 
 
+def topo_name(topo, lab):
+    """The boot's description; a pair says which link joined it (the
+    KRDMA_NET guest-run passed to the guests, udp by default)."""
+    if topo != "pair":
+        return TOPOS.get(topo, topo)
+    try:
+        with open(os.path.join(lab, "env-A")) as f:
+            if "export KRDMA_NET=stream" in f.read().split("\n"):
+                return ("two guests, A -> B over a qemu stream link "
+                        "(loses no frame)")
+    except OSError:
+        pass
+    return TOPOS["pair"]
+
+
 def size_name(s):
     return SIZES.get(s, f"{s} B")
 
@@ -279,11 +294,11 @@ def rdma_boot(result, text, md, line, topo, rel, lab):
     depth = vals.get(("info", 0, "krdma", "queue_depth"))
     batch = vals.get(("info", 0, "krdma", "batch"))
     boot = {"line": line, "kernel": rel, "topo": topo,
-            "description": TOPOS.get(topo, topo),
+            "description": topo_name(topo, lab),
             "memcpy_mibs": memcpy, "depth": depth, "batch": batch,
             "cells": cells}
     result["boots"].append(boot)
-    title = f"{rel}, {TOPOS.get(topo, topo)}"
+    title = f"{rel}, {topo_name(topo, lab)}"
     extra = []
     if memcpy:
         extra.append(f"memcpy in the guest: {memcpy:.0f} MiB/s")
