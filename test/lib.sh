@@ -38,8 +38,30 @@ not_running() {
 
 # dmesg_mark, then dmesg_new: the kernel's lines since the mark.  Never
 # dmesg -C in a test: the suite scans each test's dmesg for kernel bugs.
+# dmesg_fetch puts those lines in the array KMSG_NEW, where new_has WORDS
+# finds a line holding WORDS (a fixed string) and new_count WORDS counts
+# them (in NEW_N), with no command more.  Under KASAN and TCG each command
+# costs a quarter of a second of the guest's CPU, and the tests check
+# hundreds of lines.  (Not mapfile of the whole log: bash reading
+# thousands of lines there is slower than a fork.)
 dmesg_mark() { KRDMA_DMESG_MARK=$(dmesg | wc -l); }
 dmesg_new() { dmesg | tail -n +"$((${KRDMA_DMESG_MARK:-0} + 1))"; }
+dmesg_fetch() { mapfile -t KMSG_NEW < <(dmesg_new); }
+new_has() {
+	local l
+	for l in "${KMSG_NEW[@]}"; do
+		[[ $l == *"$1"* ]] && return 0
+	done
+	return 1
+}
+new_count() {
+	local l
+	NEW_N=0
+	for l in "${KMSG_NEW[@]}"; do
+		[[ $l == *"$1"* ]] && NEW_N=$((NEW_N + 1))
+	done
+	return 0
+}
 
 # ratelimit_pace: every krdma log line that a peer or a user can repeat is
 # rate-limited, each line on its own with the kernel's default: 10 in 5 s,
@@ -105,22 +127,26 @@ expect_eq() {	# expect_eq ACTUAL EXPECTED WHAT
 	[ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"
 }
 
-# Load the RDMA core and bring up $IBDEV on eth0 (idempotent).
+# Load the RDMA core and bring up $IBDEV on eth0 (idempotent).  What is
+# loaded already is seen in /sys, without a command: under KASAN and TCG
+# each one costs a quarter of a second, and every test starts here.
 rdma_dev_up() {
-	modprobe rdma_cm || fail "modprobe rdma_cm"
+	[ -e /sys/module/rdma_cm ] || modprobe rdma_cm || fail "modprobe rdma_cm"
 	case "$DEV" in
-	rxe)	modprobe rdma_rxe || fail "modprobe rdma_rxe" ;;
-	siw)	if [ -f "$BUILD/siw/siw.ko" ]; then
+	rxe)	[ -e /sys/module/rdma_rxe ] || modprobe rdma_rxe ||
+			fail "modprobe rdma_rxe" ;;
+	siw)	if [ -e /sys/module/siw ]; then
+			:
+		elif [ -f "$BUILD/siw/siw.ko" ]; then
 			for m in $(modinfo -F depends "$BUILD/siw/siw.ko" | tr , ' '); do
 				modprobe "$m" || fail "modprobe $m (for siw)"
 			done
-			lsmod | grep -q '^siw ' || insmod "$BUILD/siw/siw.ko" ||
-				fail "insmod siw"
+			insmod "$BUILD/siw/siw.ko" || fail "insmod siw"
 		else
 			modprobe siw || fail "modprobe siw"
 		fi ;;
 	esac
-	if ! rdma link show "$IBDEV/1" >/dev/null 2>&1; then
+	if [ ! -e "/sys/class/infiniband/$IBDEV" ]; then
 		rdma link add "$IBDEV" type "$DEV" netdev eth0 ||
 			fail "rdma link add $IBDEV"
 	fi
@@ -143,13 +169,13 @@ rdma_dev_down() {
 krdma_load() {
 	local dd=${KRDMA_DYNDBG-+p}
 
-	lsmod | grep -q '^krdma ' && return 0
+	[ -e /sys/module/krdma ] && return 0
 	insmod "$BUILD/krdma.ko" dma_check="${KRDMA_DMA_CHECK:-1}" \
 		${dd:+dyndbg="$dd"} "$@" || fail "insmod krdma.ko"
 }
 
 krdma_unload() {
-	lsmod | grep -q '^krdma ' || return 0
+	[ -e /sys/module/krdma ] || return 0
 	rmmod krdma || fail "rmmod krdma"
 }
 
@@ -159,41 +185,55 @@ ctl() {
 }
 
 # ctl_err CMD: the errno name a rejected command fails with ("OK" if none).
+# ctl_err_v CMD: the same in CTL_ERR, without a fork.
 ctl_err() {
-	local out
-	out=$( (echo "$*" >"$KRDMA_CTL") 2>&1 ) && { echo OK; return; }
+	ctl_err_v "$@"
+	echo "$CTL_ERR"
+}
+# The write's error message goes through a file of the calling process
+# ($BASHPID: callers may run in parallel subshells).
+ctl_err_v() {
+	local out= f=/tmp/krdma-ctl-err.$BASHPID
+	CTL_ERR=OK
+	{ echo "$*" >"$KRDMA_CTL"; } 2>"$f" && return 0
+	read -r out <"$f"
+	ctl_errno_name "$out"
+}
+# ctl_errno_name MSG: CTL_ERR, the errno name of a write's error message.
+ctl_errno_name() {
+	local out=$1
 	case "$out" in
-	*"Invalid argument"*)		echo EINVAL ;;
-	*"No such file"*)		echo ENOENT ;;
-	*"File exists"*)		echo EEXIST ;;
-	*"No such device"*)		echo ENODEV ;;
-	*"Device or resource busy"*)	echo EBUSY ;;
-	*"Operation not supported"*)	echo EOPNOTSUPP ;;
-	*"Connection refused"*)		echo ECONNREFUSED ;;
-	*"Connection reset"*)		echo ECONNRESET ;;
-	*"timed out"*)			echo ETIMEDOUT ;;
-	*"Numerical result"*)		echo ERANGE ;;
-	*"Bad address"*)		echo EFAULT ;;
-	*"Permission denied"*)		echo EACCES ;;
-	*"Protocol not supported"*)	echo EPROTONOSUPPORT ;;
-	*"Protocol error"*)		echo EPROTO ;;
-	*"No route to host"*)		echo EHOSTUNREACH ;;
-	*"Message too long"*)		echo EMSGSIZE ;;
-	*"temporarily unavailable"*)	echo EAGAIN ;;
-	*"Argument list too long"*)	echo E2BIG ;;
-	*"Cannot allocate memory"*)	echo ENOMEM ;;
-	*"Operation not permitted"*)	echo EPERM ;;
-	*"Address already in use"*)	echo EADDRINUSE ;;
-	*"Cannot assign requested"*)	echo EADDRNOTAVAIL ;;
-	*)				echo "OTHER($out)" ;;
+	*"Invalid argument"*)		CTL_ERR=EINVAL ;;
+	*"No such file"*)		CTL_ERR=ENOENT ;;
+	*"File exists"*)		CTL_ERR=EEXIST ;;
+	*"No such device"*)		CTL_ERR=ENODEV ;;
+	*"Device or resource busy"*)	CTL_ERR=EBUSY ;;
+	*"Operation not supported"*)	CTL_ERR=EOPNOTSUPP ;;
+	*"Connection refused"*)		CTL_ERR=ECONNREFUSED ;;
+	*"Connection reset"*)		CTL_ERR=ECONNRESET ;;
+	*"timed out"*)			CTL_ERR=ETIMEDOUT ;;
+	*"Numerical result"*)		CTL_ERR=ERANGE ;;
+	*"Bad address"*)		CTL_ERR=EFAULT ;;
+	*"Permission denied"*)		CTL_ERR=EACCES ;;
+	*"Protocol not supported"*)	CTL_ERR=EPROTONOSUPPORT ;;
+	*"Protocol error"*)		CTL_ERR=EPROTO ;;
+	*"No route to host"*)		CTL_ERR=EHOSTUNREACH ;;
+	*"Message too long"*)		CTL_ERR=EMSGSIZE ;;
+	*"temporarily unavailable"*)	CTL_ERR=EAGAIN ;;
+	*"Argument list too long"*)	CTL_ERR=E2BIG ;;
+	*"Cannot allocate memory"*)	CTL_ERR=ENOMEM ;;
+	*"Operation not permitted"*)	CTL_ERR=EPERM ;;
+	*"Address already in use"*)	CTL_ERR=EADDRINUSE ;;
+	*"Cannot assign requested"*)	CTL_ERR=EADDRNOTAVAIL ;;
+	*)				CTL_ERR="OTHER($out)" ;;
 	esac
 }
 
 expect_ctl_err() {	# expect_ctl_err ERRNO CMD...
-	local want=$1 got
+	local want=$1
 	shift
-	got=$(ctl_err "$@")
-	[ "$got" = "$want" ] || fail "'$*': got $got, expected $want"
+	ctl_err_v "$@"
+	[ "$CTL_ERR" = "$want" ] || fail "'$*': got $CTL_ERR, expected $want"
 }
 
 # wait_for SECONDS CMD...: poll until CMD succeeds.
@@ -207,6 +247,32 @@ wait_for() {
 	done
 }
 
+# kmsg_open, then kmsg_wait SECONDS GLOB: wait for a kernel line matching
+# GLOB logged after kmsg_open, in a blocking read of /dev/kmsg: no fork
+# per poll (under KASAN and TCG a "dmesg | grep" costs a quarter of a
+# second of a vCPU, and a loop of them takes it from the code under test).
+# kmsg_wait returns 1 at the timeout; a caller checks the outcome in dmesg
+# as before, so that lines lost to a wrapped buffer cost time, not truth.
+kmsg_open() {
+	exec {KRDMA_KMSG_FD}</dev/kmsg || return 1
+	while read -r -t 0.05 -u "$KRDMA_KMSG_FD" _; do :; done
+	return 0
+}
+kmsg_wait() {
+	local end=$((SECONDS + $1)) l rc
+	[ -n "${KRDMA_KMSG_FD:-}" ] || return 1
+	while [ $SECONDS -lt $end ]; do
+		read -r -t 1 -u "$KRDMA_KMSG_FD" l
+		rc=$?
+		if [ $rc = 0 ]; then
+			[[ ${l#*;} == $2 ]] && return 0
+		elif [ $rc -le 128 ]; then	# EPIPE: records overwritten
+			nap 0.1
+		fi
+	done
+	return 1
+}
+
 # within SECONDS CMD...: poll until CMD succeeds, bounded by the clock
 # (wait_for counts polls, and under TCG each poll that forks runs late).
 within() {
@@ -216,6 +282,13 @@ within() {
 		[ $SECONDS -lt $end ] || return 1
 		nap 0.2
 	done
+}
+
+# ops_going CONN: CONN's self-test has done an operation (no fork).
+ops_going() {
+	local n=0
+	read -r n 2>/dev/null <"$KRDMA_SYS/conns/$1/test_ops"
+	[ "${n:-0}" -gt 0 ] 2>/dev/null
 }
 
 # peer_gone NAME: guest NAME has ended (tools/guest-run marks it when its

@@ -22,18 +22,18 @@ krdma_load
 ctl listen name=l1 addr=$MY_IP:7090 || fail "listen"
 ctl connect name=c1 addr=$PEER_IP:7090 || fail "connect"
 c=$KRDMA_SYS/conns/c1
-expect_eq "$(cat $c/bench_status)" idle "bench_status before any bench"
+expect_eq "$(<$c/bench_status)" idle "bench_status before any bench"
 
 bench_done() {	# bench_done WHAT: wait for the bench to end, check it passed
 	wait_for 240 not_running $c/bench_status ||
 		fail "$1: still running after 240 s"
-	expect_eq "$(cat $c/bench_status)" passed "$1: bench_status"
+	expect_eq "$(<$c/bench_status)" passed "$1: bench_status"
 }
 
 check_lat() {	# check_lat WHAT: latencies present and ordered
 	local min p50 p99 max
-	min=$(cat $c/bench_lat_min_ns) p50=$(cat $c/bench_lat_p50_ns)
-	p99=$(cat $c/bench_lat_p99_ns) max=$(cat $c/bench_lat_max_ns)
+	min=$(<$c/bench_lat_min_ns) p50=$(<$c/bench_lat_p50_ns)
+	p99=$(<$c/bench_lat_p99_ns) max=$(<$c/bench_lat_max_ns)
 	[ "$min" -gt 0 ] && [ "$min" -le "$p50" ] && [ "$p50" -le "$p99" ] &&
 		[ "$p99" -le "$max" ] ||
 		fail "$1: latencies not ordered: min $min p50 $p50 p99 $p99 max $max"
@@ -43,26 +43,26 @@ count=40 size=4096
 for op in write read send; do
 	ctl bench name=c1 op=$op size=4K count=$count || fail "bench op=$op"
 	bench_done "$op"
-	expect_eq "$(cat $c/bench_ops)" $count "$op: bench_ops"
-	expect_eq "$(cat $c/bench_bytes)" $((count * size)) "$op: bench_bytes"
-	[ "$(cat $c/bench_usecs)" -gt 0 ] || fail "$op: bench_usecs is 0"
-	[ "$(cat $c/bench_msg_rate)" -gt 0 ] || fail "$op: bench_msg_rate is 0"
-	grep -qE '^[0-9]+\.[0-9]{2}$' $c/bench_bw_mbps || fail "$op: bench_bw_mbps '$(cat $c/bench_bw_mbps)'"
+	expect_eq "$(<$c/bench_ops)" $count "$op: bench_ops"
+	expect_eq "$(<$c/bench_bytes)" $((count * size)) "$op: bench_bytes"
+	[ "$(<$c/bench_usecs)" -gt 0 ] || fail "$op: bench_usecs is 0"
+	[ "$(<$c/bench_msg_rate)" -gt 0 ] || fail "$op: bench_msg_rate is 0"
+	grep -qE '^[0-9]+\.[0-9]{2}$' $c/bench_bw_mbps || fail "$op: bench_bw_mbps '$(<$c/bench_bw_mbps)'"
 	check_lat "$op"
-	log "$op 4K x$count: $(cat $c/bench_usecs) us, $(cat $c/bench_bw_mbps) MiB/s," \
-		"$(cat $c/bench_msg_rate) op/s, p50 $(cat $c/bench_lat_p50_ns) ns"
+	log "$op 4K x$count: $(<$c/bench_usecs) us, $(<$c/bench_bw_mbps) MiB/s," \
+		"$(<$c/bench_msg_rate) op/s, p50 $(<$c/bench_lat_p50_ns) ns"
 done
 
 # One operation in flight, and the secs= form.
 ctl bench name=c1 op=write size=64 depth=1 count=10 || fail "bench depth=1"
 bench_done "write depth=1"
-expect_eq "$(cat $c/bench_ops)" 10 "depth=1: bench_ops"
+expect_eq "$(<$c/bench_ops)" 10 "depth=1: bench_ops"
 check_lat "write depth=1"
 ctl bench name=c1 op=send size=64 secs=1 || fail "bench secs=1"
 expect_ctl_err EBUSY bench name=c1 op=read size=4K count=1
 bench_done "send secs=1"
-[ "$(cat $c/bench_ops)" -gt 0 ] || fail "secs=1: no operation done"
-expect_eq "$(cat $c/bench_bytes)" $(( $(cat $c/bench_ops) * 64 )) "secs=1: bench_bytes"
+[ "$(<$c/bench_ops)" -gt 0 ] || fail "secs=1: no operation done"
+expect_eq "$(<$c/bench_bytes)" $(( $(<$c/bench_ops) * 64 )) "secs=1: bench_bytes"
 check_lat "send secs=1"
 
 # The scatter-gather experiment (sge=, issue #20): N blocks of size bytes,
@@ -70,7 +70,7 @@ check_lat "send secs=1"
 # buffer first (pack=1).  Every operation carries N * size bytes; a gather
 # send of no more elements than max_send_sge, past the inline size, goes
 # out without a copy (send_zcopy counts it), and so does a packed one.
-max_sge=$(cat $c/max_send_sge)
+max_sge=$(<$c/max_send_sge)
 zc() { cat $c/send_zcopy; }
 for op in send write; do
 	for pack in 0 1; do
@@ -80,8 +80,8 @@ for op in send write; do
 		ctl bench name=c1 op=$op size=$bs sge=$n stride=3000 pack=$pack count=$cnt ||
 			fail "bench op=$op sge=$n pack=$pack"
 		bench_done "$op sge=$n pack=$pack"
-		expect_eq "$(cat $c/bench_ops)" $cnt "$op sge=$n pack=$pack: bench_ops"
-		expect_eq "$(cat $c/bench_bytes)" $((cnt * n * bs)) "$op sge=$n pack=$pack: bench_bytes"
+		expect_eq "$(<$c/bench_ops)" $cnt "$op sge=$n pack=$pack: bench_ops"
+		expect_eq "$(<$c/bench_bytes)" $((cnt * n * bs)) "$op sge=$n pack=$pack: bench_bytes"
 		check_lat "$op sge=$n pack=$pack"
 		[ $op = write ] ||
 			expect_eq $(( $(zc) - z0 )) $cnt "$op sge=$n pack=$pack: sends without a copy"
@@ -91,7 +91,7 @@ done
 ctl bench name=c1 op=send size=64 sge=$((max_sge + 2)) stride=4096 count=20 ||
 	fail "bench send sge=max+2"
 bench_done "send sge=max_send_sge+2"
-expect_eq "$(cat $c/bench_bytes)" $((20 * 64 * (max_sge + 2))) "send sge=max+2: bench_bytes"
+expect_eq "$(<$c/bench_bytes)" $((20 * 64 * (max_sge + 2))) "send sge=max+2: bench_bytes"
 log "sge: send and write of 4 x 1 KiB gathered and packed, send of $((max_sge + 2)) x 64 B"
 
 # The atomics (issue #20's matrix).  Each fadd adds 1 and each cas swaps
@@ -107,10 +107,10 @@ for op in fadd cas; do
 	fi
 	ctl bench name=c1 op=$op size=8 count=200 depth=16 || fail "bench op=$op"
 	bench_done "$op"
-	expect_eq "$(cat $c/bench_ops)" 200 "$op: bench_ops"
-	expect_eq "$(cat $c/bench_bytes)" $((200 * 8)) "$op: bench_bytes"
+	expect_eq "$(<$c/bench_ops)" 200 "$op: bench_ops"
+	expect_eq "$(<$c/bench_bytes)" $((200 * 8)) "$op: bench_bytes"
 	check_lat "$op"
-	log "$op x200: $(cat $c/bench_msg_rate) op/s, p50 $(cat $c/bench_lat_p50_ns) ns"
+	log "$op x200: $(<$c/bench_msg_rate) op/s, p50 $(<$c/bench_lat_p50_ns) ns"
 done
 
 # Write-with-immediate (issue #20's matrix): a WRITE and a notice per
@@ -126,10 +126,10 @@ else
 		ctl bench name=c1 op=imm size=$size count=200 depth=16 ||
 			fail "bench op=imm size=$size"
 		bench_done "imm size=$size"
-		expect_eq "$(cat $c/bench_ops)" 200 "imm size=$size: bench_ops"
-		expect_eq "$(cat $c/bench_bytes)" $((200 * size)) "imm size=$size: bench_bytes"
+		expect_eq "$(<$c/bench_ops)" 200 "imm size=$size: bench_ops"
+		expect_eq "$(<$c/bench_bytes)" $((200 * size)) "imm size=$size: bench_bytes"
 		check_lat "imm size=$size"
-		log "imm $size B x200: $(cat $c/bench_msg_rate) op/s, p50 $(cat $c/bench_lat_p50_ns) ns"
+		log "imm $size B x200: $(<$c/bench_msg_rate) op/s, p50 $(<$c/bench_lat_p50_ns) ns"
 	done
 	! dmesg_new | grep -q "bench notice .* came where" ||
 		fail "imm: the peer saw a notice out of order"
@@ -148,15 +148,15 @@ expect_ctl_err EINVAL bench name=c1 op=read size=0
 expect_ctl_err EINVAL bench name=c1 op=read size=64 sge=2
 expect_ctl_err EINVAL bench name=c1 op=send size=64 sge=2 stride=32
 expect_ctl_err EINVAL bench name=c1 op=send size=64 pack=1
-expect_ctl_err EMSGSIZE bench name=c1 op=send size=$(( $(cat $c/max_msg_size) / 2 + 1 )) sge=2
+expect_ctl_err EMSGSIZE bench name=c1 op=send size=$(( $(<$c/max_msg_size) / 2 + 1 )) sge=2
 expect_ctl_err ENOENT bench name=nosuch op=send size=64
-expect_ctl_err EMSGSIZE bench name=c1 op=send size=$(( $(cat $c/max_msg_size) + 1 ))
-expect_eq "$(cat $c/bench_status)" passed "bench_status after refusals"
+expect_ctl_err EMSGSIZE bench name=c1 op=send size=$(( $(<$c/max_msg_size) + 1 ))
+expect_eq "$(<$c/bench_status)" passed "bench_status after refusals"
 
 # The bench gave the self-test's peer protocol back: the self-test runs.
 ctl test name=c1 op=write,read size=4096 count=2 || fail "self-test after bench"
 wait_for 120 not_running $c/test_status
-expect_eq "$(cat $c/test_status)" passed "self-test after bench"
-expect_eq "$(cat $c/errors)" 0 "errors"
+expect_eq "$(<$c/test_status)" passed "self-test after bench"
+expect_eq "$(<$c/errors)" 0 "errors"
 ctl disconnect name=c1 || fail "disconnect"
 ctl unlisten name=l1 || fail "unlisten"

@@ -28,9 +28,10 @@ bad() {	# bad ERRNO 'dmesg words' CMD...
 	ratelimit_pace
 	dmesg_mark
 	expect_ctl_err "$want" "$@"
-	n=$(dmesg_new | grep -c 'krdma: ')
-	[ "$n" = 1 ] || fail "'$*': $n dmesg lines, expected 1: $(dmesg_new | tail -n 3)"
-	dmesg_new | grep -qF -- "$words" || fail "'$*': dmesg does not name '$words': $(dmesg_new)"
+	dmesg_fetch
+	new_count 'krdma: '
+	[ "$NEW_N" = 1 ] || fail "'$*': $NEW_N dmesg lines, expected 1: $(dmesg_new | tail -n 3)"
+	new_has "$words" || fail "'$*': dmesg does not name '$words': $(dmesg_new)"
 }
 bad EINVAL "unknown command 'frobnicate'" frobnicate name=x
 bad EINVAL "unknown word 'colour' for listen" listen name=x addr=1.2.3.4:5 colour=red
@@ -99,13 +100,15 @@ refused() {
 	shift 2
 	ratelimit_pace
 	dmesg_mark
-	got=$(ctl_err "$@")
+	ctl_err_v "$@"
+	got=$CTL_ERR
 	case "$want:$got" in
 	*:OK)	fail "'$*' was accepted" ;;
 	ANY:*)	;;
 	*)	[ "$got" = "$want" ] || fail "'$*': got $got, expected $want" ;;
 	esac
-	dmesg_new | grep -qF -- "$words" ||
+	dmesg_fetch
+	new_has "$words" ||
 		fail "'$*' ($got): dmesg does not say '$words': $(dmesg_new | tail -n 3)"
 }
 not_connected() { local s=; read -r s 2>/dev/null <"$1"; [ "$s" != connected ]; }

@@ -16,7 +16,9 @@ for i in 1 2 3; do
 done
 ctl test name=c1 op=write,read size=256K count=100000 || fail "test start"
 ctl test name=c2 op=send size=1K count=1000000 || fail "test start"
-sleep 2
+# Both tests under way (they would run for minutes).
+within 20 ops_going c1 && within 20 ops_going c2 ||
+	fail "the tests did not get going in 20 s"
 expect_eq "$(cat $KRDMA_SYS/conns/c1/test_status)" running "c1 test before removal"
 
 timeout 60 rdma link delete $IBDEV || fail "rdma link delete hung or failed"

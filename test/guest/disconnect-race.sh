@@ -27,7 +27,7 @@ race() {
 	done
 	wait
 	for i in 1 2 3 4; do
-		e=$(cat "$out/$i")
+		read -r e <"$out/$i"
 		case $e in
 		OK)	ok=$((ok + 1)) ;;
 		ENOENT)	enoent=$((enoent + 1)) ;;
@@ -54,7 +54,7 @@ for r in $(seq 1 "$rounds"); do
 	ctl connect name=d1 addr=$PEER_IP:7500 &
 	wait_for 5 test -d $KRDMA_SYS/conns/l1.$n || fail "round $r: no l1.$n"
 	# ENOENT while it is not yet established (not yet sysfs's to close).
-	until e=$(ctl_err disconnect name=l1.$n); [ "$e" = OK ]; do
+	until ctl_err_v disconnect name=l1.$n; e=$CTL_ERR; [ "$e" = OK ]; do
 		[ "$e" = ENOENT ] || fail "round $r: disconnect l1.$n during set-up: $e"
 		[ -d $KRDMA_SYS/conns/l1.$n ] || break
 	done

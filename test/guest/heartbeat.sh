@@ -89,8 +89,10 @@ c4_lost() { [ "$(cat $S/c4/state):$(cat $S/c4/error)" = error:-110 ]; }
 wait_for 3 c4_lost || { echo 0 >$mute; fail "c4 with its pings unanswered: $(cat $S/c4/state) $(cat $S/c4/error)"; }
 echo 0 >$mute
 pid=
-for p in /proc/[0-9]*; do
-	[ "$(cat $p/comm 2>/dev/null)" = krdma/c4 ] && pid=${p#/proc/}
+for p in /proc/[0-9]*; do	# read, not cat: a fork per process adds up
+	comm=
+	read -r comm 2>/dev/null <"$p/comm"
+	[ "$comm" = krdma/c4 ] && pid=${p#/proc/}
 done
 [ -n "$pid" ] || fail "no krdma/c4 thread"
 # utime + stime, in clock ticks (USER_HZ, 100 a second).

@@ -11,13 +11,15 @@
 rdma_dev_up
 krdma_load
 run_test() {	# run_test CONN ARGS...
-	local c=$KRDMA_SYS/conns/$1 st
+	local c=$KRDMA_SYS/conns/$1 st ops us
 
 	ctl test name="$@" || fail "test on $*"
 	wait_for 300 not_running $c/test_status
-	st=$(cat $c/test_status)
+	read -r st <$c/test_status
 	[ "$st" = passed ] || fail "test on $*: $st"
-	log "test on $*: $(cat $c/test_ops) ops, $(cat $c/test_usecs) us"
+	read -r ops <$c/test_ops
+	read -r us <$c/test_usecs
+	log "test on $*: $ops ops, $us us"
 }
 if [ "$ROLE" = B ]; then
 	ctl listen name=l1 addr=$MY_IP:7030 || fail "listen"
