@@ -71,7 +71,8 @@ blk_err() {
 	ratelimit_pace
 	dmesg_mark
 	KRDMA_CTL=$BLK_CTL expect_ctl_err "$want" "$@"
-	dmesg_new | grep -q 'krdma_blk: control: ' ||
+	dmesg_fetch
+	new_has 'krdma_blk: control: ' ||
 		fail "'$*': no dmesg line names the bad word"
 }
 
@@ -385,23 +386,26 @@ dd if="$W/a5" of="$NB" bs=4k seek=1000 oflag=direct status=none || fail "dd a5"
 conns0=$(ls $KRDMA_SYS/conns | wc -l)
 # hostile MODE EXPORT PORT 'WHY' (WHY: the server's line, '' for none)
 hostile() {
-	local why=$4
+	local why=$4 l
 	ratelimit_pace
 	dmesg_mark
 	insmod "$hko" addr=$MY_IP port="$3" export="$2" mode="$1" depth=4 \
 		sector=8000 fill=0xa5 ||
 		{ dmesg_new; fail "hostile client, $1: the server did not answer as it must"; }
 	rmmod krdma_blk_hostile || fail "rmmod krdma_blk_hostile"
-	dmesg_new | grep 'krdma_blk_hostile: ' | sed 's/^/# /'
+	dmesg_fetch
+	for l in "${KMSG_NEW[@]}"; do
+		[[ $l != *'krdma_blk_hostile: '* ]] || echo "# $l"
+	done
 	if [ -n "$why" ]; then
-		n=$(dmesg_new | grep -c "krdma_blk: export $2: ")
-		expect_eq "$n" 1 "$1: lines from the server"
-		dmesg_new | grep -qF "krdma_blk: export $2: $why" ||
+		new_count "krdma_blk: export $2: "
+		expect_eq "$NEW_N" 1 "$1: lines from the server"
+		new_has "krdma_blk: export $2: $why" ||
 			{ dmesg_new; fail "$1: the server's line does not say '$why'"; }
 	fi
 }
 hostile badcmd e0 $PORT ''
-dmesg_new | grep -q 'krdma_blk: ' && { dmesg_new; fail "badcmd: lines from the server"; }
+new_has 'krdma_blk: ' && { dmesg_new; fail "badcmd: lines from the server"; }
 hostile early e0 $PORT "command before HELLO from the client; closing its connection"
 hostile hello2 e0 $PORT "second HELLO from the client; closing its connection"
 hostile garbage e0 $PORT "not a krdma-blk message from the client; closing its connection"
@@ -537,8 +541,9 @@ knob_check hipri_depth 0 1000 test_hipri_cmds 100 64k 999 \
 # high-priority worker, nearly every one.  At fio depth 32 how many do
 # is the loopback's to say, not the code's (one guest: the server's
 # work on the submitter's CPU can hold the client's queue itself one
-# deep, README), so that count is logged only; test/blkhostile's qd
-# client then checks the choice by the claimed depth, one READ at a time.
+# deep, README), so that count is logged only, in make stress;
+# test/blkhostile's qd client then checks the choice by the claimed
+# depth, one READ at a time.
 # hipri_at DEPTH N: N random 4 KiB READs at DEPTH; HN: how many of them
 # took the high-priority worker.
 hipri_at() {
@@ -555,9 +560,10 @@ hipri_at() {
 	log "depth $1: $HN of $2 READs on the high-priority worker"
 }
 echo 1 >$P/hipri_depth
-hipri_at 1 400
-[ "$HN" -ge 360 ] || fail "$HN of 400 READs at depth 1 on the high-priority worker, expected 360 or more"
-hipri_at 32 2000
+hipri_at 1 200
+[ "$HN" -ge 180 ] || fail "$HN of 200 READs at depth 1 on the high-priority worker, expected 180 or more"
+# The depth-32 count asserts nothing: make stress and the bench log it.
+[ "${KRDMA_STRESS:-0}" = 1 ] && hipri_at 32 2000
 # 10 READs each claiming depths 1, 32 and 0 (not told), each answered
 # before the next, so that the server counts one unanswered: the 10 at
 # 1 and the 10 at 0 (the server's own count then) take the high-priority

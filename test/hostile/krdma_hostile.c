@@ -600,6 +600,9 @@ static int hp_send_raw(struct hp_q *q, const void *data, u32 len)
 
 	if (len > q->bsz)
 		return -EINVAL;
+	/* A send that never completed still owns the buffer. */
+	if (q->tx_busy)
+		return -EBUSY;
 	memcpy(q->tx.buf, data, len);
 	ib_dma_sync_single_for_device(q->id->device, q->tx.dma, len,
 				      DMA_TO_DEVICE);
@@ -609,9 +612,17 @@ static int hp_send_raw(struct hp_q *q, const void *data, u32 len)
 		q->tx_busy = false;
 		return ret;
 	}
-	ret = hp_wait(q, !q->tx_busy, HP_WAIT);
+	/*
+	 * Once krdma has ended the connection, a send it will never take
+	 * may not complete before this QP is flushed: waiting for it took
+	 * the whole HP_WAIT.
+	 */
+	ret = hp_wait(q, !q->tx_busy || READ_ONCE(q->ended) || q->rx_err,
+		      HP_WAIT);
 	if (ret)
 		return ret;
+	if (q->tx_busy)
+		return -ENOTCONN;
 	return q->tx_status == IB_WC_SUCCESS ? 0 : -EIO;
 }
 
