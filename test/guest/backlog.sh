@@ -106,6 +106,7 @@ for i in $(seq 1 "$setups"); do
 	fi
 	ctl test name=$h $args || fail "test $args"
 	ended $KRDMA_SYS/conns/$h/test_status || fail "test $args hangs"
+	st=
 	read -r st <$KRDMA_SYS/conns/$h/test_status
 	case $st in
 	failed*) ;;

@@ -166,7 +166,9 @@ log "rmmod in $((SECONDS - t0)) s"
 # Nothing leaked by any failed path (kmemleak), no bug in dmesg.  When
 # the suite scans after its last test (test/run-suite.sh's kmemleak
 # result, whose mark is older than this test), that scan is this one too:
-# twenty seconds of the debug lane are not spent on it twice.
+# twenty seconds of the debug lane are not spent on it twice.  A leak of
+# this test's then shows as that result's failure (its report names the
+# allocation's caller), after the later tests ran.
 if [ "${KRDMA_KMEMLEAK_LATER:-0}" = 1 ]; then
 	log "kmemleak: left to the suite's scan after its last test"
 else

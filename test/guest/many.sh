@@ -45,6 +45,7 @@ for w in $(seq 1 "$W" "$N"); do
 	for i in $wave; do
 		wait_for 120 not_running $KRDMA_SYS/conns/m$i/test_status ||
 			fail "m$i still running"
+		st=
 		read -r st <$KRDMA_SYS/conns/m$i/test_status
 		[ "$st" = passed ] || fail "m$i: $st"
 	done

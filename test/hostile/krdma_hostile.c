@@ -586,7 +586,11 @@ out:
 	return ERR_PTR(ret);
 }
 
-/* Send @len bytes as they are (header included); 0 or -EIO. */
+/*
+ * Send @len bytes as they are (header included): 0; -EIO, the send
+ * failed; -ENOTCONN, the connection ended first; -EBUSY, an earlier send
+ * still owns the buffer; -ETIME, no end in HP_WAIT.
+ */
 static int hp_send_raw(struct hp_q *q, const void *data, u32 len)
 {
 	struct ib_sge sge = {
