@@ -74,7 +74,7 @@ rdma_dev_up
 krdma_load
 
 # ---- the device node and the CLI's basics -----------------------------
-log "[$SECONDS s] the device node and the CLI's basics"
+log "the device node and the CLI's basics"
 [ -c /dev/krdma ] || fail "/dev/krdma missing"
 expect_eq "$(stat -c %a /dev/krdma)" 600 "mode of /dev/krdma"
 "$ctl" version || fail "krdmactl version"
@@ -94,7 +94,7 @@ expect_eq $? 1 "connect to a port nobody listens on"
 grep -q "connect to $PEER_IP:7499: " "$tmp/err" || fail "connect error message: $(cat "$tmp/err")"
 
 # ---- the ioctl ABI: exact errno values ---------------------------------
-log "[$SECONDS s] the ioctl ABI: exact errno values"
+log "the ioctl ABI: exact errno values"
 ip6=fd00:10::1
 ip -6 addr add "$ip6/64" dev eth0 nodad 2>/dev/null
 if ip -6 addr show dev eth0 | grep -q "$ip6"; then
@@ -115,7 +115,7 @@ no_conns_left "after ioctl_fuzz errors"
 # ---- pinned pages against RLIMIT_MEMLOCK -------------------------------
 # As root CAP_IPC_LOCK lifts the limit (as for verbs users): drop it from
 # the bounding and inheritable sets, so that ioctl_fuzz runs without it.
-log "[$SECONDS s] pinned pages against RLIMIT_MEMLOCK"
+log "pinned pages against RLIMIT_MEMLOCK"
 command -v setpriv >/dev/null || fail "no setpriv (util-linux): cannot drop CAP_IPC_LOCK"
 dmesg_mark
 (ulimit -l 64 && exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock \
@@ -128,7 +128,7 @@ dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: REG: pinning 1024 KiB wou
 no_conns_left "after ioctl_fuzz memlock"
 
 # ---- KRDMA_IOC_LISTEN's backlog ----------------------------------------
-log "[$SECONDS s] KRDMA_IOC_LISTEN's backlog"
+log "KRDMA_IOC_LISTEN's backlog"
 dmesg_mark
 "$fuzz" backlog "$MY_IP" 7450 >"$tmp/backlog.log" 2>&1
 rc=$?
@@ -141,7 +141,7 @@ dmesg_new | grep -q ": backlog of 2 full, rejected connection from" ||
 no_conns_left "after ioctl_fuzz backlog"
 
 # ---- FADD, CAS and WRITE_IMM between two processes ---------------------
-log "[$SECONDS s] FADD, CAS and WRITE_IMM between two processes"
+log "FADD, CAS and WRITE_IMM between two processes"
 dmesg_mark
 "$fuzz" atomics "$MY_IP" 7460 >"$tmp/atomics.log" 2>&1
 rc=$?
@@ -162,7 +162,7 @@ fi
 no_conns_left "after ioctl_fuzz atomics"
 
 # ---- two processes: listen/send, recv, serve/client --------------------
-log "[$SECONDS s] two processes: listen/send, recv, serve/client"
+log "two processes: listen/send, recv, serve/client"
 "$ctl" listen "$MY_IP:7410" --count 2 >"$tmp/listen.out" 2>&1 &
 lpid=$!
 bg+=("$lpid")
@@ -265,7 +265,7 @@ wait "$spid" 2>/dev/null
 no_conns_left "after the forged write"
 
 # ---- krdmactl atomic and write-imm ---------------------------------------
-log "[$SECONDS s] krdmactl atomic and write-imm"
+log "krdmactl atomic and write-imm"
 head -c 5000 /dev/urandom >"$tmp/imm.bin"
 if [ "$DEV" = rxe ]; then
 	serve "$tmp/serve7.out" "$MY_IP:7420" --size 64K --access rwa --clients 6 \
@@ -319,7 +319,7 @@ fi
 no_conns_left "after krdmactl atomic and write-imm"
 
 # ---- sessions closed mid-transfer --------------------------------------
-log "[$SECONDS s] sessions closed mid-transfer"
+log "sessions closed mid-transfer"
 head -c 1048576 /dev/urandom >"$tmp/1m.bin"
 # The server dies while the client writes into its buffer.
 serve "$tmp/serve3.out" "$MY_IP:7414" --size 1M
@@ -359,7 +359,7 @@ kill -9 "$cpid"
 no_conns_left "after killing idle sessions"
 
 # ---- the sysfs self-test through krdmactl ------------------------------
-log "[$SECONDS s] the sysfs self-test through krdmactl"
+log "the sysfs self-test through krdmactl"
 "$ctl" test --addr "$MY_IP:7418" --op send,write,read --size 8K --count 3 ||
 	fail "krdmactl test"
 no_conns_left "after krdmactl test"
@@ -372,7 +372,7 @@ done
 no_conns_left "after krdmactl bench"
 
 # ---- a bounded random pass ---------------------------------------------
-log "[$SECONDS s] a bounded random pass"
+log "a bounded random pass"
 seed=${KRDMA_FUZZ_SEED:-20261122}
 log "fuzz seed $seed"
 # 2000 random ioctls, 1000 on the debug kernel (KASAN), 20,000 in stress.
