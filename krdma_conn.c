@@ -647,22 +647,23 @@ static bool krdma_conn_event_locked(struct krdma_conn *conn,
 }
 
 /*
- * Record @err as the connection's error, with conn->lock held.  The first
- * error stays, but for a placeholder (@weak: a flush, or the peer's
- * disconnect, both of which may be reported before what caused them):
- * a cause given later replaces it, and makes a "disconnected" connection
- * "error" if the disconnect was only the peer's reaction.
+ * Record @err as the connection's error, with conn->lock held: when
+ * krdma_cause_replaces() says so, and then a cause given after a
+ * placeholder makes a "disconnected" connection "error" (the disconnect
+ * was only the peer's reaction).  @wc: the failed work completion's
+ * status, or IB_WC_SUCCESS.
  */
 static bool krdma_conn_cause_locked(struct krdma_conn *conn, int err,
-				    bool weak)
+				    bool weak, enum ib_wc_status wc)
 {
-	if (conn->error && !(conn->error_weak && !weak))
+	if (!krdma_cause_replaces(conn->error, conn->error_weak,
+				  conn->peer_left, weak, wc))
 		return false;
 	if (conn->error && conn->state == KRDMA_CONN_DISCONNECTED)
 		krdma_conn_set_state_locked(conn, KRDMA_CONN_ERROR);
 	conn->error = err;
 	conn->error_weak = weak;
-	conn->error_wc = IB_WC_SUCCESS;
+	conn->error_wc = wc;
 	return true;
 }
 
@@ -677,8 +678,7 @@ static bool __krdma_conn_set_error(struct krdma_conn *conn, int err,
 
 	spin_lock_bh(&conn->lock);
 	first = !conn->error;
-	if (krdma_conn_cause_locked(conn, err, weak))
-		conn->error_wc = wc;
+	krdma_conn_cause_locked(conn, err, weak, wc);
 	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
 	/* Not handed over yet (iWARP): nobody else would close it. */
 	if (first && conn->handover_wait)
@@ -784,7 +784,7 @@ void krdma_conn_fail_locked(struct krdma_conn *conn, int err,
 	pr_warn_ratelimited("%s: posting %s failed (%d): failing the connection\n",
 			    conn->name, what, err);
 	conn->qp_ok = false;
-	krdma_conn_cause_locked(conn, err, false);
+	krdma_conn_cause_locked(conn, err, false, IB_WC_SUCCESS);
 	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
 	/* The caller's context holds a reference: not the last put. */
 	krdma_conn_get(conn);
@@ -993,7 +993,7 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 
 	spin_lock_bh(&conn->lock);
 	/* A cause (device removal, say) replaces a placeholder. */
-	krdma_conn_cause_locked(conn, err ?: -ECONNRESET, !err);
+	krdma_conn_cause_locked(conn, err ?: -ECONNRESET, !err, IB_WC_SUCCESS);
 	krdma_conn_event_locked(conn, err ? KRDMA_CONN_EV_TEARDOWN_ERR :
 					    KRDMA_CONN_EV_TEARDOWN_OK);
 	conn->qp_ok = false;
@@ -1684,17 +1684,21 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_DISCONNECTED:
 		spin_lock_bh(&conn->lock);
 		/*
-		 * The CM moves the QP to ERROR before it reports the peer's
-		 * disconnect, so receives may have been flushed already: if
-		 * that flush is all that failed the connection, the
-		 * disconnect is what happened.  It is a placeholder itself:
-		 * the peer may have disconnected because of an error of ours
-		 * whose completion is still to come.
+		 * On iWARP the QP has left RTS by the time the CM reports the
+		 * peer's disconnect (siw flushes the receives when the
+		 * stream closes): if that flush is all that failed the
+		 * connection, the disconnect is what happened.  It is a
+		 * placeholder itself: the peer may have disconnected because
+		 * of an error of ours whose completion is still to come.  On
+		 * IB and RoCE the CM leaves the QP in RTS, and what is in
+		 * flight may fail later when its retries run out, which
+		 * replaces nothing (krdma_cause_replaces()).
 		 */
 		if (conn->error_weak && conn->state == KRDMA_CONN_ERROR)
 			krdma_conn_set_state_locked(conn,
 						    KRDMA_CONN_DISCONNECTED);
-		krdma_conn_cause_locked(conn, -ECONNRESET, true);
+		krdma_conn_cause_locked(conn, -ECONNRESET, true, IB_WC_SUCCESS);
+		conn->peer_left = true;
 		krdma_conn_event_locked(conn, KRDMA_CONN_EV_PEER_DISCONNECTED);
 		spin_unlock_bh(&conn->lock);
 		wake_up_all(&conn->wq);

@@ -275,6 +275,7 @@ struct krdma_conn {
 	int			qp_event_err;	/* a fatal QP event's errno */
 	/* error is a placeholder: a flush's, or the peer's disconnect */
 	bool			error_weak;
+	bool			peer_left;	/* its DISCONNECTED came */
 	/* The failed work completion that gave error, or IB_WC_SUCCESS */
 	enum ib_wc_status	error_wc;
 	int			cm_event;	/* being handled, or -1 */

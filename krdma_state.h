@@ -52,4 +52,28 @@ static inline int krdma_conn_next_state(enum krdma_conn_state cur,
 	}
 }
 
+/*
+ * Whether a cause replaces the error a connection recorded (@old, 0 for
+ * none).  The first error stays, but for a placeholder (@old_weak: a
+ * flush, or the peer's disconnect, both of which may be reported before
+ * what caused them), which a cause given later (@weak false) replaces:
+ * a remote access error of ours that the peer disconnected for, say.  Not
+ * a transport or RNR retry that ran out (@wc) once the peer has
+ * disconnected (@peer_left): a peer that left acknowledges nothing, so
+ * that is its leaving, not why it left (an idle connection's heartbeat in
+ * flight at the peer's rmmod turned its -ECONNRESET into -ETIMEDOUT
+ * seconds later).
+ */
+static inline bool krdma_cause_replaces(int old, bool old_weak,
+					bool peer_left, bool weak,
+					enum ib_wc_status wc)
+{
+	if (!old)
+		return true;
+	if (!old_weak || weak)
+		return false;
+	return !(peer_left && (wc == IB_WC_RETRY_EXC_ERR ||
+			       wc == IB_WC_RNR_RETRY_EXC_ERR));
+}
+
 #endif /* KRDMA_STATE_H */

@@ -142,7 +142,9 @@ enum krdma_test_hello {
  * second) for the completions of the work requests still in flight, so
  * that an error of ours the peer disconnected for (a remote access error)
  * is reported as ERROR with that cause, not as DISCONNECTED.  Past that
- * second, krdma_conn_error() may still name a more precise cause later.
+ * second, krdma_conn_error() may still name a more precise cause later;
+ * not a transport or RNR retry that ran out after the peer disconnected,
+ * which its leaving explains.
  * A connection closed by its owner gets none of them.
  */
 enum krdma_event {

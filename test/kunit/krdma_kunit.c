@@ -2706,6 +2706,50 @@ static void state_out_of_range(struct kunit *test)
 	KUNIT_EXPECT_LT(test, NEXT(NR_STATES, TEARDOWN_OK), 0);
 }
 
+/* Which later cause replaces the error a connection recorded. */
+static void state_cause_replaces(struct kunit *test)
+{
+	/* No error yet: any. */
+	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(0, false, false, true,
+						     IB_WC_WR_FLUSH_ERR));
+	/* A cause stays, whatever comes after it. */
+	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-EREMOTEIO, false, false,
+						      false,
+						      IB_WC_REM_ACCESS_ERR));
+	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ETIMEDOUT, false, true,
+						      false,
+						      IB_WC_REM_ACCESS_ERR));
+	/* A placeholder stays against another placeholder. */
+	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ECONNRESET, true, false,
+						      true,
+						      IB_WC_WR_FLUSH_ERR));
+	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ECONNRESET, true, true,
+						      true, IB_WC_SUCCESS));
+	/* A flush: the failed completion behind it replaces it, any. */
+	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(-ECONNRESET, true, false,
+						     false,
+						     IB_WC_RETRY_EXC_ERR));
+	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(-ECONNRESET, true, false,
+						     false,
+						     IB_WC_REM_ACCESS_ERR));
+	/*
+	 * The peer's disconnect: an error of ours it may have left for
+	 * replaces it, and so does device removal (no completion)...
+	 */
+	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(-ECONNRESET, true, true,
+						     false,
+						     IB_WC_REM_ACCESS_ERR));
+	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(-ECONNRESET, true, true,
+						     false, IB_WC_SUCCESS));
+	/* ...but not a retry that ran out because it left. */
+	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ECONNRESET, true, true,
+						      false,
+						      IB_WC_RETRY_EXC_ERR));
+	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ECONNRESET, true, true,
+						      false,
+						      IB_WC_RNR_RETRY_EXC_ERR));
+}
+
 static struct kunit_case krdma_state_cases[] = {
 	KUNIT_CASE(state_every_pair),
 	KUNIT_CASE(state_established_only_from_connecting),
@@ -2713,6 +2757,7 @@ static struct kunit_case krdma_state_cases[] = {
 	KUNIT_CASE(state_teardown_kinds),
 	KUNIT_CASE(state_closed_unreachable),
 	KUNIT_CASE(state_out_of_range),
+	KUNIT_CASE(state_cause_replaces),
 	{}
 };
 
