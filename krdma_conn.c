@@ -467,7 +467,9 @@ static void krdma_conn_ev_work(struct work_struct *work)
 	 * The end is told with its cause: if all that is known yet is a
 	 * placeholder, the completions of what was in flight (a remote
 	 * access error the peer disconnected for) come first, for up to
-	 * KRDMA_EV_SETTLE.  The QP is in ERROR, so they come soon.
+	 * KRDMA_EV_SETTLE.  On iWARP the QP is in ERROR, so they come soon;
+	 * on IB and RoCE it is still in RTS, and only completions already
+	 * on their way (a NAK) can name another cause in that time.
 	 */
 	if ((pending & KRDMA_EVP_END) && conn->error_weak &&
 	    krdma_conn_sq_busy_locked(conn) &&
@@ -1684,9 +1686,10 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_DISCONNECTED:
 		spin_lock_bh(&conn->lock);
 		/*
-		 * On iWARP the QP has left RTS by the time the CM reports the
-		 * peer's disconnect (siw flushes the receives when the
-		 * stream closes): if that flush is all that failed the
+		 * On iWARP the QP has usually left RTS by the time the CM
+		 * reports the peer's disconnect (siw flushes the receives
+		 * when the stream closes; iw_cm queues the event): if that
+		 * flush is all that failed the
 		 * connection, the disconnect is what happened.  It is a
 		 * placeholder itself: the peer may have disconnected because
 		 * of an error of ours whose completion is still to come.  On

@@ -58,11 +58,16 @@ static inline int krdma_conn_next_state(enum krdma_conn_state cur,
  * flush, or the peer's disconnect, both of which may be reported before
  * what caused them), which a cause given later (@weak false) replaces:
  * a remote access error of ours that the peer disconnected for, say.  Not
- * a transport or RNR retry that ran out (@wc) once the peer has
- * disconnected (@peer_left): a peer that left acknowledges nothing, so
- * that is its leaving, not why it left (an idle connection's heartbeat in
- * flight at the peer's rmmod turned its -ECONNRESET into -ETIMEDOUT
- * seconds later).
+ * a transport, RNR or response timeout (@wc) once krdma has handled the
+ * peer's disconnect (@peer_left): on IB and RoCE the CM leaves the QP in
+ * RTS then, and a peer that left acknowledges nothing, so that is its
+ * leaving, not why it left (an idle connection's heartbeat in flight at
+ * the peer's rmmod turned its -ECONNRESET into -ETIMEDOUT seconds later).
+ * A timeout handled before the disconnect stays the cause; so does one
+ * the peer's own heartbeat answered with its leaving when packets were
+ * lost one way only (the other end records the timeout).  siw's failure
+ * on a reset stream (IB_WC_LOC_QP_OP_ERR) is not in the list: a device
+ * reports that status for local errors too.
  */
 static inline bool krdma_cause_replaces(int old, bool old_weak,
 					bool peer_left, bool weak,
@@ -73,7 +78,8 @@ static inline bool krdma_cause_replaces(int old, bool old_weak,
 	if (!old_weak || weak)
 		return false;
 	return !(peer_left && (wc == IB_WC_RETRY_EXC_ERR ||
-			       wc == IB_WC_RNR_RETRY_EXC_ERR));
+			       wc == IB_WC_RNR_RETRY_EXC_ERR ||
+			       wc == IB_WC_RESP_TIMEOUT_ERR));
 }
 
 #endif /* KRDMA_STATE_H */

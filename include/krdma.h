@@ -143,8 +143,9 @@ enum krdma_test_hello {
  * that an error of ours the peer disconnected for (a remote access error)
  * is reported as ERROR with that cause, not as DISCONNECTED.  Past that
  * second, krdma_conn_error() may still name a more precise cause later;
- * not a transport or RNR retry that ran out after the peer disconnected,
- * which its leaving explains.
+ * once krdma has seen the peer's disconnect, a transport, RNR or response
+ * timeout is not named as the cause (the peer's leaving explains it; on
+ * IB and RoCE the QP stays in RTS until the connection is closed).
  * A connection closed by its owner gets none of them.
  */
 enum krdma_event {

@@ -2707,47 +2707,48 @@ static void state_out_of_range(struct kunit *test)
 }
 
 /* Which later cause replaces the error a connection recorded. */
+static const struct {
+	int old;
+	bool old_weak, peer_left, weak;
+	enum ib_wc_status wc;
+	bool replaces;
+} cause_cases[] = {
+	/* No error yet: any. */
+	{ 0, false, false, true, IB_WC_WR_FLUSH_ERR, true },
+	/* A cause stays, whatever comes after it. */
+	{ -EREMOTEIO, false, false, false, IB_WC_REM_ACCESS_ERR, false },
+	{ -ETIMEDOUT, false, true, false, IB_WC_REM_ACCESS_ERR, false },
+	/* A placeholder stays against another placeholder. */
+	{ -ECONNRESET, true, false, true, IB_WC_WR_FLUSH_ERR, false },
+	{ -ECONNRESET, true, true, true, IB_WC_SUCCESS, false },
+	/* A flush: the failed completion behind it replaces it, any. */
+	{ -ECONNRESET, true, false, false, IB_WC_RETRY_EXC_ERR, true },
+	{ -ECONNRESET, true, false, false, IB_WC_REM_ACCESS_ERR, true },
+	/*
+	 * The peer's disconnect: an error of ours it may have left for, a
+	 * live peer's NAK, device removal (no completion) replace it...
+	 */
+	{ -ECONNRESET, true, true, false, IB_WC_REM_ACCESS_ERR, true },
+	{ -ECONNRESET, true, true, false, IB_WC_REM_OP_ERR, true },
+	{ -ECONNRESET, true, true, false, IB_WC_SUCCESS, true },
+	/* ...but not a timeout that its leaving explains. */
+	{ -ECONNRESET, true, true, false, IB_WC_RETRY_EXC_ERR, false },
+	{ -ECONNRESET, true, true, false, IB_WC_RNR_RETRY_EXC_ERR, false },
+	{ -ECONNRESET, true, true, false, IB_WC_RESP_TIMEOUT_ERR, false },
+};
+
 static void state_cause_replaces(struct kunit *test)
 {
-	/* No error yet: any. */
-	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(0, false, false, true,
-						     IB_WC_WR_FLUSH_ERR));
-	/* A cause stays, whatever comes after it. */
-	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-EREMOTEIO, false, false,
-						      false,
-						      IB_WC_REM_ACCESS_ERR));
-	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ETIMEDOUT, false, true,
-						      false,
-						      IB_WC_REM_ACCESS_ERR));
-	/* A placeholder stays against another placeholder. */
-	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ECONNRESET, true, false,
-						      true,
-						      IB_WC_WR_FLUSH_ERR));
-	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ECONNRESET, true, true,
-						      true, IB_WC_SUCCESS));
-	/* A flush: the failed completion behind it replaces it, any. */
-	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(-ECONNRESET, true, false,
-						     false,
-						     IB_WC_RETRY_EXC_ERR));
-	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(-ECONNRESET, true, false,
-						     false,
-						     IB_WC_REM_ACCESS_ERR));
-	/*
-	 * The peer's disconnect: an error of ours it may have left for
-	 * replaces it, and so does device removal (no completion)...
-	 */
-	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(-ECONNRESET, true, true,
-						     false,
-						     IB_WC_REM_ACCESS_ERR));
-	KUNIT_EXPECT_TRUE(test, krdma_cause_replaces(-ECONNRESET, true, true,
-						     false, IB_WC_SUCCESS));
-	/* ...but not a retry that ran out because it left. */
-	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ECONNRESET, true, true,
-						      false,
-						      IB_WC_RETRY_EXC_ERR));
-	KUNIT_EXPECT_FALSE(test, krdma_cause_replaces(-ECONNRESET, true, true,
-						      false,
-						      IB_WC_RNR_RETRY_EXC_ERR));
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cause_cases); i++)
+		KUNIT_EXPECT_EQ_MSG(test,
+				    krdma_cause_replaces(cause_cases[i].old,
+							 cause_cases[i].old_weak,
+							 cause_cases[i].peer_left,
+							 cause_cases[i].weak,
+							 cause_cases[i].wc),
+				    cause_cases[i].replaces, "case %u", i);
 }
 
 static struct kunit_case krdma_state_cases[] = {
