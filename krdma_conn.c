@@ -1689,13 +1689,13 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		 * On iWARP the QP has usually left RTS by the time the CM
 		 * reports the peer's disconnect (siw flushes the receives
 		 * when the stream closes; iw_cm queues the event): if that
-		 * flush is all that failed the
-		 * connection, the disconnect is what happened.  It is a
-		 * placeholder itself: the peer may have disconnected because
-		 * of an error of ours whose completion is still to come.  On
-		 * IB and RoCE the CM leaves the QP in RTS, and what is in
-		 * flight may fail later when its retries run out, which
-		 * replaces nothing (krdma_cause_replaces()).
+		 * flush is all that failed the connection, the disconnect is
+		 * what happened.  It is a placeholder itself: the peer may
+		 * have disconnected because of an error of ours whose
+		 * completion is still to come.  On IB and RoCE the CM leaves
+		 * the QP in RTS, and what is in flight may fail later when
+		 * its retries run out, which replaces nothing
+		 * (krdma_cause_replaces()).
 		 */
 		if (conn->error_weak && conn->state == KRDMA_CONN_ERROR)
 			krdma_conn_set_state_locked(conn,
