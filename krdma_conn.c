@@ -2084,6 +2084,16 @@ EXPORT_SYMBOL_GPL(krdma_connect);
 
 /* ---- listen -------------------------------------------------------- */
 
+/*
+ * Test knob: krdma_listen() sleeps this long once its listener is on the
+ * list, before rdma_listen(), so that device removal meets a listen in
+ * progress (test/guest/listen-race.sh).
+ */
+static unsigned int fault_listen_delay_ms;
+module_param(fault_listen_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fault_listen_delay_ms,
+		 "test: sleep this long in a listen before rdma_listen()");
+
 static void krdma_listener_free_id(struct krdma_listener *l, int err)
 {
 	struct rdma_cm_id *id;
@@ -2186,6 +2196,8 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 	if (ret)
 		goto out_id;
 
+	if (unlikely(fault_listen_delay_ms))
+		msleep(fault_listen_delay_ms);
 	ret = rdma_listen(id, KRDMA_LISTEN_BACKLOG);
 	if (ret) {
 		pr_warn_ratelimited("%s: cannot listen on %pISpc: %d\n",

@@ -5,6 +5,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 
@@ -162,6 +163,17 @@ static void krdma_rename_one(struct ib_device *ibdev, void *client_data)
 		pr_info("%s: renamed to %s\n", old, new);
 }
 
+/*
+ * Test knob: the remove callback sleeps this long once it has released
+ * krdma's users of the device, before rdma_cm's own remove callback runs,
+ * so that a listen can bind to the device in between
+ * (test/guest/listen-race.sh).
+ */
+static unsigned int fault_remove_delay_ms;
+module_param(fault_remove_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fault_remove_delay_ms,
+		 "test: sleep this long in device removal after its users are gone");
+
 static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 {
 	struct krdma_device *kdev = client_data;
@@ -173,6 +185,11 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	mutex_unlock(&krdma_lock);
 
 	krdma_remove_device_users(kdev);
+	if (unlikely(fault_remove_delay_ms)) {
+		pr_info("%s: removal sleeps %u ms (fault_remove_delay_ms)\n",
+			dev_name(&ibdev->dev), fault_remove_delay_ms);
+		msleep(fault_remove_delay_ms);
+	}
 	/* Said nothing while the port was down: now or never. */
 	ib_unregister_event_handler(&kdev->event_handler);
 	krdma_unpark(kdev, true);
