@@ -1930,6 +1930,38 @@ reject:
 	return 1;
 }
 
+/*
+ * DEVICE_REMOVAL on a listener's id.  krdma's remove callback runs before
+ * rdma_cm's and stops every listener it finds on the device
+ * (krdma_remove_device_users()); this one bound to the device after that,
+ * and rdma_cm waits for its id before the removal can end.  If the id is
+ * the listener's, it is taken from the listener under close_mutex, so that
+ * a close does not destroy it too, and rdma_cm destroys it (return 1).
+ * Otherwise it is one that a close is destroying already, or one whose
+ * krdma_listen() has not made it the listener's yet: that rdma_listen()
+ * fails (the id is in rdma_cm's removal state), and l->error says why.
+ * The listener listens again once a device for its address is back.
+ */
+static int krdma_listener_device_removal(struct krdma_listener *l,
+					 struct rdma_cm_id *id)
+{
+	bool mine;
+
+	mutex_lock(&l->close_mutex);
+	mine = l->cm_id == id;
+	if (mine)
+		l->cm_id = NULL;
+	if (!l->cm_id && !l->error && !READ_ONCE(l->closed))
+		WRITE_ONCE(l->error, -ENODEV);
+	mutex_unlock(&l->close_mutex);
+	if (!mine)
+		return 0;
+	pr_warn("%s: device %s removed, no longer listening\n", l->name,
+		dev_name(&id->device->dev));
+	wake_up_all(&l->wq);
+	return 1;
+}
+
 static int krdma_listener_event(struct krdma_listener *l,
 				struct rdma_cm_id *id,
 				struct rdma_cm_event *ev)
@@ -1939,9 +1971,7 @@ static int krdma_listener_event(struct krdma_listener *l,
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		return krdma_connect_request(l, id, ev);
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		/* Bound listeners are closed by krdma_remove_device_users(). */
-		pr_info("%s: device removed under the listener\n", l->name);
-		return 0;
+		return krdma_listener_device_removal(l, id);
 	default:
 		return 0;
 	}
@@ -2125,7 +2155,10 @@ static void krdma_listener_free_id(struct krdma_listener *l, int err)
  * Context: process; sleeps.
  *
  * Return: the listener, or an ERR_PTR (-EADDRINUSE, -EADDRNOTAVAIL,
- * -EEXIST: a listener has @opts->name, ...).
+ * -EEXIST: a listener has @opts->name, -ENODEV: the device of the
+ * address went away during the call, ...).  A device removal that meets
+ * the call once the address is bound waits for it and then stops the
+ * listener, as above.
  */
 struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 				    const struct krdma_conn_opts *opts)
@@ -2171,7 +2204,6 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 				    l->name, ret);
 		goto out_put;
 	}
-	l->cm_id = id;
 	ret = rdma_bind_addr(id, (struct sockaddr *)addr);
 	if (ret) {
 		pr_warn_ratelimited("%s: cannot bind %pISpc: %d\n",
@@ -2190,8 +2222,18 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 		}
 	}
 	ret = krdma_sysfs_add_listener(l);
-	if (!ret)
+	if (!ret) {
 		list_add_tail(&l->list, &krdma_listeners);
+		/*
+		 * rdma_cm leaves it to its caller not to destroy an id under
+		 * rdma_listen().  Device removal finds the listener from now
+		 * on and takes its id under close_mutex (as does the id's
+		 * DEVICE_REMOVAL event): the id is the listener's only once
+		 * rdma_listen() is done with it.  krdma_lock, then
+		 * close_mutex, as in krdma_remove_device_users().
+		 */
+		mutex_lock(&l->close_mutex);
+	}
 	mutex_unlock(&krdma_lock);
 	if (ret)
 		goto out_id;
@@ -2199,9 +2241,15 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 	if (unlikely(fault_listen_delay_ms))
 		msleep(fault_listen_delay_ms);
 	ret = rdma_listen(id, KRDMA_LISTEN_BACKLOG);
+	if (!ret)
+		l->cm_id = id;
+	else if (l->error)
+		ret = l->error;	/* DEVICE_REMOVAL came before the listen */
+	mutex_unlock(&l->close_mutex);
 	if (ret) {
 		pr_warn_ratelimited("%s: cannot listen on %pISpc: %d\n",
 				    l->name, addr, ret);
+		rdma_destroy_id(id);
 		krdma_listener_close(l);
 		return ERR_PTR(ret);
 	}
@@ -2210,7 +2258,6 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 
 out_id:
 	rdma_destroy_id(id);
-	l->cm_id = NULL;
 out_put:
 	kobject_put(&l->kobj);
 	return ERR_PTR(ret);
@@ -2493,8 +2540,11 @@ again:
  * the removed device's address) listens again once a device for its
  * address is back.  Under close_mutex, as krdma_listener_free_id() takes
  * it after l->closed is set: a close either comes first (and this does
- * nothing) or destroys what this made.  The CM handler does not take the
- * mutex, so a request arriving at once does not wait on it.
+ * nothing) or destroys what this made; the id becomes the listener's
+ * only once rdma_listen() is done with it, as in krdma_listen().  The
+ * connection request handler does not take the mutex, so a request
+ * arriving at once does not wait on it (DEVICE_REMOVAL's does, and waits
+ * for the listen to be done).
  */
 static void krdma_listener_rebind(struct krdma_listener *l)
 {
