@@ -989,7 +989,15 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 		conn->dying = true;
 		rdma_unlock_handler(conn->cm_id);
 	}
-	/* Like the CM handler, a handover acts no more (it checks dying). */
+	/*
+	 * Like the CM handler, a handover acts no more (it checks dying),
+	 * and nothing queues it again: a receive completion or an error
+	 * queues it only while handover_wait is set (under conn->lock).
+	 * Else one queued after this cancel would run on a destroyed id.
+	 */
+	spin_lock_bh(&conn->lock);
+	conn->handover_wait = false;
+	spin_unlock_bh(&conn->lock);
 	if (cancel_delayed_work_sync(&conn->handover_work))
 		krdma_conn_put(conn);
 
@@ -2074,9 +2082,20 @@ struct krdma_conn *krdma_connect(const struct sockaddr *dst,
 		return ERR_PTR(ret);
 	}
 
-	ret = rdma_resolve_addr(id, (struct sockaddr *)src,
-				(struct sockaddr *)dst,
-				KRDMA_RESOLVE_TIMEOUT_MS);
+	/*
+	 * rdma_cm leaves it to its caller not to destroy an id under
+	 * rdma_resolve_addr(), and with a source address the id is on a
+	 * device within the call, where that device's DEVICE_REMOVAL
+	 * schedules a teardown: which takes this mutex first.
+	 */
+	mutex_lock(&conn->teardown_mutex);
+	if (conn->torn_down)
+		ret = -ENODEV;
+	else
+		ret = rdma_resolve_addr(id, (struct sockaddr *)src,
+					(struct sockaddr *)dst,
+					KRDMA_RESOLVE_TIMEOUT_MS);
+	mutex_unlock(&conn->teardown_mutex);
 	if (ret) {
 		pr_warn_ratelimited("%s: cannot resolve %pISpc: %d\n",
 				    conn->name, dst, ret);
@@ -2166,6 +2185,7 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 	const char *name = opts ? opts->name : NULL;
 	struct krdma_listener *l, *o;
 	struct rdma_cm_id *id;
+	bool bound;
 	int ret;
 
 	/* Not the allocator's warning: the line below names the listener. */
@@ -2221,18 +2241,25 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 			goto out_id;
 		}
 	}
+	/*
+	 * rdma_cm leaves it to its caller not to destroy an id under
+	 * rdma_listen().  Once on the list, a listener bound to a device is
+	 * found by that device's removal, which takes its id under
+	 * close_mutex (as does the id's DEVICE_REMOVAL event): the id is the
+	 * listener's only once rdma_listen() is done with it, and the
+	 * mutex is held until then (krdma_lock, then close_mutex, as in
+	 * krdma_remove_device_users()).  A wildcard listen is not held:
+	 * nothing but its owner destroys its id, and rdma_listen() there
+	 * may wait for a connection request's handler, which may wait for
+	 * krdma_lock, which device removal may hold while it waits for
+	 * close_mutex.
+	 */
+	bound = id->device;
 	ret = krdma_sysfs_add_listener(l);
 	if (!ret) {
 		list_add_tail(&l->list, &krdma_listeners);
-		/*
-		 * rdma_cm leaves it to its caller not to destroy an id under
-		 * rdma_listen().  Device removal finds the listener from now
-		 * on and takes its id under close_mutex (as does the id's
-		 * DEVICE_REMOVAL event): the id is the listener's only once
-		 * rdma_listen() is done with it.  krdma_lock, then
-		 * close_mutex, as in krdma_remove_device_users().
-		 */
-		mutex_lock(&l->close_mutex);
+		if (bound)
+			mutex_lock(&l->close_mutex);
 	}
 	mutex_unlock(&krdma_lock);
 	if (ret)
@@ -2241,15 +2268,20 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 	if (unlikely(fault_listen_delay_ms))
 		msleep(fault_listen_delay_ms);
 	ret = rdma_listen(id, KRDMA_LISTEN_BACKLOG);
+	if (!bound)
+		mutex_lock(&l->close_mutex);
 	if (!ret)
 		l->cm_id = id;
-	else if (l->error)
-		ret = l->error;	/* DEVICE_REMOVAL came before the listen */
 	mutex_unlock(&l->close_mutex);
 	if (ret) {
+		/* Waits for a DEVICE_REMOVAL handler, which sets l->error. */
+		rdma_destroy_id(id);
+		mutex_lock(&l->close_mutex);
+		if (l->error)
+			ret = l->error;	/* the device went during the listen */
+		mutex_unlock(&l->close_mutex);
 		pr_warn_ratelimited("%s: cannot listen on %pISpc: %d\n",
 				    l->name, addr, ret);
-		rdma_destroy_id(id);
 		krdma_listener_close(l);
 		return ERR_PTR(ret);
 	}
