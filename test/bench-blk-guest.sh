@@ -1,7 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# The block section of `make bench` (tools/bench), in a one-guest boot over
-# the rxe device the rest of the bench used: the same fio jobs against
+# The block section of `make bench` (tools/bench), over the rxe device the
+# rest of the bench used, in a one-guest boot (KRDMA_BENCH_TOPO=single:
+# server and client in the guest, over loopback) and in the two-guest boot
+# (pair: guest B the server, null_blk and the exports, guest A the client,
+# fio; A's own null_blk is the bound there): the same fio jobs against
 #   null_blk    /dev/nullb0 itself, the bound;
 #   krdma-blk   krdma_blk.ko's export of /dev/nullb0 mapped over rxe;
 #   krdma-blk-wq  the same with the export's "wq" word: the server's
@@ -41,13 +44,15 @@
 #                            target under `perf record -a` (cpu-clock; TCG
 #                            has no PMU), flat profile in
 #                            bench-blk/profile-TARGET.txt; not in the table
-# Writes fio's JSON to $LAB/bench-blk/TARGET-JOB-rRUN.json and one line per cell
-# ("TARGET JOB ok|failed WHY", tab separated) to $LAB/bench-blk.tsv;
-# tools/bench-report.py reads both.  A step that fails marks its cells
-# failed and the script goes on with the next target; every step that can
-# block runs under timeout.
-export TOPO=single DEV=rxe ROLE=${GUEST:-A} TEST_ID=bench-blk
-export PEER_IP=$MY_IP
+# Guest A writes fio's JSON to $LAB/bench-blk/TARGET-JOB-rRUN.json and one
+# line per cell ("TARGET JOB ok|failed WHY", tab separated) to
+# $LAB/bench-blk.tsv; tools/bench-report.py reads both.  A step that fails
+# marks its cells failed and the script goes on with the next target;
+# every step that can block runs under timeout.  Between two guests, B
+# sets a target's server up, says so (put_val up-TARGET: ok or why not),
+# and takes it down once A says down-TARGET.
+export TOPO=${KRDMA_BENCH_TOPO:-single} DEV=rxe ROLE=${GUEST:-A} TEST_ID=bench-blk
+[ "$TOPO" = single ] && export PEER_IP=$MY_IP
 . "$(dirname "$0")/lib.sh"
 
 secs=${KRDMA_BENCH_BLK_SECS:-5}
@@ -62,7 +67,9 @@ dir=$LAB/bench-blk
 NB=/dev/nullb0
 BLK_CTL=/sys/kernel/krdma_blk/control
 KB=kbench0
-KB_ADDR=$MY_IP:7490
+# The server listens on its own address, the client maps the peer's (the
+# same address in one guest).
+KB_PORT=7490
 NQN=nqn.2026-11.org.krdma:bench
 CFS=/sys/kernel/config
 NVMET=$CFS/nvmet
@@ -74,7 +81,7 @@ write-128k-qd8 write 128k 8 libaio
 randread-4k-qd1 randread 4k 1 libaio
 randread-4k-qd1-hipri randread 4k 1 hipri"
 mkdir -p "$dir"
-: >"$out"
+[ "$ROLE" = A ] && : >"$out"
 cell() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$out"; }
 # fail_all TARGET WHY: every cell of TARGET failed, for this reason.
 fail_all() {
@@ -113,7 +120,8 @@ run_fio() {
 		rm -f "$dir/$target-$job"-r*.json
 		why=
 		h0=
-		[[ $target == krdma-blk* ]] && [ -r $hi ] && h0=$(cat $hi)
+		[[ $target == krdma-blk* ]] && [ "$TOPO" = single ] &&
+			[ -r $hi ] && h0=$(cat $hi)
 		read -r t0 i0 < <(cpu_ticks)
 		engine_opts "$eng"
 		for ((r = 1; r <= runs; r++)); do
@@ -170,40 +178,54 @@ prof_fio() {
 }
 
 # ---- krdma-blk --------------------------------------------------------------
-# kb_up [WORD [PARAMS]]: export (with WORD on its line) and map; PARAMS:
-# NAME=VALUE ... of the module's parameters (kb_down unloads it, which
-# resets them).
-kb_up() {
-	local ko=$BUILD/blk/krdma_blk.ko
+# kb_load [PARAMS]: the module, with PARAMS (NAME=VALUE ... of its
+# parameters; kb_unload resets them).
+kb_load() {
+	local ko=$BUILD/blk/krdma_blk.ko p
 	[ -f "$ko" ] || { echo "$ko not built"; return 1; }
 	lsmod | grep -q '^krdma_blk ' || insmod "$ko" || { echo "insmod krdma_blk"; return 1; }
-	local p
-	for p in ${2:-}; do
+	for p in ${1:-}; do
 		echo "${p#*=}" >"/sys/module/krdma_blk/parameters/${p%%=*}" ||
 			{ echo "$p"; return 1; }
 	done
-	t 60 bash -c "echo 'export name=bench path=$NB addr=$KB_ADDR ${1:-}' >$BLK_CTL" ||
+}
+kb_unload() {
+	lsmod | grep -q '^krdma_blk ' || return 0
+	t 30 rmmod krdma_blk
+	true
+}
+# kb_export [WORD [PARAMS]]: the server, its export line with WORD.
+kb_export() {
+	kb_load "${2:-}" || return 1
+	t 60 bash -c "echo 'export name=bench path=$NB addr=$MY_IP:$KB_PORT ${1:-}' >$BLK_CTL" ||
 		{ echo "krdma-blk export"; return 1; }
-	t 60 bash -c "echo 'map name=$KB addr=$KB_ADDR export=bench queues=$queues poll_queues=1' >$BLK_CTL" ||
+}
+kb_unexport() {
+	[ -w "$BLK_CTL" ] || return 0
+	t 60 bash -c "echo 'unexport name=bench' >$BLK_CTL" 2>/dev/null
+	true
+}
+# kb_map: the client, mapping the server's export.
+kb_map() {
+	kb_load || return 1
+	t 60 bash -c "echo 'map name=$KB addr=$PEER_IP:$KB_PORT export=bench queues=$queues poll_queues=1' >$BLK_CTL" ||
 		{ echo "krdma-blk map"; return 1; }
 	wait_for 10 test -b /dev/$KB || { echo "/dev/$KB never appeared"; return 1; }
 }
-kb_down() {
+kb_unmap() {
 	[ -w "$BLK_CTL" ] || return 0
 	t 60 bash -c "echo 'unmap name=$KB' >$BLK_CTL" 2>/dev/null
-	t 60 bash -c "echo 'unexport name=bench' >$BLK_CTL" 2>/dev/null
-	t 30 rmmod krdma_blk
 	true
 }
 
 # ---- nvmet-rdma and nvme-rdma ----------------------------------------------
 NVME_CTRL=
-# nvme_up [INLINE]: nvmet-rdma's port with param_inline_data_size INLINE
+# nvmet_up [INLINE]: nvmet-rdma's port with param_inline_data_size INLINE
 # (default: nvmet-rdma's, a page: a 4 KiB write goes in its command
-# capsule, with no RDMA READ), and the host connected to it.
-nvme_up() {
-	local m s=$NVMET/subsystems/$NQN p=$NVMET/ports/1 uuid r dev
-	for m in nvmet nvmet-rdma nvme-rdma; do
+# capsule, with no RDMA READ), on this guest's address.
+nvmet_up() {
+	local m s=$NVMET/subsystems/$NQN p=$NVMET/ports/1
+	for m in nvmet nvmet-rdma; do
 		modprobe "$m" || { echo "modprobe $m"; return 1; }
 	done
 	# configfs is a module: mount it once nvmet (which needs it) is in.
@@ -220,11 +242,16 @@ nvme_up() {
 		{ [ -z "${1:-}" ] || echo "$1" >$p/param_inline_data_size; } &&
 		ln -s $s $p/subsystems/$NQN ||
 		{ echo "nvmet port"; return 1; }
-	# The host: nvme-fabrics refuses a hostnqn whose hostid is not its uuid.
+}
+# nvme_connect: the host, connected to the target's port.
+nvme_connect() {
+	local uuid r
+	modprobe nvme-rdma || { echo "modprobe nvme-rdma"; return 1; }
+	# nvme-fabrics refuses a hostnqn whose hostid is not its uuid.
 	uuid=$(cat /proc/sys/kernel/random/uuid)
 	r=$(t 90 bash -c 'exec 3<>/dev/nvme-fabrics &&
 		echo "$1" >&3 && read -r l <&3 && echo "$l"' _ \
-		"transport=rdma,traddr=$MY_IP,trsvcid=4420,nqn=$NQN,hostnqn=nqn.2014-08.org.nvmexpress:uuid:$uuid,hostid=$uuid,nr_io_queues=$queues,nr_poll_queues=1,ctrl_loss_tmo=10") ||
+		"transport=rdma,traddr=$PEER_IP,trsvcid=4420,nqn=$NQN,hostnqn=nqn.2014-08.org.nvmexpress:uuid:$uuid,hostid=$uuid,nr_io_queues=$queues,nr_poll_queues=1,ctrl_loss_tmo=10") ||
 		{ echo "nvme-rdma connect"; return 1; }
 	NVME_CTRL=nvme$(sed -n 's/.*instance=\([0-9]*\).*/\1/p' <<<"$r")
 	[ "$NVME_CTRL" != nvme ] || { echo "connect said '$r'"; NVME_CTRL=; return 1; }
@@ -241,8 +268,8 @@ nvme_dev() {
 	done
 	return 1
 }
-nvme_down() {
-	local s=$NVMET/subsystems/$NQN p=$NVMET/ports/1 c n
+nvme_disconnect() {
+	local c n
 	# Every controller of the subsystem: also one whose connect came
 	# through after its write was given up on (NVME_CTRL not known).
 	for c in /sys/class/nvme/nvme*; do
@@ -253,6 +280,9 @@ nvme_down() {
 		t 60 bash -c "echo 1 >$c/delete_controller"
 	done
 	NVME_CTRL=
+}
+nvmet_down() {
+	local s=$NVMET/subsystems/$NQN p=$NVMET/ports/1
 	[ -d $NVMET ] || return 0
 	[ -L $p/subsystems/$NQN ] && rm -f $p/subsystems/$NQN
 	[ -d $p ] && rmdir $p
@@ -264,69 +294,150 @@ nvme_down() {
 
 cleanup() {
 	set +e
-	nvme_down 2>/dev/null
-	kb_down 2>/dev/null
-}
+	nvme_disconnect
+	kb_unmap
+	nvmet_down
+	kb_unexport
+	kb_unload
+} 2>/dev/null
 trap cleanup EXIT
+
+# ---- targets ----------------------------------------------------------------
+# target_parts TARGET: a krdma-blk target's export word and module
+# parameters (both sides load the module with them), in word and params.
+target_parts() {
+	word= params=
+	case $1 in
+	krdma-blk-wq)		word=wq ;;
+	krdma-blk-nocapsule)	params=incapsule_data_size=0 ;;
+	krdma-blk-hipri)	params=hipri_depth=1 ;;
+	esac
+}
+# server_up TARGET: its server side on this guest; says why not.
+server_up() {
+	case $1 in
+	krdma-blk|krdma-blk-wq|krdma-blk-nocapsule|krdma-blk-hipri)
+		target_parts "$1"
+		kb_export "$word" "$params" ;;
+	nvme-rdma)		nvmet_up ;;
+	nvme-rdma-noinline)	nvmet_up 0 ;;
+	*)	echo "unknown target $1"; return 1 ;;
+	esac
+}
+server_down() {
+	case $1 in
+	krdma-blk*)	kb_unexport; kb_unload ;;
+	nvme-rdma*)	nvmet_down ;;
+	esac
+}
+# client_up TARGET: its client side, in this shell (nvme_connect sets
+# NVME_CTRL); the block device in CDEV.
+client_up() {
+	CDEV=
+	case $1 in
+	krdma-blk*)
+		target_parts "$1"
+		kb_map "$params" && CDEV=/dev/$KB ;;
+	nvme-rdma*)
+		nvme_connect || return 1
+		CDEV=$(nvme_dev) ||
+			{ echo "no namespace of $NVME_CTRL"; return 1; } ;;
+	esac
+}
+client_down() {
+	case $1 in
+	krdma-blk*)	kb_unmap; [ "$TOPO" = single ] || kb_unload ;;
+	nvme-rdma*)	nvme_disconnect ;;
+	esac
+}
+# describe TARGET: what the log says it is.
+describe() {
+	target_parts "$1"
+	case $1 in
+	krdma-blk*) log "$1: export${word:+ ($word)} and map over $IBDEV${params:+, $params}" ;;
+	*) log "$1: nvmet-rdma target and host over $IBDEV" ;;
+	esac
+}
 
 rdma_dev_up
 # A bench measures krdma, not its test-only DMA check.
 KRDMA_DMA_CHECK=0 krdma_load
+[ "$TOPO" = pair ] && mkdir -p "$LAB/sync"
 log "null_blk, $size written once"
 lsmod | grep -q '^null_blk ' && rmmod null_blk
 if ! modprobe null_blk queue_mode=2 irqmode=0 memory_backed=1 gb=1 nr_devices=1 \
 	poll_queues=1 ||
 	! wait_for 10 test -b $NB; then
-	for target in $targets; do fail_all "$target" "no null_blk"; done
+	if [ "$ROLE" = A ]; then
+		for target in $targets; do fail_all "$target" "no null_blk"; done
+	else
+		for target in $targets; do put_val "up-$target" "no null_blk on B"; done
+	fi
 	exit 1
 fi
 t 300 fio --name=fill --filename=$NB --direct=1 --ioengine=libaio --rw=write \
 	--bs=1M --iodepth=8 --size="$size" --output=/dev/null </dev/null ||
 	echo "filling $NB failed"
+
+# Guest B of the pair: each target's server, up until A is done with it.
+if [ "$ROLE" = B ]; then
+	for target in $targets; do
+		[ "$target" = null_blk ] && continue
+		describe "$target"
+		if server_up "$target" >"$dir/up-B-$target.log" 2>&1; then
+			put_val "up-$target" ok
+		else
+			put_val "up-$target" "B: $(tail -n 1 "$dir/up-B-$target.log")"
+		fi
+		cat "$dir/up-B-$target.log"
+		wait_val 1800 "down-$target"
+		server_down "$target"
+	done
+	put_val B-done 1
+	log "done"
+	exit 0
+fi
+
 {
 	printf 'info\tnull_blk\tsize\t%s\n' "$size"
 	printf 'info\tfio\tsecs\t%s\n' "$secs"
 	printf 'info\tfio\truns\t%s\n' "$runs"
 	printf 'info\tfio\tversion\t%s\n' "$(fio --version)"
 	printf 'info\tblk\tqueues\t%s\n' "$queues"
+	printf 'info\tblk\ttopo\t%s\n' "$TOPO"
 } >>"$out"
 
 rc=0
 for target in $targets; do
-	case $target in
-	null_blk)
-		run_fio null_blk $NB ;;
-	krdma-blk|krdma-blk-wq|krdma-blk-nocapsule|krdma-blk-hipri)
-		word= params=
-		[ "$target" = krdma-blk-wq ] && word=wq
-		[ "$target" = krdma-blk-nocapsule ] && params=incapsule_data_size=0
-		[ "$target" = krdma-blk-hipri ] && params=hipri_depth=1
-		log "$target: export${word:+ ($word)} and map over $IBDEV${params:+, $params}"
-		if why=$(kb_up "$word" "$params"); then
-			run_fio "$target" /dev/$KB
-		else
-			fail_all "$target" "set-up: $why"
-			rc=1
-		fi
-		kb_down ;;
-	nvme-rdma|nvme-rdma-noinline)
-		inline=
-		[ "$target" = nvme-rdma ] || inline=0
-		log "$target: nvmet-rdma target and host over $IBDEV"
-		# In this shell, not in $( ): nvme_up sets NVME_CTRL.
-		nvme_up $inline >"$dir/nvme-up.log" 2>&1
-		st=$?
-		cat "$dir/nvme-up.log"
-		if [ $st = 0 ] && dev=$(nvme_dev); then
-			run_fio "$target" "$dev"
-		else
-			fail_all "$target" "set-up: $(tail -n 1 "$dir/nvme-up.log")"
-			rc=1
-		fi
-		nvme_down ;;
-	*)	echo "unknown target $target"; rc=1 ;;
-	esac
+	if [ "$target" = null_blk ]; then
+		run_fio null_blk $NB
+		continue
+	fi
+	describe "$target"
+	up=$dir/up-A-$target.log
+	if [ "$TOPO" = pair ]; then
+		wait_val 600 "up-$target"
+		[ "$VAL" = ok ] || echo "$VAL" >"$up"
+	else
+		server_up "$target" >"$up" 2>&1 && VAL=ok || VAL=
+	fi
+	if [ "$VAL" = ok ] && client_up "$target" >>"$up" 2>&1 &&
+		[ -n "$CDEV" ]; then
+		cat "$up"
+		run_fio "$target" "$CDEV"
+	else
+		cat "$up"
+		fail_all "$target" "set-up: $(tail -n 1 "$up")"
+		rc=1
+	fi
+	client_down "$target"
+	if [ "$TOPO" = pair ]; then
+		put_val "down-$target" 1
+	else
+		server_down "$target"
+	fi
 done
+[ "$TOPO" = pair ] && put_val A-done 1
 grep -q 'failed' "$out" && rc=1
 log "done"
 exit $rc

@@ -3,7 +3,7 @@
 """The table of `make bench` (tools/bench): reads the bench.tsv each boot's
 guest A wrote (test/bench-guest.sh), prints krdma, perftest and the
 krdma/perftest ratio per cell, and writes results.json and results.md.
-The block section (test/bench-blk-guest.sh, one-guest boots): from
+The block section (test/bench-blk-guest.sh, every boot): from
 bench-blk.tsv and fio's JSON in bench-blk/, null_blk, nvme-rdma and
 krdma-blk per cell with the krdma-blk/nvme-rdma ratio; a cell whose run
 failed reads "failed".
@@ -363,12 +363,17 @@ def rdma_boot(result, text, md, line, topo, rel, lab):
     return 0
 
 
-def blk_boot(result, text, md, line, rel, lab):
+def blk_boot(result, text, md, line, topo, rel, lab):
     """The block section of one boot: its table into text and md, its cells
     into result["blk"]; 1 when a cell failed or the section never ran."""
     info, cells = blk_cells(lab)
-    title = (f"block: {rel}, one guest, rxe loopback; fio on null_blk, on "
-             "nvme-rdma and on krdma-blk over the same null_blk")
+    if topo == "pair":
+        title = (f"block: {rel}, {topo_name(topo, lab)}; B serves its "
+                 "null_blk by nvme-rdma and by krdma-blk, A runs fio (and "
+                 "on its own null_blk, the bound)")
+    else:
+        title = (f"block: {rel}, {TOPOS['single']}; fio on null_blk, on "
+                 "nvme-rdma and on krdma-blk over the same null_blk")
     text.append("")
     md.append("")
     if cells is None:
@@ -378,7 +383,7 @@ def blk_boot(result, text, md, line, rel, lab):
         md.append("")
         md.append("no results")
         result.setdefault("blk", []).append(
-            {"line": line, "kernel": rel, "cells": None})
+            {"line": line, "kernel": rel, "topo": topo, "cells": None})
         return 1
     extra = []
     if info.get("fio_secs"):
@@ -423,8 +428,8 @@ def blk_boot(result, text, md, line, rel, lab):
     md.append("")
     md += ["- " + x for x in summary]
     result.setdefault("blk", []).append(
-        {"line": line, "kernel": rel, "topo": "single",
-         "description": TOPOS["single"], "info": info, "cells": cells,
+        {"line": line, "kernel": rel, "topo": topo,
+         "description": topo_name(topo, lab), "info": info, "cells": cells,
          "summary": summary})
     return 1 if failed else 0
 
@@ -559,8 +564,8 @@ def main():
         line, topo, rel, lab = b.split(":", 3)
         if "rdma" in sections:
             missing += rdma_boot(result, text, md, line, topo, rel, lab)
-        if "blk" in sections and topo == "single":
-            missing += blk_boot(result, text, md, line, rel, lab)
+        if "blk" in sections:
+            missing += blk_boot(result, text, md, line, topo, rel, lab)
         if "sg" in sections and topo == "single":
             missing += sg_boot(result, text, md, line, rel, lab)
     if a.secs:
