@@ -2254,7 +2254,7 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 	 * krdma_lock, which device removal may hold while it waits for
 	 * close_mutex.
 	 */
-	bound = id->device;
+	bound = !!id->device;
 	ret = krdma_sysfs_add_listener(l);
 	if (!ret) {
 		list_add_tail(&l->list, &krdma_listeners);
