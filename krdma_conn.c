@@ -1961,13 +1961,17 @@ static int krdma_listener_device_removal(struct krdma_listener *l,
 		l->cm_id = NULL;
 	if (!l->cm_id && !l->error && !READ_ONCE(l->closed))
 		WRITE_ONCE(l->error, -ENODEV);
+	/*
+	 * Under the mutex: once the id is not the listener's, a close no
+	 * longer waits for this handler and may free @l.
+	 */
+	if (mine) {
+		pr_warn("%s: device %s removed, no longer listening\n",
+			l->name, dev_name(&id->device->dev));
+		wake_up_all(&l->wq);
+	}
 	mutex_unlock(&l->close_mutex);
-	if (!mine)
-		return 0;
-	pr_warn("%s: device %s removed, no longer listening\n", l->name,
-		dev_name(&id->device->dev));
-	wake_up_all(&l->wq);
-	return 1;
+	return mine;
 }
 
 static int krdma_listener_event(struct krdma_listener *l,
@@ -2176,8 +2180,8 @@ static void krdma_listener_free_id(struct krdma_listener *l, int err)
  * Return: the listener, or an ERR_PTR (-EADDRINUSE, -EADDRNOTAVAIL,
  * -EEXIST: a listener has @opts->name, -ENODEV: the device of the
  * address went away during the call, ...).  A device removal that meets
- * the call once the address is bound waits for it and then stops the
- * listener, as above.
+ * the call once the listener is listed (listeners/NAME) waits for it and
+ * then stops the listener, as above.
  */
 struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 				    const struct krdma_conn_opts *opts)
