@@ -12,7 +12,8 @@
 # 2. A listen that binds to the device after krdma's remove callback let
 #    go of its users but before rdma_cm's ran (fault_remove_delay_ms):
 #    rdma_cm sends the listener DEVICE_REMOVAL and waits for its id, so
-#    the listener must give it up there.  `rdma link delete` must end
+#    the listener must give it up there (its stop line shows the event
+#    came: krdma's own callback had run before the listen).  `rdma link delete` must end
 #    within 30 s and the listener be stopped; before the fix krdma kept
 #    the id and the removal hung until the listener was closed.
 # Then the device comes back: both listeners listen again by themselves
@@ -40,6 +41,8 @@ rm -f $r1
 lp=$!
 # On the list (its sysfs directory is there): it sleeps before listening.
 within 30 test -e $KRDMA_SYS/listeners/r1 || fail "r1 never appeared"
+# Still in its sleep, or the removal below would not meet the listen.
+kill -0 $lp 2>/dev/null || fail "the listen ended before the removal began"
 timeout 60 rdma link delete "$IBDEV" || fail "rdma link delete (1) hung or failed"
 wait $lp
 echo 0 >$P/fault_listen_delay_ms
@@ -52,7 +55,7 @@ log "2: a listen binds to the device between krdma's removal and rdma_cm's"
 rdma_dev_up
 within 20 grep -q '^listening' $KRDMA_SYS/listeners/r1/state ||
 	fail "r1 not listening again: $(<$KRDMA_SYS/listeners/r1/state)"
-echo 3000 >$P/fault_remove_delay_ms || fail "fault_remove_delay_ms"
+echo 5000 >$P/fault_remove_delay_ms || fail "fault_remove_delay_ms"
 del=/tmp/listen-race.del
 rm -f $del
 kmsg_open || fail "kmsg_open"
