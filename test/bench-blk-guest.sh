@@ -294,6 +294,8 @@ nvmet_down() {
 
 cleanup() {
 	set +e
+	# B waits for this (or for A's qemu to go) whatever became of A.
+	[ "$TOPO" = pair ] && [ "$ROLE" = A ] && put_val A-done 1
 	nvme_disconnect
 	kb_unmap
 	nvmet_down
@@ -390,7 +392,8 @@ if [ "$ROLE" = B ]; then
 			put_val "up-$target" "B: $(tail -n 1 "$dir/up-B-$target.log")"
 		fi
 		cat "$dir/up-B-$target.log"
-		wait_val 1800 "down-$target"
+		# As long as A's fio takes (wait_val ends when A is done or gone).
+		wait_val 86400 "down-$target"
 		server_down "$target"
 	done
 	put_val B-done 1
@@ -415,8 +418,18 @@ for target in $targets; do
 	fi
 	describe "$target"
 	up=$dir/up-A-$target.log
+	: >"$up"
 	if [ "$TOPO" = pair ]; then
-		wait_val 600 "up-$target"
+		# Not wait_val, which would end the script: the target's cells
+		# fail and the next target is tried.
+		VAL="B never said its server was up"
+		w=$((SECONDS + 600))
+		until has_val "up-$target"; do
+			{ has_val B-done || peer_gone B ||
+				[ $SECONDS -ge $w ]; } && break
+			nap 0.2
+		done
+		has_val "up-$target" && read -r VAL <"$LAB/sync/$TEST_ID.val.up-$target"
 		[ "$VAL" = ok ] || echo "$VAL" >"$up"
 	else
 		server_up "$target" >"$up" 2>&1 && VAL=ok || VAL=
@@ -437,7 +450,6 @@ for target in $targets; do
 		server_down "$target"
 	fi
 done
-[ "$TOPO" = pair ] && put_val A-done 1
 grep -q 'failed' "$out" && rc=1
 log "done"
 exit $rc
