@@ -8,8 +8,9 @@
 # loaded, failslab and fail_page_alloc are armed to fail the first
 # allocation whose stack holds that site's return address (require-start
 # and require-end around it, no task filter, GFP_ATOMIC and GFP_KERNEL
-# alike), and a workload that reaches every site runs: listen, connect,
-# the self-test, a batched READ bench and a SEND one, a session,
+# alike), and a workload that reaches every site runs: listen, connect
+# (and a polled connection), the self-test, a batched READ bench, a SEND
+# one and two gathered ones (sge=, one packed), inject's delay=, a session,
 # /dev/krdma (serve, client write and read, atomics on rxe), krdma-blk
 # (export, map, I/O, unmap: its connections' MR pool), then the device
 # removed under its connections and added again, and rmmod; once the
@@ -128,6 +129,8 @@ workload() {
 	local p=$((port + 10 * (n % 50))) c=$KRDMA_SYS/conns/c1 spid
 	step listen ctl_q listen name=l1 addr=$MY_IP:$p
 	step connect ctl_q connect name=c1 addr=$PEER_IP:$p
+	# A polled connection: its own CQ (IB_POLL_DIRECT), not the pool's.
+	step connect-poll ctl_q connect name=c2 addr=$PEER_IP:$p poll=1
 	if [ -e $c ]; then
 		step test ctl_q test name=c1 op=send,write,read size=8K count=2
 		step test-wait wait_status $c/test_status
@@ -135,6 +138,14 @@ workload() {
 		step bench-wait wait_status $c/bench_status
 		step bench-send ctl_q bench name=c1 op=send size=1K secs=1
 		step bench-send-wait wait_status $c/bench_status
+		# Gathered from several pages (sge=), and packed by the CPU.
+		step bench-sg-send ctl_q bench name=c1 op=send size=1K sge=2 count=16
+		step bench-sg-send-wait wait_status $c/bench_status
+		step bench-sg-write ctl_q bench name=c1 op=write size=4K sge=2 pack=1 count=16
+		step bench-sg-write-wait wait_status $c/bench_status
+		# Completions held back (its ring), then handed on.
+		step inject-delay sh -c "echo delay=10 >$c/inject"
+		must inject-off sh -c "echo off >$c/inject"
 	fi
 	step session ctl_q session name=s1 addr=$PEER_IP:$p
 	step unsession ctl_q unsession name=s1
