@@ -4454,6 +4454,281 @@ out_free:
 }
 
 /*
+ * A write-with-immediate notice posted with nowait that finds a send
+ * queue slot but no credit: -EAGAIN, and the connection's room callback
+ * runs later, once, when the peer gives credits back, never inside the
+ * call that returned -EAGAIN.  It used to: the slot given back on the way
+ * out called it, before the caller had held anything back (a consumer
+ * that retries from there recursed while the peer gave no credit).  On
+ * one guest: a listener whose recv callback keeps every message (at_hbs,
+ * above), so that credits run out, and a client with a room callback
+ * that posts each notice only after the last one completed, so that a
+ * slot is always free.  iWARP: no immediate data, -EOPNOTSUPP.
+ */
+#define AT_IR_DEPTH	4
+
+struct at_ir {
+	struct at_ev		ev;	/* first: at_ev_cb() finds it */
+	struct at_async		a;
+	struct at_areq		q[4 * AT_IR_DEPTH + 1];
+	bool			in_call;	/* in krdma_imm_async() */
+	atomic_t		rooms;
+	atomic_t		rooms_in_call;
+};
+
+static void at_ir_room(struct krdma_conn *c)
+{
+	struct at_ir *ir = krdma_conn_priv(c);
+
+	if (READ_ONCE(ir->in_call))
+		atomic_inc(&ir->rooms_in_call);
+	atomic_inc(&ir->rooms);
+	wake_up_all(&ir->ev.wq);
+}
+
+static const struct krdma_conn_ops at_ir_ops = {
+	.event = at_ev_cb,
+	.room = at_ir_room,
+};
+
+static int at_ir_post(struct at_ir *ir, struct krdma_conn *c,
+		      const struct krdma_token *tok, int i)
+{
+	int ret;
+
+	at_areq_init(&ir->q[i], &ir->a);
+	WRITE_ONCE(ir->in_call, true);
+	ret = krdma_imm_async(c, tok, 0, i, &ir->q[i].req, true);
+	WRITE_ONCE(ir->in_call, false);
+	return ret;
+}
+
+static void sc_imm_room(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_hbs_ops,
+		.queue_depth = AT_IR_DEPTH,
+		.timeout_ms = 10000,
+		/* A pong's receive calls the room callback too. */
+		.heartbeat_ms = KRDMA_HEARTBEAT_OFF,
+	};
+	struct krdma_conn_opts copts = lopts;
+	struct krdma_conn *c, *p = NULL;
+	struct krdma_mr *mr = NULL;
+	struct krdma_listener *l;
+	struct krdma_token tok;
+	struct at_hbs *h;
+	struct at_ir *ir;
+	int i, ret, sent = 0;
+	u8 *buf;
+
+	if (at_needs_one_guest(t))
+		return;
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	ir = kzalloc(sizeof(*ir), GFP_KERNEL);
+	buf = kzalloc(64, GFP_KERNEL);
+	if (!h || !ir || !buf) {
+		at_fail(t, "out of memory");
+		goto out_free;
+	}
+	at_ev_init(&h->ev);
+	at_ev_init(&ir->ev);
+	spin_lock_init(&h->klock);
+	init_waitqueue_head(&ir->a.wq);
+	l = at_listen_local(t, &laddr, port + 20, &lopts, h, "");
+	if (!l)
+		goto out_free;
+	copts.ops = &at_ir_ops;
+	copts.priv = ir;
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, &copts);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect: %ld", PTR_ERR(c));
+		goto out_l;
+	}
+	if (!at_ev_expect(t, &ir->ev, 0, KRDMA_EVENT_ESTABLISHED, 0, "active") ||
+	    !at_ev_expect(t, &h->ev, 0, KRDMA_EVENT_ESTABLISHED, 0, "passive"))
+		goto out_c;
+	p = h->ev.conn[0];
+	mr = krdma_reg_buf(p, buf, 64, AT_RW);
+	if (IS_ERR(mr)) {
+		at_fail(t, "krdma_reg_buf on the passive side: %ld", PTR_ERR(mr));
+		mr = NULL;
+		goto out_c;
+	}
+	krdma_mr_token(mr, &tok);
+	if (at_iwarp) {
+		ret = at_ir_post(ir, c, &tok, 0);
+		if (at_expect(t, ret, -EOPNOTSUPP, "notice on iWARP"))
+			pr_info("%s: iWARP has no immediate data: -EOPNOTSUPP\n",
+				t->name);
+		goto out_c;
+	}
+	/* One at a time, each completed before the next: a slot is free. */
+	for (i = 0; i < 4 * AT_IR_DEPTH; i++) {
+		ret = at_ir_post(ir, c, &tok, i);
+		if (ret == -EAGAIN)
+			break;
+		if (!at_expect(t, ret, 0, "notice %d", i))
+			goto out_c;
+		sent++;
+		if (!at_async_wait(&ir->a, sent, AT_TIMEOUT)) {
+			at_fail(t, "notice %d: no callback", i);
+			goto out_c;
+		}
+		if (!at_expect(t, ir->q[i].req.status, 0, "notice %d: status", i))
+			goto out_c;
+	}
+	if (!at_expect(t, sent, AT_IR_DEPTH, "notices before -EAGAIN") ||
+	    !at_expect(t, atomic_read(&ir->rooms_in_call), 0,
+		       "room callbacks inside the call that returned -EAGAIN") ||
+	    !at_expect(t, atomic_read(&ir->rooms), 0,
+		       "room callbacks before a credit came back") ||
+	    !at_expect(t, atomic_read(&ir->q[sent].calls), 0,
+		       "callbacks of the refused notice"))
+		goto out_c;
+	wait_event_timeout(h->ev.wq, READ_ONCE(h->nkept) == AT_IR_DEPTH,
+			   10 * HZ);
+	if (!at_expect(t, READ_ONCE(h->nkept), AT_IR_DEPTH, "notices kept"))
+		goto out_c;
+	/* Credits come back: the callback, once, and the notice goes. */
+	at_hbs_release(h, p);
+	wait_event_timeout(ir->ev.wq, atomic_read(&ir->rooms) > 0, 10 * HZ);
+	msleep(50);	/* a second call would come right after */
+	if (!at_expect(t, atomic_read(&ir->rooms), 1,
+		       "room callbacks after the credits came back") ||
+	    !at_expect(t, atomic_read(&ir->rooms_in_call), 0,
+		       "room callbacks inside a call"))
+		goto out_c;
+	ret = at_ir_post(ir, c, &tok, sent);
+	if (!at_expect(t, ret, 0, "notice after the room callback") ||
+	    !at_async_wait(&ir->a, sent + 1, AT_TIMEOUT) ||
+	    !at_expect(t, ir->q[sent].req.status, 0, "its status") ||
+	    !at_expect(t, ir->q[sent].req.len, 4, "its len"))
+		goto out_c;
+	pr_info("%s: %d notices, then -EAGAIN with no room callback inside it; one callback when the credits came back\n",
+		t->name, sent);
+out_c:
+	krdma_close(c);
+	if (p) {
+		at_hbs_release(h, p);
+		if (mr)
+			krdma_mr_free(mr);
+		krdma_close(p);
+	}
+out_l:
+	krdma_listener_close(l);
+out_free:
+	kfree(buf);
+	kfree(ir);
+	kfree(h);
+}
+
+/*
+ * A consumer that refuses a connection its listener handed over, from the
+ * ESTABLISHED callback (krdma_conn_abandon()), gets no callback for it
+ * after that: neither the recv callback for the message that came while
+ * the ESTABLISHED callback ran, nor an end event.  krdma used to deliver
+ * that message right after the callback returned, to a consumer whose
+ * state for the connection was never made (the connection's priv still
+ * the listener's).  The client's connection is disconnected.
+ */
+struct at_ab {
+	struct at_ev	ev;	/* first: at_ev_cb() finds it */
+	atomic_t	recvs;
+	atomic_t	after;	/* callbacks after the abandon */
+	bool		abandoned;
+};
+
+static void at_ab_event(struct krdma_conn *c, enum krdma_event ev, int err)
+{
+	struct at_ab *b = krdma_conn_priv(c);
+
+	if (READ_ONCE(b->abandoned)) {
+		atomic_inc(&b->after);
+		return;
+	}
+	at_ev_cb(c, ev, err);
+	if (ev != KRDMA_EVENT_ESTABLISHED)
+		return;
+	/* The client's first message arrives meanwhile. */
+	msleep(300);
+	WRITE_ONCE(b->abandoned, true);
+	krdma_conn_abandon(c);
+}
+
+static int at_ab_recv(struct krdma_conn *c, struct krdma_msg *m)
+{
+	struct at_ab *b = krdma_conn_priv(c);
+
+	atomic_inc(&b->recvs);
+	if (READ_ONCE(b->abandoned))
+		atomic_inc(&b->after);
+	return 0;
+}
+
+static const struct krdma_conn_ops at_ab_ops = {
+	.event = at_ab_event,
+	.recv = at_ab_recv,
+};
+
+static void sc_abandon_recv(struct at_test *t)
+{
+	struct sockaddr_storage laddr = at_addr;
+	struct krdma_conn_opts lopts = {
+		.ops = &at_ab_ops,
+		.timeout_ms = 10000,
+	};
+	struct krdma_listener *l;
+	struct krdma_conn *c;
+	struct at_ab *b;
+	int i, ret;
+
+	if (at_needs_one_guest(t))
+		return;
+	b = kzalloc(sizeof(*b), GFP_KERNEL);
+	if (!b) {
+		at_fail(t, "out of memory");
+		return;
+	}
+	at_ev_init(&b->ev);
+	l = at_listen_local(t, &laddr, port + 21, &lopts, b, "");
+	if (!l)
+		goto out_free;
+	c = krdma_connect((struct sockaddr *)&laddr, NULL, NULL);
+	if (IS_ERR(c)) {
+		at_fail(t, "connect: %ld", PTR_ERR(c));
+		goto out_l;
+	}
+	ret = krdma_send(c, "early", 6, AT_TIMEOUT);
+	if (!at_expect(t, ret, 0, "the client's first message") ||
+	    !at_ev_expect(t, &b->ev, 0, KRDMA_EVENT_ESTABLISHED, 0, "passive"))
+		goto out_c;
+	/* Refused: the client's connection ends. */
+	for (i = 0; i < 100 && !krdma_conn_error(c); i++)
+		msleep(100);
+	if (!krdma_conn_error(c)) {
+		at_fail(t, "the client's connection still up 10 s after the abandon");
+		goto out_c;
+	}
+	msleep(200);
+	if (!at_expect(t, READ_ONCE(b->abandoned), true, "abandoned") ||
+	    !at_expect(t, atomic_read(&b->after), 0,
+		       "callbacks after krdma_conn_abandon()") ||
+	    !at_expect(t, atomic_read(&b->recvs), 0, "recv callbacks") ||
+	    !at_expect(t, READ_ONCE(b->ev.n), 1, "events"))
+		goto out_c;
+	pr_info("%s: abandoned in its ESTABLISHED callback: no callback after it, the client's connection ended with %d\n",
+		t->name, krdma_conn_error(c));
+out_c:
+	krdma_close(c);
+out_l:
+	krdma_listener_close(l);
+out_free:
+	kfree(b);
+}
+
+/*
  * #17: the accept hook.  On one guest: a listener whose accept callback
  * sees the connect request's private data and decides.  Every refusal's
  * errno must reach the peer's krdma_connect() (on iWARP a reject may
@@ -7791,6 +8066,8 @@ static const struct at_scenario {
 	{ "conn_fail", sc_conn_fail },
 	{ "recv_cb", sc_recv_cb },
 	{ "hb_starved", sc_hb_starved },
+	{ "imm_room", sc_imm_room },
+	{ "abandon_recv", sc_abandon_recv },
 	{ "accept_hook", sc_accept_hook },
 	{ "mr_pool", sc_mr_pool },
 	{ "mr_pool_inv", sc_mr_pool_inv },

@@ -24,12 +24,12 @@ args=(port=7471 "dev=$DEV" "scenarios=${KRDMA_APITEST_SCENARIOS:-all}")
 # krdma's send queue accounting, does not depend on the link: it runs on
 # one guest only (on siw too: 64 threads taking turns at one credit
 # across two loaded TCG guests can wait past their 20 s).  recv_cb listens
-# in the client's module: one guest only too, and so do hb_starved and
+# in the client's module: one guest only too, and so do hb_starved, imm_room, abandon_recv and
 # accept_hook, mr_pool, mr_pool_inv, mr_pool_rounds, mr_pool_dev, sendv, sendv_imm, poll, workqueue and the session_*
 # scenarios (their listener is theirs).  session_flap needs a peer whose link flaps:
 # session-flap.sh.
 exclude=,session_flap
-[ "$TOPO" = pair ] && exclude+=,sq_mix,recv_cb,hb_starved,accept_hook,mr_pool,mr_pool_inv
+[ "$TOPO" = pair ] && exclude+=,sq_mix,recv_cb,hb_starved,imm_room,abandon_recv,accept_hook,mr_pool,mr_pool_inv
 [ "$TOPO" = pair ] && exclude+=,session_reconnect,session_lost,session_refused,session_set,session_handover
 [ "$TOPO" = pair ] && exclude+=,sendv,sendv_imm,poll,workqueue,mr_pool_rounds,mr_pool_dev
 # async_window needs ops to stay in flight while more are posted.  rxe on
