@@ -35,6 +35,13 @@
  *              depths (krdma_blk_cmd.qd) of 1, 32 and 0 (not told),
  *              HB_QD_READS each: every one returns @fill from @sector;
  *              which worker each took is blk.sh's to check
+ *   misaligned a READ of one block from sector 1 of an export whose
+ *              logical block is larger than a sector: refused with
+ *              -EINVAL (not served at a truncated address), the
+ *              connection stays up
+ *   wrongname  a HELLO naming an export the server does not have:
+ *              -ENOENT; then a FLUSH: closed (a refused HELLO opens
+ *              nothing)
  *
  * The server's dmesg line for each closing mode is blk.sh's to check.
  */
@@ -63,7 +70,7 @@ module_param(export, charp, 0444);
 MODULE_PARM_DESC(export, "the export's name");
 static char *mode = "";
 module_param(mode, charp, 0444);
-MODULE_PARM_DESC(mode, "badcmd, early, hello2, garbage, badlen, capsread, capsshort, overrun, noreplies, forged or qd");
+MODULE_PARM_DESC(mode, "badcmd, early, hello2, garbage, badlen, capsread, capsshort, overrun, noreplies, forged, qd, misaligned or wrongname");
 static uint depth = 4;
 module_param(depth, uint, 0444);
 MODULE_PARM_DESC(depth, "queue depth asked for (2 to 16)");
@@ -509,6 +516,55 @@ static int hb_qd(struct hb *hb)
 	return ret;
 }
 
+/* A READ from inside a logical block: -EINVAL, and the connection stays. */
+static int hb_misaligned(struct hb *hb)
+{
+	struct krdma_token tok = { .length = HB_IO };	/* never used */
+	struct krdma_blk_cmd c;
+	int ret, status = 0;
+
+	if (hb->lbs <= 512 || hb->lbs > HB_IO) {
+		pr_err("misaligned: needs an export of a block size from 1 to 8 sectors, not %u bytes\n",
+		       hb->lbs);
+		return -EINVAL;
+	}
+	hb_cmd(&c, KRDMA_BLK_OP_READ, hb->lbs, 1, 1, &tok);
+	ret = hb_call(hb, &c, sizeof(c), &status);
+	if (ret || status != -EINVAL) {
+		pr_err("misaligned: a READ of %u bytes from sector 1: %d, status %d, expected -EINVAL\n",
+		       hb->lbs, ret, status);
+		return ret ?: -EPROTO;
+	}
+	if (krdma_conn_error(hb->conn)) {
+		pr_err("misaligned: the connection failed: %d\n",
+		       krdma_conn_error(hb->conn));
+		return -EPROTO;
+	}
+	pr_info("misaligned: a READ from sector 1 of a %u-byte block refused with -EINVAL\n",
+		hb->lbs);
+	return 0;
+}
+
+/* A HELLO the server refuses, then a command: closed. */
+static int hb_wrongname(struct hb *hb)
+{
+	struct krdma_blk_hello h = {};
+	struct krdma_blk_cmd c;
+	int ret, status = 0;
+
+	krdma_blk_hdr_init(&h.hdr, KRDMA_BLK_OP_HELLO, 0);
+	snprintf(h.export, sizeof(h.export), "%.20s-not", export);
+	ret = hb_call(hb, &h, sizeof(h), &status);
+	if (ret || status != -ENOENT) {
+		pr_err("wrongname: HELLO to export %s: %d, status %d, expected -ENOENT\n",
+		       h.export, ret, status);
+		return ret ?: -EPROTO;
+	}
+	hb_cmd(&c, KRDMA_BLK_OP_FLUSH, 0, 0, 1, NULL);
+	ret = krdma_send(hb->conn, &c, sizeof(c), HB_WAIT);
+	return ret ?: hb_closed(hb, 0);
+}
+
 static int hb_run(struct hb *hb)
 {
 	struct krdma_blk_cmd c;
@@ -520,6 +576,8 @@ static int hb_run(struct hb *hb)
 		ret = krdma_send(hb->conn, &c, sizeof(c), HB_WAIT);
 		return ret ?: hb_closed(hb, 0);
 	}
+	if (!strcmp(mode, "wrongname"))
+		return hb_wrongname(hb);
 	ret = hb_hello(hb);
 	if (ret)
 		return ret;
@@ -567,6 +625,8 @@ static int hb_run(struct hb *hb)
 		return hb_forged(hb);
 	if (!strcmp(mode, "qd"))
 		return hb_qd(hb);
+	if (!strcmp(mode, "misaligned"))
+		return hb_misaligned(hb);
 	return -EINVAL;
 }
 

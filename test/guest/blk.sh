@@ -367,14 +367,15 @@ log "${#armed[@]} injected failures, $n reconnects, fio clean"
 # (see its header); here, the server's one line for each connection it
 # closed, and that the export serves krdmablk0 on as before.  overrun
 # needs commands that stay unanswered: an export of a null_blk whose
-# requests take 2 s each (configfs).
+# requests take 2 s each (configfs), and misaligned one whose logical
+# blocks are larger than a sector (4 KiB).
 log "a hostile client"
 hko=$BUILD/blkhostile/krdma_blk_hostile.ko
 [ -f "$hko" ] || fail "$hko not built"
 CFS=/sys/kernel/config
 mountpoint -q $CFS || mount -t configfs none $CFS || fail "mount configfs"
 mkdir $SLOW || fail "configfs null_blk"
-for a in "size 16" "memory_backed 1" "irqmode 2" "completion_nsec 2000000000" "power 1"; do
+for a in "size 16" "blocksize 4096" "memory_backed 1" "irqmode 2" "completion_nsec 2000000000" "power 1"; do
 	echo "${a#* }" >"$SLOW/${a%% *}" || fail "null_blk $a"
 done
 SNB=/dev/${SLOW##*/}	# null_blk names it after its configfs item
@@ -415,6 +416,10 @@ hostile capsshort e0 $PORT "bad message length from the client; closing its conn
 hostile noreplies e0 $PORT "the client takes no replies; closing its connection"
 hostile forged e0 $PORT ''
 hostile overrun eslow $((PORT + 3)) "more commands than the queue depth from the client; closing its connection"
+# eslow's blocks are 4 KiB: a READ from sector 1 is refused, not served
+# at an address the device truncates.
+hostile misaligned eslow $((PORT + 3)) ''
+hostile wrongname e0 $PORT "a command after a HELLO that was refused or not answered yet; closing the connection"
 # Every connection the server closed is gone on both sides.
 conns_back() { [ "$(ls $KRDMA_SYS/conns | wc -l)" = "$conns0" ]; }
 wait_for 20 conns_back || fail "connections left: $(ls $KRDMA_SYS/conns)"
