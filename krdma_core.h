@@ -455,6 +455,7 @@ int krdma_post_hdr_locked(struct krdma_conn *conn, struct krdma_tx *tx,
 /* krdma_rw.c */
 int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait);
 void krdma_slots_put(struct krdma_conn *conn, u32 n);
+void krdma_slots_unget(struct krdma_conn *conn, u32 n);
 void krdma_rw_reap(struct krdma_conn *conn);
 int krdma_rdma_range(struct krdma_conn *conn, bool write,
 		     struct scatterlist *sg, int nents, u64 skip, u64 len,

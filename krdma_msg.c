@@ -1394,16 +1394,24 @@ int krdma_send_inv(struct krdma_conn *conn, const void *buf, size_t len,
 EXPORT_SYMBOL_GPL(krdma_send_inv);
 
 /*
- * Post a zero-length RDMA WRITE with immediate, with an rw slot already
- * taken: it consumes one of the peer's receives, so it takes a credit
- * like a message does.  While we owe the peer a credit ack
+ * Post a zero-length RDMA WRITE with immediate: it consumes one of the
+ * peer's receives, so it takes a credit like a message does, and a send
+ * queue slot.  While we owe the peer a credit ack
  * (krdma_credit_imm_needs_hdr) the notice goes as a KRDMA_MSG_IMM message
  * instead, which the peer delivers the same way, and *@slot_used is false:
- * the message's send buffer accounts for it.  -EAGAIN: no credit (or no
- * send buffer for the message).  Any context but hard interrupt.
+ * the message's send buffer accounts for it.  @take: the caller holds no
+ * slot (nowait), and one is taken here, in the same hold of conn->lock as
+ * the credit, only for a notice that goes: a call that returns -EAGAIN
+ * then never held a slot, which it would have to give back without the
+ * room callback (that would run the caller's retry inside this call),
+ * owing it to another poster the slot kept out.  Otherwise the caller
+ * took a slot and gives it back unless *@slot_used.  -EAGAIN: no slot, no
+ * credit, or no send buffer for the message.  Any context but hard
+ * interrupt.
  */
 static int krdma_imm_post(struct krdma_conn *conn, u64 raddr, u32 rkey,
-			  u32 imm, struct krdma_req *req, bool *slot_used)
+			  u32 imm, struct krdma_req *req, bool take,
+			  bool *slot_used)
 {
 	__be32 wire = cpu_to_be32(imm);
 	struct ib_rdma_wr wr = {};
@@ -1418,6 +1426,10 @@ static int krdma_imm_post(struct krdma_conn *conn, u64 raddr, u32 rkey,
 		goto out;
 	}
 	ret = -EAGAIN;
+	if (take && conn->rw_slots + 1 > conn->depth) {
+		krdma_room_want_locked(conn);
+		goto out;
+	}
 	if (!krdma_credit_take(&conn->cr)) {
 		krdma_room_want_locked(conn);
 		goto out;
@@ -1451,10 +1463,14 @@ static int krdma_imm_post(struct krdma_conn *conn, u64 raddr, u32 rkey,
 	wr.rkey = rkey;
 	trace_krdma_rdma_start(conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0);
 	posted = true;
+	if (take)
+		conn->rw_slots++;
 	ret = ib_post_send(conn->qp, &wr.wr, NULL);
 	if (ret) {
 		krdma_credit_undo(&conn->cr);
 		krdma_xop_put_locked(conn, x);
+		if (take)
+			conn->rw_slots--;	/* the connection fails below */
 	} else {
 		*slot_used = true;
 	}
@@ -1481,12 +1497,17 @@ static int __krdma_imm_async(struct krdma_conn *conn, u64 raddr, u32 rkey,
 		return -EINVAL;
 	if (conn->iwarp)
 		return -EOPNOTSUPP;
-	ret = krdma_slots_get(conn, 1, nowait);
+	/* The slot with the credit, or nothing held (krdma_imm_post()). */
+	if (nowait)
+		return krdma_imm_post(conn, raddr, rkey, imm, req, true,
+				      &slot_used);
+	ret = krdma_slots_get(conn, 1, false);
 	if (ret)
 		return ret;
 	for (;;) {
-		ret = krdma_imm_post(conn, raddr, rkey, imm, req, &slot_used);
-		if (ret != -EAGAIN || nowait)
+		ret = krdma_imm_post(conn, raddr, rkey, imm, req, false,
+				     &slot_used);
+		if (ret != -EAGAIN)
 			break;
 		ret = krdma_credit_wait(conn, &left);
 		if (ret)

@@ -121,9 +121,13 @@ static void krdma_rw_op_complete(struct krdma_rdma *op, bool unlink,
 	op->finished = true;
 	for (i = 0; i < op->nr_chunks; i++)
 		krdma_rw_chunk_destroy(op, &op->chunks[i]);
-	if (unlink) {
+	if (unlink || !op->status) {
 		spin_lock_bh(&conn->lock);
-		list_del(&op->link);
+		if (unlink)
+			list_del(&op->link);
+		/* The peer's side did it: progress, for the heartbeat. */
+		if (!op->status)
+			conn->rw_done++;
 		spin_unlock_bh(&conn->lock);
 	}
 	krdma_slots_put(conn, op->nr_chunks);
@@ -276,14 +280,23 @@ int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait)
 	}
 }
 
-/* Give back slots of krdma_slots_get(); any context. */
-void krdma_slots_put(struct krdma_conn *conn, u32 n)
+/*
+ * Give back slots of krdma_slots_get() that were never posted: wake a
+ * poster sleeping for slots, but call no room callback.  The caller is
+ * about to fail its own call (-EAGAIN for want of a credit, a send
+ * buffer or an xop; or the post failed, which fails the connection), and
+ * whatever it lacked arms and fires the callback when it frees; calling
+ * it here would run the consumer's retry inside the very call that is
+ * returning -EAGAIN, before the consumer held anything back (and again
+ * from that retry, without end while the peer gives no credit).  Any
+ * context.
+ */
+void krdma_slots_unget(struct krdma_conn *conn, u32 n)
 {
 	bool wake;
 
 	spin_lock_bh(&conn->lock);
 	conn->rw_slots -= n;
-	conn->rw_done++;	/* progress, for the heartbeat */
 	/*
 	 * Only a poster waiting for slots wants this wakeup: waking conn->wq
 	 * on every completion would also wake a receiver waiting for a
@@ -293,6 +306,16 @@ void krdma_slots_put(struct krdma_conn *conn, u32 n)
 	spin_unlock_bh(&conn->lock);
 	if (wake)
 		wake_up_all(&conn->wq);
+}
+
+/*
+ * Give back slots whose work requests completed (or an operation
+ * prepared and discarded): room freed, so the room callback runs too.
+ * Any context.
+ */
+void krdma_slots_put(struct krdma_conn *conn, u32 n)
+{
+	krdma_slots_unget(conn, n);
 	krdma_room(conn);
 }
 
@@ -1026,6 +1049,8 @@ void krdma_xop_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_lock_bh(&conn->lock);
 	req = x->req;
 	krdma_xop_put_locked(conn, x);
+	if (!status)
+		conn->rw_done++;	/* the peer's progress, for the heartbeat */
 	spin_unlock_bh(&conn->lock);
 	krdma_slots_put(conn, 1);
 	req->status = status;
@@ -1095,7 +1120,7 @@ static int krdma_atomic_async(struct krdma_conn *conn,
 out_unlock:
 	spin_unlock_bh(&conn->lock);
 	if (ret)
-		krdma_slots_put(conn, 1);
+		krdma_slots_unget(conn, 1);
 	return ret;
 }
 
