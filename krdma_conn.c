@@ -412,6 +412,7 @@ static void krdma_conn_ev_queue_locked(struct krdma_conn *conn, u8 what)
 		return;
 	if (what == KRDMA_EVP_UP) {
 		conn->ev_up = true;
+		conn->ev_up_out = true;
 		if (conn->state != KRDMA_CONN_CONNECTED)
 			what |= KRDMA_EVP_END;
 	} else if (!conn->ev_up) {
@@ -496,12 +497,25 @@ static void krdma_conn_ev_work(struct work_struct *work)
 	if (pending & KRDMA_EVP_UP) {
 		if (ops->event)
 			ops->event(conn, KRDMA_EVENT_ESTABLISHED, 0);
+		/*
+		 * The consumer may have refused it in that callback
+		 * (krdma_conn_abandon()): then no callback follows, neither
+		 * of the messages that came before nor of its end.
+		 */
+		spin_lock_bh(&conn->lock);
+		if (conn->ev_off)
+			pending = 0;
+		spin_unlock_bh(&conn->lock);
 		/* Messages go to the consumer from now on. */
-		if (ops->recv)
+		if ((pending & KRDMA_EVP_UP) && ops->recv)
 			krdma_rx_cb_start(conn);
 	}
 	if ((pending & KRDMA_EVP_END) && ops->event)
 		ops->event(conn, ev, err);
+	/* The ESTABLISHED event, if it was queued, is told or dropped. */
+	spin_lock_bh(&conn->lock);
+	conn->ev_up_out = false;
+	spin_unlock_bh(&conn->lock);
 	krdma_conn_put(conn);	/* the work's reference */
 }
 
@@ -518,10 +532,13 @@ static void krdma_conn_ev_up(struct krdma_conn *conn)
 static void krdma_conn_ev_stop(struct krdma_conn *conn)
 {
 	spin_lock_bh(&conn->lock);
-	conn->ev_off = true;
+	WRITE_ONCE(conn->ev_off, true);
 	spin_unlock_bh(&conn->lock);
 	if (cancel_delayed_work_sync(&conn->ev_work))
 		krdma_conn_put(conn);
+	spin_lock_bh(&conn->lock);
+	conn->ev_up_out = false;
+	spin_unlock_bh(&conn->lock);
 }
 
 /**
@@ -529,15 +546,18 @@ static void krdma_conn_ev_stop(struct krdma_conn *conn)
  * @conn: a connection from a listener's KRDMA_EVENT_ESTABLISHED
  *
  * For a consumer that cannot take the connection (out of memory, say):
- * krdma disconnects it and frees it; no more callbacks come for it, and
- * @conn must not be used afterwards.
+ * krdma disconnects it and frees it, and @conn must not be used
+ * afterwards.  Called from its ESTABLISHED callback, no other callback
+ * comes for it (not even for a message that arrived meanwhile); called
+ * elsewhere, none starts after this returned, but a recv callback that
+ * began on another CPU before may still be running.
  *
  * Context: any process context, its ESTABLISHED callback included.
  */
 void krdma_conn_abandon(struct krdma_conn *conn)
 {
 	spin_lock_bh(&conn->lock);
-	conn->ev_off = true;
+	WRITE_ONCE(conn->ev_off, true);
 	conn->orphan = true;
 	spin_unlock_bh(&conn->lock);
 	krdma_conn_schedule_teardown(conn, -ECONNABORTED);
@@ -1481,15 +1501,18 @@ static void krdma_passive_handover(struct krdma_conn *conn)
 			list_add_tail(&conn->accept_entry, &l->accept_q);
 			queued = true;
 		} else {
+			/*
+			 * The consumer's from its ESTABLISHED event on,
+			 * queued before the listener can be closed: its
+			 * close waits for that event (ev_up_out).
+			 */
+			krdma_conn_ev_up(conn);
 			handed = true;
 		}
 	}
 	spin_unlock_bh(&l->lock);
-	if (handed) {
-		/* The consumer's from its ESTABLISHED event on. */
-		krdma_conn_ev_up(conn);
+	if (handed)
 		return;
-	}
 	if (!queued) {
 		/*
 		 * The listener closed meanwhile and nobody will take this
@@ -2016,7 +2039,7 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 static void krdma_connect_give_up(struct krdma_conn *conn, int err)
 {
 	spin_lock_bh(&conn->lock);
-	conn->ev_off = true;
+	WRITE_ONCE(conn->ev_off, true);
 	conn->orphan = true;
 	spin_unlock_bh(&conn->lock);
 	krdma_conn_schedule_teardown(conn, err);
@@ -2444,18 +2467,19 @@ void krdma_listener_close(struct krdma_listener *l)
 	mutex_unlock(&krdma_lock);
 
 	/*
-	 * With callbacks: a connection handed over just before the close
-	 * (its ESTABLISHED event queued, not run) reaches the consumer
-	 * before this returns, so that the consumer, which may go away
-	 * next, knows every connection it owns.  None is handed over now.
+	 * With callbacks: a connection handed over before the close (its
+	 * ESTABLISHED event queued, or its callback running) reaches the
+	 * consumer before this returns, so that the consumer, which may go
+	 * away next, knows every connection it owns.  None is handed over
+	 * now: handover queues the event under l->lock, and l->closed is
+	 * set.
 	 */
 	while (l->opts.ops) {
 		struct krdma_conn *c, *busy = NULL;
 
 		mutex_lock(&krdma_lock);
 		list_for_each_entry(c, &krdma_conns, list) {
-			if (c->listener == l &&
-			    delayed_work_pending(&c->ev_work)) {
+			if (c->listener == l && READ_ONCE(c->ev_up_out)) {
 				busy = c;
 				krdma_conn_get(busy);
 				break;

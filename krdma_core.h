@@ -312,6 +312,7 @@ struct krdma_conn {
 	unsigned long		ev_settle_by;	/* end told by then, in jiffies */
 	bool			ev_up;		/* ESTABLISHED queued */
 	bool			ev_off;		/* krdma_close() began */
+	bool			ev_up_out;	/* ESTABLISHED not told yet */
 	bool			rx_cb;		/* recv callback delivers */
 	u32			rx_kept;	/* messages the consumer keeps */
 	struct krdma_rx		*rx_gone;	/* rx array, kept past teardown */

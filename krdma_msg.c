@@ -401,6 +401,15 @@ static void krdma_rx_deliver(struct krdma_conn *conn, struct krdma_rx *rx)
 
 	recv = krdma_conn_has_recv_cb(conn) ? conn->opts.ops->recv :
 					       krdma_recvq_recv;
+	/*
+	 * The consumer let go (krdma_close(), krdma_conn_abandon()): no
+	 * callback now.  ev_off was set under conn->lock, which the caller
+	 * took after it if it is to be seen here.
+	 */
+	if (recv != krdma_recvq_recv && READ_ONCE(conn->ev_off)) {
+		krdma_msg_release(conn, &rx->msg);
+		return;
+	}
 	ret = recv(conn, &rx->msg);
 	/* The consumer passes it on to krdma_recv(). */
 	if (ret == KRDMA_MSG_QUEUE && recv != krdma_recvq_recv)
