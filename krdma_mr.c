@@ -891,10 +891,11 @@ EXPORT_SYMBOL_GPL(krdma_mr_invalidate_async);
  *
  * Context: any context up to softirq; does not sleep.
  *
- * Return: 0 (after the connection's teardown too: krdma_close() released
- * it); -EBUSY when the rkey is still valid (use
+ * Return: 0 (after the connection failed too: its teardown releases the
+ * registration); -EBUSY when the rkey is still valid (use
  * krdma_mr_invalidate_async()); -EINVAL when @kmr is not a pool
- * registration in use.
+ * registration in use.  @kmr belongs to its connection: call this before
+ * krdma_close(), which frees it.
  */
 int krdma_mr_put(struct krdma_mr *kmr)
 {
@@ -913,12 +914,21 @@ int krdma_mr_put(struct krdma_mr *kmr)
 		ret = -EBUSY;
 	} else {
 		kmr->letgo = true;
-		if (!kmr->wr_out)
+		/*
+		 * Giving the MR back uses the QP and the device: hold the QP
+		 * (teardown waits for its users) or, once teardown began,
+		 * leave the registration to krdma_pool_release_all().
+		 */
+		if (!kmr->wr_out && conn->qp_ok) {
+			conn->qp_users++;
 			mr = krdma_pool_detach_locked(kmr, &mapped);
+		}
 	}
 	spin_unlock_bh(&conn->lock);
-	if (mr)
+	if (mr) {
 		krdma_pool_return(kmr, mr, mapped);
+		krdma_conn_qp_put(conn);
+	}
 	return ret;
 }
 EXPORT_SYMBOL_GPL(krdma_mr_put);

@@ -202,6 +202,7 @@ static void krdma_rw_err_done(struct ib_cq *cq, struct ib_wc *wc)
 void krdma_rw_reap(struct krdma_conn *conn)
 {
 	struct krdma_rdma *op, *tmp;
+	bool bh = !conn->opts.workqueue;
 	LIST_HEAD(ops);
 
 	spin_lock_bh(&conn->lock);
@@ -210,8 +211,17 @@ void krdma_rw_reap(struct krdma_conn *conn)
 	list_for_each_entry_safe(op, tmp, &ops, link) {
 		if (!op->finished) {
 			cmpxchg(&op->status, 0, conn->error ?: -ECONNRESET);
-			/* Never completed: as good as flushed. */
+			/*
+			 * Never completed: as good as flushed, and ->done
+			 * runs where a flush's would (include/krdma.h): with
+			 * bottom halves off, or in process context on a
+			 * workqueue connection.
+			 */
+			if (bh)
+				local_bh_disable();
 			krdma_rw_op_complete(op, false, IB_WC_WR_FLUSH_ERR);
+			if (bh)
+				local_bh_enable();
 		}
 		kfree(op);
 	}
@@ -1098,7 +1108,8 @@ static int krdma_atomic_async(struct krdma_conn *conn,
 	wr.swap = swap;
 
 	spin_lock_bh(&conn->lock);
-	if (!conn->qp_ok) {
+	/* Failed (its QP perhaps still in RTS): nothing more goes out. */
+	if (!krdma_conn_usable(conn)) {
 		ret = conn->error ?: -ENOTCONN;
 		goto out_unlock;
 	}
