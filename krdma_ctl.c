@@ -187,6 +187,32 @@ static bool krdma_ctl_register(struct krdma_ctl_conn *ctl)
 }
 
 /*
+ * A passive connection's registration: its files are made and it is
+ * entered in the registry in one hold of the registry's lock, so that a
+ * command naming it once its test_status file is there finds it
+ * (krdma_ctl_find() waits for the lock), and a "disconnect" that finds it
+ * removes files that are all there.  False once unload began (no files
+ * then).
+ */
+static bool krdma_ctl_register_files(struct krdma_ctl_conn *ctl)
+{
+	bool ok;
+	int ret;
+
+	mutex_lock(&krdma_ctl_lock);
+	ok = !krdma_ctl_off;
+	if (ok) {
+		ret = krdma_ctl_add_files(ctl);
+		if (ret)
+			pr_warn_ratelimited("%s: no test and bench files: %d\n",
+					    krdma_conn_name(ctl->conn), ret);
+		list_add_tail(&ctl->list, &krdma_ctl_conns);
+	}
+	mutex_unlock(&krdma_ctl_lock);
+	return ok;
+}
+
+/*
  * The control file's connection named @name, with a reference; one not
  * being closed if there is one (the name is free for a new connection as
  * soon as krdma_close() returned, before its closer drops the old entry).
@@ -383,14 +409,8 @@ static void krdma_ctl_take(struct krdma_conn *conn)
 	if (ret && ret != -ESHUTDOWN)
 		pr_warn_ratelimited("%s: no service thread, self-test will not answer: %d\n",
 				    krdma_conn_name(conn), ret);
-	if (ret != -ESHUTDOWN) {
-		ret = krdma_ctl_add_files(ctl);
-		if (ret)
-			pr_warn_ratelimited("%s: no test and bench files: %d\n",
-					    krdma_conn_name(conn), ret);
-		if (krdma_ctl_register(ctl))
-			return;
-	}
+	if (ret != -ESHUTDOWN && krdma_ctl_register_files(ctl))
+		return;
 	/* The thread sees no end of the connection: up to KRDMA_SVC_POLL. */
 	krdma_svc_stop(ctl);
 	krdma_ctl_del_files(ctl);

@@ -82,7 +82,7 @@ ctl disconnect name=c6 || fail "IPv6 disconnect"
 ln=L123456789012345678901234567890
 ctl listen name=$ln addr=$MY_IP:7150 || fail "listen with a 31-character name"
 ctl connect name=c31 addr=$PEER_IP:7150 || fail "connect to $ln"
-wait_for 5 test -d $KRDMA_SYS/conns/$ln.0 || fail "no $ln.0"
+wait_for 5 test -e $KRDMA_SYS/conns/$ln.0/test_status || fail "no $ln.0"
 expect_ctl_err OK test name=$ln.0 op=send count=1
 wait_for 60 not_running $KRDMA_SYS/conns/$ln.0/test_status
 expect_eq "$(cat $KRDMA_SYS/conns/$ln.0/test_status)" passed "$ln.0 self-test"
@@ -122,6 +122,7 @@ refused EBUSY "test: rc: a self-test or a bench runs on it already" test name=rc
 ctl bench name=rb op=send size=1 secs=600 || fail "long bench on rb"
 refused EBUSY "bench: rb: a bench runs on it already" bench name=rb op=send size=1
 # A connection whose peer left refuses the self-test and the bench.
+wait_for 5 test -e $KRDMA_SYS/conns/rl.0/test_status || fail "no rl.0"
 ctl disconnect name=rl.0 || fail "disconnect rl.0"
 wait_for 20 not_connected $KRDMA_SYS/conns/rc/state || fail "rc still connected after its peer left"
 refused ANY "test: rc: connection is down: " test name=rc op=send

@@ -66,7 +66,7 @@ ctl listen name=l2 addr=$MY_IP:7002 depth=8 msg=2048 || fail "listen l2"
 ctl connect name=c2 addr=$PEER_IP:7002 depth=16 msg=65536 || fail "connect c2"
 expect_eq "$(cat $KRDMA_SYS/conns/c2/queue_depth)" 8 "negotiated depth"
 expect_eq "$(cat $KRDMA_SYS/conns/c2/max_msg_size)" 2048 "negotiated msg size"
-wait_for 5 test -e $KRDMA_SYS/conns/l2.0 || fail "l2.0 missing"
+wait_for 5 test -e $KRDMA_SYS/conns/l2.0/test_status || fail "l2.0 missing"
 expect_eq "$(cat $KRDMA_SYS/conns/l2.0/queue_depth)" 8 "passive depth"
 expect_eq "$(cat $KRDMA_SYS/conns/l2.0/max_msg_size)" 2048 "passive msg size"
 

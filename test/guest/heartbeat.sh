@@ -29,7 +29,7 @@ ctl listen name=l2 addr=$MY_IP:7061 hb_ms=off || fail "listen l2"
 ctl connect name=c1 addr=$PEER_IP:7060 hb_ms=200 hb_misses=5 || fail "connect c1"
 ctl connect name=c2 addr=$PEER_IP:7060 hb_ms=off || fail "connect c2"
 ctl connect name=c3 addr=$PEER_IP:7061 || fail "connect c3"
-wait_for 5 test -e $S/l1.1 -a -e $S/l2.0 || fail "passive ends missing"
+wait_for 5 test -e $S/l1.1/test_status -a -e $S/l2.0/test_status || fail "passive ends missing"
 expect_eq "$(cat $S/c1/heartbeat_ms)" 100 "c1 heartbeat_ms (200 asked, listener 100)"
 expect_eq "$(cat $S/l1.0/heartbeat_ms)" 100 "l1.0 heartbeat_ms"
 expect_eq "$(cat $S/c2/heartbeat_ms)" 0 "c2 heartbeat_ms (off asked)"
@@ -83,7 +83,7 @@ ctl unlisten name=l2 || fail "unlisten l2"
 mute=/sys/module/krdma/parameters/fault_hb_mute
 ctl listen name=l4 addr=$MY_IP:7062 hb_ms=100 || fail "listen l4"
 ctl connect name=c4 addr=$PEER_IP:7062 hb_misses=2 || fail "connect c4"
-wait_for 5 test -e $S/l4.0 || fail "l4.0 missing"
+wait_for 5 test -e $S/l4.0/test_status || fail "l4.0 missing"
 echo 1 >$mute || fail "cannot set fault_hb_mute"
 c4_lost() { [ "$(cat $S/c4/state):$(cat $S/c4/error)" = error:-110 ]; }
 wait_for 3 c4_lost || { echo 0 >$mute; fail "c4 with its pings unanswered: $(cat $S/c4/state) $(cat $S/c4/error)"; }

@@ -152,7 +152,7 @@ ctl unlisten name=l2 || fail "unlisten l2"
 # (30 s for a device's request; here the 10 s).  The self-test fails.
 ctl listen name=l7 addr=$MY_IP:7257 || fail "listen l7"
 ctl connect name=c7 addr=$PEER_IP:7257 || fail "connect c7"
-wait_for 5 test -e $S/l7.0 || fail "l7.0 missing"
+wait_for 5 test -e $S/l7.0/test_status || fail "l7.0 missing"
 echo "delay=10000 op=reg" >$S/l7.0/inject || fail "delay l7.0"
 ctl test name=c7 op=write size=4096 count=1 || fail "test c7"
 within 5 queued $S/l7.0/inject || fail "nothing queued on l7.0: $(cat $S/l7.0/inject)"
@@ -181,7 +181,7 @@ rounds=1
 for r in $(seq $rounds); do
 	ctl listen name=l3 addr=$MY_IP:7253 || fail "listen l3"
 	ctl connect name=c3 addr=$PEER_IP:7253 || fail "connect c3"
-	wait_for 5 test -e $S/l3.0 || fail "l3.0 missing"
+	wait_for 5 test -e $S/l3.0/test_status || fail "l3.0 missing"
 	echo "delay=2000" >$S/c3/inject || fail "delay c3"
 	echo "delay=2000" >$S/l3.0/inject || fail "delay l3.0"
 	ctl test name=c3 op=send size=4096 count=1000 || fail "test c3"

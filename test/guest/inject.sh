@@ -156,7 +156,7 @@ while read -r st num err msg; do
 	[ "$k" = hb ] && hb="hb_ms=100"
 	ctl listen name=l$i addr=$MY_IP:$port $hb || fail "listen l$i"
 	ctl connect name=c$i addr=$PEER_IP:$port $hb || fail "connect c$i"
-	wait_for 5 test -e $S/l$i.0 || fail "l$i.0 missing"
+	wait_for 5 test -e $S/l$i.0/test_status || fail "l$i.0 missing"
 	case $k in
 	recv|reg) victim=l$i.0 other=c$i ;;
 	*) victim=c$i other=l$i.0 ;;

@@ -23,7 +23,7 @@ if [ "$ROLE" = B ]; then
 	ctl listen name=l6 addr=[$B6]:$PORT || fail "IPv6 listen"
 	barrier listening
 	barrier tested
-	wait_for 10 test -e $KRDMA_SYS/conns/l6.0 || fail "no l6.0"
+	wait_for 10 test -e $KRDMA_SYS/conns/l6.0/test_status || fail "no l6.0"
 	expect_eq "$(cat $KRDMA_SYS/conns/l6.0/peer_addr | sed 's/:[0-9]*$//')" "[$A6]" "l6.0 peer_addr"
 	[ "$(cat $KRDMA_SYS/conns/l6.0/write_ops)" = 0 ] || fail "passive side counted writes"
 	barrier checked
@@ -34,7 +34,7 @@ if [ "$ROLE" = B ]; then
 	ctl listen name=ll addr=[$ll%eth0]:$((PORT + 1)) || fail "listen on [$ll%eth0]"
 	put_val ll "$ll"
 	barrier lltested
-	wait_for 10 test -e $KRDMA_SYS/conns/ll.0 || fail "no ll.0"
+	wait_for 10 test -e $KRDMA_SYS/conns/ll.0/test_status || fail "no ll.0"
 	barrier llchecked
 	ctl unlisten name=ll || fail "unlisten ll"
 	exit 0

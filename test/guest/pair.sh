@@ -25,7 +25,7 @@ if [ "$ROLE" = B ]; then
 	ctl listen name=l1 addr=$MY_IP:7030 || fail "listen"
 	barrier listening
 	barrier tested
-	wait_for 10 test -e $KRDMA_SYS/conns/l1.0 || fail "no l1.0"
+	wait_for 10 test -e $KRDMA_SYS/conns/l1.0/test_status || fail "no l1.0"
 	expect_eq "$(cat $KRDMA_SYS/conns/l1.0/state)" connected "l1.0 state"
 	expect_eq "$(cat $KRDMA_SYS/conns/l1.0/peer_addr | cut -d: -f1)" "$PEER_IP" "peer address"
 	[ "$(cat $KRDMA_SYS/conns/l1.0/write_ops)" = 0 ] || fail "passive side counted writes it did not do"

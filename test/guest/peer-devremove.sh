@@ -22,7 +22,7 @@ if [ "$ROLE" = B ]; then
 	ctl listen name=l1 addr=$MY_IP:$PORT || fail "listen"
 	barrier listening
 	barrier connected
-	wait_for 10 test -e $KRDMA_SYS/conns/l1.0 || fail "no l1.0"
+	wait_for 10 test -e $KRDMA_SYS/conns/l1.0/test_status || fail "no l1.0"
 	dmesg_mark
 	timeout 60 rdma link delete $IBDEV || fail "rdma link delete hung or failed"
 	grep -q 'stopped -19' $KRDMA_SYS/listeners/l1/state ||

@@ -20,7 +20,7 @@ if [ "$ROLE" = B ]; then
 	ctl listen name=l1 addr=$MY_IP:$PORT || fail "listen"
 	barrier listening
 	barrier running
-	wait_for 10 test -e $KRDMA_SYS/conns/l1.2 || fail "no l1.2"
+	wait_for 10 test -e $KRDMA_SYS/conns/l1.2/test_status || fail "no l1.2"
 	start=$SECONDS
 	timeout 60 rmmod krdma || fail "rmmod with the peer's connections live: $?"
 	log "rmmod took $((SECONDS - start)) s"
@@ -30,7 +30,7 @@ if [ "$ROLE" = B ]; then
 	ctl listen name=l2 addr=$MY_IP:$PORT || fail "listen again"
 	barrier relistening
 	# A's session came back by itself: its passive end names it.
-	wait_for 30 test -e $KRDMA_SYS/conns/l2.0 || fail "A's session never came back (no l2.0)"
+	wait_for 30 test -e $KRDMA_SYS/conns/l2.0/test_status || fail "A's session never came back (no l2.0)"
 	[ "$(cat $KRDMA_SYS/conns/l2.0/session)" != none ] ||
 		fail "l2.0 is no session's connection"
 	barrier done

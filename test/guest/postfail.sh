@@ -33,7 +33,7 @@ not_connected() { [ "$(cat $S/$1/state)" != connected ]; }
 pair() {
 	ctl listen name=l$1 addr=$MY_IP:$2 hb_ms=$3 || fail "listen l$1"
 	ctl connect name=c$1 addr=$PEER_IP:$2 hb_ms=$3 || fail "connect c$1"
-	wait_for 5 test -e $S/l$1.0 || fail "l$1.0 missing"
+	wait_for 5 test -e $S/l$1.0/test_status || fail "l$1.0 missing"
 	dmesg_mark
 }
 

@@ -55,14 +55,14 @@ expect_eq "$(cat $SS/s1/reconnect_delay_ms) $(cat $SS/s1/loss_tmo_ms)" \
 c0=$(cat $SS/s1/conn)
 [ -d "$C/$c0" ] || fail "s1's connection '$c0' has no conns/ directory"
 expect_eq "$(cat "$C/$c0/state")" connected "$c0 state"
-wait_for 5 test -e $C/l.0 || fail "no passive end l.0"
+wait_for 5 test -e $C/l.0/test_status || fail "no passive end l.0"
 # Both ends name the session; a connection of no session says none.
 sid=$(cat $SS/s1/id)
 expect_eq "$(cat "$C/$c0/session") $(cat $C/l.0/session)" "$sid $sid" \
 	"conns/$c0/session and conns/l.0/session (s1 is $sid)"
 ctl listen name=lp addr=$MY_IP:$((P + 9)) || fail "listen lp"
 ctl connect name=plain addr=$PEER_IP:$((P + 9)) || fail "connect plain"
-wait_for 5 test -e $C/lp.0 || fail "no passive end lp.0"
+wait_for 5 test -e $C/lp.0/test_status || fail "no passive end lp.0"
 expect_eq "$(cat $C/plain/session) $(cat $C/lp.0/session)" "none none" \
 	"conns/plain/session and conns/lp.0/session"
 ctl disconnect name=plain || fail "disconnect plain"
@@ -119,7 +119,7 @@ ctl listen name=lx addr=$X:$P || fail "listen on $X"
 ctl session name=s3 addr=$X:$P timeout_ms=5000 reconnect_delay_ms=1500 loss_tmo_ms=2000 \
 	hb_ms=500 hb_misses=3 || fail "session s3"
 wait_for 5 says $SS/s3/state connected || fail "s3: $(cat $SS/s3/state)"
-wait_for 5 test -e $C/lx.0 || fail "no passive end lx.0"
+wait_for 5 test -e $C/lx.0/test_status || fail "no passive end lx.0"
 # Before the address goes: with heartbeats of 500 ms the connection may
 # fail before the disconnect below (on the debug kernel it did once).
 dmesg_mark
@@ -186,7 +186,7 @@ for i in 0 1 2; do
 	expect_eq "$(cat "$C/${old[$i]}/comp_vector")" $((i % nvec)) \
 		"set connection $i (${old[$i]}) comp_vector"
 done
-wait_for 5 test -e $C/ls.2 || fail "no passive end ls.2"
+wait_for 5 test -e $C/ls.2/test_status || fail "no passive end ls.2"
 close_and_reconnect set ls.1
 read -ra new <<<"$(cat $SS/set/conn)"
 [ "${#new[@]}" = 3 ] || fail "set's new connections: '$(cat $SS/set/conn)'"

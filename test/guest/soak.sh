@@ -130,7 +130,7 @@ if [ "$ROLE" = B ]; then
 	ctl listen name=l1 addr=$MY_IP:$PORT || fail "listen"
 	put_val ready 1
 	wait_val 120 connected
-	wait_for 10 test -e $KRDMA_SYS/conns/l1.2 || fail "no l1.2"
+	wait_for 10 test -e $KRDMA_SYS/conns/l1.2/test_status || fail "no l1.2"
 	selftest_loop l1.2
 	wait_val $((secs + 600)) a-stopped
 	touch "$W/stop"
