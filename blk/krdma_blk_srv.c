@@ -70,6 +70,15 @@
 #define KRDMA_BLK_MAX_PAGES	(KRDMA_BLK_MAX_IO / PAGE_SIZE)
 
 /*
+ * The connections an export holds at most (its listener's backlog, which
+ * counts every connection it handed over until it is closed): four
+ * clients of 16 queues each (KRDMA_BLK_MAX_QUEUES, krdma_blk_main.c),
+ * where krdma's default of 16 would let one client's map take them all.  Each costs twice its queue
+ * depth of command slots (about 10 KiB each) while it lasts.
+ */
+#define KRDMA_BLK_EXPORT_CONNS	64
+
+/*
  * How deep a connection's queue may be for a command to start in the
  * completion that brought it.  Inline saves a hand-off per step, which is
  * what a shallow queue waits on; a deep queue gains more from the export's
@@ -260,6 +269,7 @@ struct krdma_blk_sconn {
 	u32			unanswered;	/* commands not yet replied to */
 	u32			inflight;	/* commands, data out, reply_work */
 	bool			greeted;	/* its HELLO came */
+	bool			hello_ok;	/* and named this export */
 	bool			closing;	/* takes no more; close queued */
 	wait_queue_head_t	wait;		/* @inflight reached 0 */
 	struct work_struct	close_work;
@@ -938,8 +948,10 @@ static int krdma_blk_srv_cmd(struct krdma_blk_sio *io, bool nowait)
 		return -EROFS;
 	if (op == KRDMA_BLK_OP_FLUSH)
 		return len ? -EINVAL : blkdev_issue_flush(exp->bd.bdev);
-	if (!len || len % exp->lbs || sector > exp->sectors ||
-	    nr > exp->sectors - sector)
+	/* Whole logical blocks, from a block's start, within the device. */
+	if (!len || len % exp->lbs ||
+	    sector & ((exp->lbs >> SECTOR_SHIFT) - 1) ||
+	    sector > exp->sectors || nr > exp->sectors - sector)
 		return -EINVAL;
 	switch (op) {
 	case KRDMA_BLK_OP_DISCARD:
@@ -982,6 +994,16 @@ static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait)
 	if (op == KRDMA_BLK_OP_HELLO) {
 		msleep(min(READ_ONCE(krdma_blk_test_hello_delay_ms), 10000U));
 		status = krdma_blk_srv_hello(io, &io->resp);
+		/* Before its reply: the client sends nothing before that. */
+		if (!status)
+			WRITE_ONCE(io->sc->hello_ok, true);
+	} else if (!READ_ONCE(io->sc->hello_ok)) {
+		/* A refused HELLO (another export's name) opens nothing. */
+		pr_warn_ratelimited("export %s: a command after a HELLO that was refused or not answered yet; closing the connection\n",
+				    io->sc->exp->name);
+		krdma_blk_sconn_fail(io->sc);
+		io->resp.tag = io->msg.cmd.tag;
+		status = -EACCES;
 	} else {
 		io->resp.tag = io->msg.cmd.tag;
 		if (op == KRDMA_BLK_OP_READ || op == KRDMA_BLK_OP_WRITE)
@@ -1039,7 +1061,8 @@ struct krdma_blk_export *krdma_blk_export_create(struct krdma_blk_export_args *a
 {
 	struct krdma_conn_opts opts = { .ops = &krdma_blk_srv_ops,
 					.workqueue = a->wq,
-					.max_msg_size = KRDMA_BLK_MSG_MAX };
+					.max_msg_size = KRDMA_BLK_MSG_MAX,
+					.backlog = KRDMA_BLK_EXPORT_CONNS };
 	struct krdma_blk_export *exp;
 	struct block_device *bdev;
 	u32 maxd;
@@ -1140,7 +1163,15 @@ void krdma_blk_export_destroy(struct krdma_blk_export *exp)
 		cancel_work_sync(&sc->close_work);
 		krdma_blk_sconn_teardown(sc);
 	}
-	/* Close works of connections that took themselves off the list. */
+	/*
+	 * Close works of connections that took themselves off the list:
+	 * each waits for its commands, whose steps are queued here from
+	 * completions and end_io, which a draining workqueue would refuse
+	 * (destroy_workqueue() takes work only from its own items then).
+	 * So flush first; after it every connection is closed and nothing
+	 * from outside queues here any more.
+	 */
+	flush_workqueue(exp->wq);
 	destroy_workqueue(exp->wq);
 	/* The last steps of commands: their connections are gone. */
 	destroy_workqueue(exp->hiwq);
