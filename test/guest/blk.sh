@@ -81,7 +81,7 @@ cleanup() {
 	[ -z "$bgpid" ] || kill "$bgpid" 2>/dev/null
 	mountpoint -q "$MNT" && umount "$MNT"
 	if [ -w "$BLK_CTL" ]; then
-		for m in krdmablk0 krdmablk1 krdmablk2; do
+		for m in krdmablk0 krdmablk1 krdmablk2 krdmablk3; do
 			echo "unmap name=$m" >"$BLK_CTL" 2>/dev/null
 		done
 		for e in e0 ero eslow ea1 ea2; do
@@ -93,6 +93,7 @@ cleanup() {
 		echo 0 >"$n/power"
 		rmdir "$n"
 	done
+	[ -d /sys/module/krdma_blk_evilsrv ] && rmmod krdma_blk_evilsrv
 	blk_unload
 }
 trap cleanup EXIT
@@ -429,6 +430,54 @@ echo 0 >$SLOW/power && rmdir $SLOW || fail "remove the slow null_blk"
 dd if="$W/rand" of="$D" bs=1M seek=40 oflag=direct status=none || fail "dd after the hostile client"
 dd if="$D" of="$W/back" bs=1M skip=40 count=$dd_mb iflag=direct status=none || fail "dd back after the hostile client"
 cmp "$W/rand" "$W/back" || fail "data after the hostile client differs"
+
+# ---- a hostile server ----------------------------------------------------
+# test/blkhostile/krdma_blk_evilsrv.ko: a server that answers a HELLO
+# with a size whose bytes are no loff_t (the map fails), every command
+# with -ENOMEM (a dispatch status, no device's error: the read fails with
+# an I/O error), or with garbage (the client fails the connection at
+# once, its session reconnects, the read fails after its retries).
+log "a hostile server"
+eko=$BUILD/blkhostile/krdma_blk_evilsrv.ko
+[ -f "$eko" ] || fail "$eko not built"
+EADDR=$MY_IP:$((PORT + 8))
+evil() {
+	insmod "$eko" addr=$MY_IP port=$((PORT + 8)) export=ev mode="$1" ||
+		fail "insmod krdma_blk_evilsrv mode=$1"
+}
+evil_map() {
+	blk map name=krdmablk3 addr=$EADDR export=ev "$@" || fail "map of the $mode server"
+	wait_for 10 test -b /dev/krdmablk3 || fail "/dev/krdmablk3 never appeared ($mode)"
+}
+evil_end() {
+	blk "unmap name=krdmablk3" || fail "unmap krdmablk3 ($mode)"
+	rmmod krdma_blk_evilsrv || fail "rmmod krdma_blk_evilsrv ($mode)"
+}
+mode=hugesize
+evil $mode
+blk_err EPROTO "map name=krdmablk3 addr=$EADDR export=ev"
+test -b /dev/krdmablk3 && fail "krdmablk3 exists after a map of a size no disk has"
+rmmod krdma_blk_evilsrv || fail "rmmod krdma_blk_evilsrv ($mode)"
+mode=enomem
+evil $mode
+evil_map
+out=$(dd if=/dev/krdmablk3 of=/dev/null bs=4k count=1 iflag=direct 2>&1) &&
+	fail "a read the server answered with -ENOMEM succeeded"
+[[ $out == *"Input/output error"* ]] ||
+	fail "a read the server answered with -ENOMEM: '$out', expected an I/O error"
+evil_end
+mode=garbage
+evil $mode
+evil_map reconnect_delay_ms=100
+dmesg_mark
+t0=$SECONDS
+dd if=/dev/krdmablk3 of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null &&
+	fail "a read the server answered with garbage succeeded"
+dmesg_fetch
+new_has "malformed reply from the server; failing the connection" ||
+	{ dmesg_new | tail -n 5; fail "garbage: the client did not fail the connection"; }
+log "garbage: the read failed after $((SECONDS - t0)) s"
+evil_end
 
 # ---- addresses ------------------------------------------------------------
 # krdma-blk reads addresses as the control grammar of krdma does
