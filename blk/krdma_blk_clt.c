@@ -49,6 +49,7 @@
 #include <linux/blk-mq.h>
 #include <linux/completion.h>
 #include <linux/llist.h>
+#include <linux/rcupdate.h>
 #include <linux/scatterlist.h>
 #include <linux/string.h>
 #include <linux/mutex.h>
@@ -83,7 +84,7 @@ struct krdma_blk_map;
 /* One hardware queue: one session. */
 struct krdma_blk_queue {
 	struct krdma_blk_map	*map;
-	/* NULL once destroyed (under @lock and @sess_lock) */
+	/* NULL once destroyed (under @lock and @sess_lock; ->poll: RCU) */
 	struct krdma_session	*sess;
 	u32			idx;
 	bool			polled;		/* a poll queue (opts.poll) */
@@ -108,8 +109,7 @@ struct krdma_blk_map {
 	struct krdma_blk_queue	*qs;
 	struct blk_mq_tag_set	set;
 	bool			set_ready;
-	struct mutex		lock;		/* @live */
-	bool			live;		/* the disk is added */
+	struct mutex		lock;		/* @disk's setting */
 	struct gendisk		*disk;
 	bool			dead;		/* unmapping: new I/O fails */
 };
@@ -353,7 +353,7 @@ static void krdma_blk_queue_stop(struct krdma_blk_queue *q)
 
 	mutex_lock(&q->lock);
 	mutex_lock(&map->lock);
-	if (map->live && !q->quiesced) {
+	if (map->disk && !q->quiesced) {
 		blk_mq_quiesce_queue(map->disk->queue);
 		q->quiesced = true;
 	}
@@ -469,6 +469,28 @@ static void krdma_blk_sess_event(struct krdma_session *s,
 	}
 }
 
+/*
+ * A server's status as a request may end with: 0 or an error a device
+ * gives; anything else (a dispatch status such as -ENOMEM, -EBUSY or
+ * -EAGAIN, which the block layer would take for BLK_STS_RESOURCE and the
+ * like, or what no errno is) is -EIO.
+ */
+static int krdma_blk_wire_status(s32 status)
+{
+	switch (status) {
+	case 0:
+	case -EIO:
+	case -ENOSPC:
+	case -EOPNOTSUPP:
+	case -EROFS:
+	case -EINVAL:
+	case -ENODATA:
+		return status;
+	default:
+		return -EIO;
+	}
+}
+
 /* Context: softirq (or BHs off). */
 static int krdma_blk_clt_recv(struct krdma_session *s, struct krdma_conn *conn,
 			      struct krdma_msg *msg)
@@ -504,13 +526,19 @@ static int krdma_blk_clt_recv(struct krdma_session *s, struct krdma_conn *conn,
 	if (!rq)
 		goto bad;
 	pdu = blk_mq_rq_to_pdu(rq);
+	/*
+	 * A request sent before the last DISCONNECTED went on a connection
+	 * that is closed by now, or will be before RECONNECTED resends it:
+	 * its registration is that connection's, and a reply for it (a late
+	 * one on the old connection, or a server's on the new one) is not
+	 * taken.
+	 */
 	if (READ_ONCE(pdu->gen) != upper_32_bits(wtag) ||
+	    READ_ONCE(pdu->cgen) != (u32)atomic_read(&q->cgen) ||
 	    atomic_read(&pdu->state) != KRDMA_BLK_RQ_INFLIGHT)
 		goto stale;
 	status = be32_to_cpu(r->status);
-	if (status > 0 || status < -MAX_ERRNO)
-		status = -EIO;
-	pdu->status = status;
+	pdu->status = krdma_blk_wire_status(status);
 	if (pdu->mr && msg->inv_valid && msg->inv_rkey == pdu->rkey &&
 	    !krdma_mr_put(pdu->mr))
 		pdu->mr = NULL;
@@ -524,12 +552,19 @@ static int krdma_blk_clt_recv(struct krdma_session *s, struct krdma_conn *conn,
 	krdma_blk_rq_put(rq);
 	return 0;
 bad:
-	pr_warn_ratelimited("%s: queue %u: malformed reply from the server\n",
+	pr_warn_ratelimited("%s: queue %u: malformed reply from the server; failing the connection\n",
 			    map->name, q->idx);
+	krdma_conn_fail(conn, -EPROTO);
 	return 0;
 stale:
-	pr_warn_ratelimited("%s: queue %u: reply to no request in flight\n",
-			    map->name, q->idx);
+	/*
+	 * A late reply on a connection that failed is ordinary (its request
+	 * goes again on the next); on a working one the server answered
+	 * what it was not asked there.
+	 */
+	if (!krdma_conn_error(conn))
+		pr_warn_ratelimited("%s: queue %u: reply to no request in flight\n",
+				    map->name, q->idx);
 	return 0;
 }
 
@@ -698,7 +733,7 @@ static blk_status_t krdma_blk_queue_rq(struct blk_mq_hw_ctx *hctx,
 	 * Before the connection: a DISCONNECTED after this read waits for
 	 * us in its quiesce, so we hold the connection the number names.
 	 */
-	pdu->cgen = atomic_read(&q->cgen);
+	WRITE_ONCE(pdu->cgen, atomic_read(&q->cgen));
 	conn = krdma_session_conn_get(q->sess);
 	if (IS_ERR(conn)) {
 		/* Reconnecting: the queue stops soon, and runs again after. */
@@ -810,15 +845,27 @@ static int krdma_blk_poll(struct blk_mq_hw_ctx *hctx,
 {
 	struct krdma_blk_queue *q = hctx->driver_data;
 	struct krdma_blk_rq *pdu, *next;
+	struct krdma_session *s;
 	struct llist_node *list;
 	struct krdma_conn *conn;
 	int n = 0;
 
-	conn = krdma_session_conn_get(q->sess);
-	if (!IS_ERR(conn)) {
-		krdma_poll(conn, 0);
-		krdma_session_conn_put(q->sess, conn);
+	/*
+	 * Unmap takes the session away and waits for an RCU grace period
+	 * before it destroys it (krdma_blk_map_stop_sessions()).  Not
+	 * sess_lock: pollers of one queue would spin on it, each behind the
+	 * other's whole poll, where krdma_poll() lets one return at once.
+	 */
+	rcu_read_lock();
+	s = READ_ONCE(q->sess);
+	if (s) {
+		conn = krdma_session_conn_get(s);
+		if (!IS_ERR(conn)) {
+			krdma_poll(conn, 0);
+			krdma_session_conn_put(s, conn);
+		}
 	}
+	rcu_read_unlock();
 	/* What this poll, an earlier one or the heartbeat tick reaped. */
 	list = llist_reverse_order(llist_del_all(&q->done));
 	llist_for_each_entry_safe(pdu, next, list, done) {
@@ -925,6 +972,9 @@ static int krdma_blk_limits(const struct krdma_blk_resp *r, u32 pages,
 	if (xflags & KRDMA_BLK_X_WRITE_ZEROES)
 		l->max_write_zeroes = md;
 	*sectors = be64_to_cpu(r->sectors);
+	/* Its size in bytes must be a loff_t. */
+	if (*sectors > (u64)LLONG_MAX >> SECTOR_SHIFT)
+		return -EPROTO;
 	*ro = xflags & KRDMA_BLK_X_RO;
 	return 0;
 }
@@ -945,9 +995,12 @@ static void krdma_blk_map_stop_sessions(struct krdma_blk_map *map)
 		spin_lock_bh(&q->sess_lock);
 		WRITE_ONCE(q->dead, true);
 		s = q->sess;
-		q->sess = NULL;
+		WRITE_ONCE(q->sess, NULL);
 		spin_unlock_bh(&q->sess_lock);
 		mutex_unlock(&q->lock);
+		/* ->poll reads the session under RCU only. */
+		if (s && q->polled)
+			synchronize_rcu();
 		/* Not under q->lock: it waits for the event callback. */
 		if (s)
 			krdma_session_destroy(s);
@@ -1051,17 +1104,23 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	set_capacity(disk, sectors);
 	if (ro && !krdma_blk_test_ignore_ro)
 		set_disk_ro(disk, true);
+	/*
+	 * From here a DISCONNECTED quiesces the disk's queue, also while
+	 * add_disk() runs and udev probes the new disk: nothing is sent on
+	 * a new connection before RECONNECTED greeted the export on it.
+	 */
+	mutex_lock(&map->lock);
 	map->disk = disk;
+	mutex_unlock(&map->lock);
 	ret = add_disk(disk);
 	if (ret)
 		goto put_disk;
-	mutex_lock(&map->lock);
-	map->live = true;
-	mutex_unlock(&map->lock);
 	return map;
 put_disk:
 	krdma_blk_map_stop_sessions(map);
+	mutex_lock(&map->lock);
 	map->disk = NULL;
+	mutex_unlock(&map->lock);
 	put_disk(disk);
 free_set:
 	krdma_blk_map_stop_sessions(map);
