@@ -123,7 +123,21 @@ n2=$(stat "$N" recv_ops) r2=$(stat "$P" recv_ops)
 [ $((n2 - n1)) -ge 16 ] || fail "plain I/O: only $((n2 - n1)) replies on the default queue"
 expect_eq "$r2" "$r1" "replies on the poll queue during plain I/O"
 
-blk unmap name=krdmablk0 || fail "unmap"
+# Unmap while io_uring polls the poll queue: the unmap takes the
+# session away under the poller (which read it with no lock: a NULL or
+# freed session in ->poll), the I/O fails, nothing hangs.
+log "unmap during polled I/O"
+fio --name=pollunmap --filename="$D" --ioengine=io_uring --hipri=1 \
+	--direct=1 --rw=randread --bs=4k --iodepth=8 --numjobs=2 \
+	--time_based --runtime=30 >"$W/pollunmap.log" 2>&1 &
+fpid=$!
+sleep 2
+kill -0 $fpid 2>/dev/null || { cat "$W/pollunmap.log"; fail "fio ended before the unmap"; }
+t0=$SECONDS
+blk unmap name=krdmablk0 || fail "unmap during polled I/O"
+wait $fpid
+log "fio after the unmap: exit $?, unmap took $((SECONDS - t0)) s"
+[ $((SECONDS - t0)) -le 20 ] || fail "unmap during polled I/O took $((SECONDS - t0)) s"
 wait_for 10 test ! -e "$D" || fail "$D still there after unmap"
 blk unexport name=e0 || fail "unexport"
 rmmod krdma_blk || fail "rmmod krdma_blk"
