@@ -17,6 +17,8 @@
  *              then an in-capsule WRITE past the end is refused, and one
  *              of 4 KiB next to @sector reads back byte for byte
  *   early      a command before HELLO: the server closes the connection
+ *   silent     nothing at all: the server closes the connection when its
+ *              hello_timeout_ms is up (blk.sh sets 1000)
  *   hello2     a second HELLO: closed
  *   garbage    a message that is not krdma-blk's: closed
  *   badlen     a command one byte too long: closed
@@ -70,7 +72,7 @@ module_param(export, charp, 0444);
 MODULE_PARM_DESC(export, "the export's name");
 static char *mode = "";
 module_param(mode, charp, 0444);
-MODULE_PARM_DESC(mode, "badcmd, early, hello2, garbage, badlen, capsread, capsshort, overrun, noreplies, forged, qd, misaligned or wrongname");
+MODULE_PARM_DESC(mode, "badcmd, early, silent, hello2, garbage, badlen, capsread, capsshort, overrun, noreplies, forged, qd, misaligned or wrongname");
 static uint depth = 4;
 module_param(depth, uint, 0444);
 MODULE_PARM_DESC(depth, "queue depth asked for (2 to 16)");
@@ -578,6 +580,8 @@ static int hb_run(struct hb *hb)
 	}
 	if (!strcmp(mode, "wrongname"))
 		return hb_wrongname(hb);
+	if (!strcmp(mode, "silent"))
+		return hb_closed(hb, 0);
 	ret = hb_hello(hb);
 	if (ret)
 		return ret;

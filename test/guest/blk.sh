@@ -409,6 +409,12 @@ hostile() {
 hostile badcmd e0 $PORT ''
 new_has 'krdma_blk: ' && { dmesg_new; fail "badcmd: lines from the server"; }
 hostile early e0 $PORT "command before HELLO from the client; closing its connection"
+# A client that connects and says nothing is closed when the server's
+# hello_timeout_ms is up (10 s by default; 1 s here).
+hto=$(cat /sys/module/krdma_blk/parameters/hello_timeout_ms) || fail "hello_timeout_ms"
+echo 1000 >/sys/module/krdma_blk/parameters/hello_timeout_ms || fail "hello_timeout_ms"
+hostile silent e0 $PORT "no HELLO from the client in 1000 ms; closing its connection"
+echo "$hto" >/sys/module/krdma_blk/parameters/hello_timeout_ms
 hostile hello2 e0 $PORT "second HELLO from the client; closing its connection"
 hostile garbage e0 $PORT "not a krdma-blk message from the client; closing its connection"
 hostile badlen e0 $PORT "bad message length from the client; closing its connection"
