@@ -112,6 +112,16 @@ module_param_named(hipri_depth, krdma_blk_hipri_depth, uint, 0644);
 MODULE_PARM_DESC(hipri_depth,
 		 "A server hands a READ's or WRITE's work to the CPU's high-priority worker while its queue is at most this deep: the client's count in the command, or the commands unanswered, the new one included (default 0: never)");
 
+/*
+ * How long a new connection may go without its HELLO: a client that
+ * connects and says nothing would hold one of the export's connections
+ * (KRDMA_BLK_EXPORT_CONNS) for as long as it likes.
+ */
+static unsigned int krdma_blk_hello_timeout_ms = 10000;
+module_param_named(hello_timeout_ms, krdma_blk_hello_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(hello_timeout_ms,
+		 "A server closes a connection whose HELLO has not come this many milliseconds after it was set up (default 10000; at least 100)");
+
 /* Tests only: the next N replies to commands are not sent. */
 static int krdma_blk_test_drop_replies;
 module_param_named(test_drop_replies, krdma_blk_test_drop_replies, int, 0644);
@@ -274,6 +284,8 @@ struct krdma_blk_sconn {
 	wait_queue_head_t	wait;		/* @inflight reached 0 */
 	struct work_struct	close_work;
 	struct work_struct	reply_work;
+	struct delayed_work	hello_work;	/* no HELLO in time: close */
+	u32			hello_ms;	/* the time it was given */
 	u32			npending;
 	struct krdma_blk_reply	*pending;	/* @depth of them */
 	u32			nios;		/* 2 * @depth */
@@ -281,6 +293,7 @@ struct krdma_blk_sconn {
 };
 
 static void krdma_blk_sconn_close_work(struct work_struct *work);
+static void krdma_blk_hello_work(struct work_struct *work);
 static void krdma_blk_sio_work(struct work_struct *work);
 static void krdma_blk_reply_work(struct work_struct *work);
 
@@ -328,17 +341,63 @@ static bool krdma_blk_sconn_idle(struct krdma_blk_sconn *sc)
  * @sc is off the export's list: fail its connection, so that what is still
  * out ends now, wait for its work, and free it.
  */
-static void krdma_blk_sconn_teardown(struct krdma_blk_sconn *sc)
+static void krdma_blk_sconn_teardown(struct krdma_blk_sconn *sc,
+				     bool from_close_work)
 {
 	spin_lock_bh(&sc->lock);
 	sc->closing = true;
 	spin_unlock_bh(&sc->lock);
+	/* It may be queueing close_work right now: after it, nothing does. */
+	cancel_delayed_work_sync(&sc->hello_work);
 	krdma_conn_fail(sc->conn, -ECONNABORTED);
 	wait_event(sc->wait, krdma_blk_sconn_idle(sc));
 	krdma_close(sc->conn);
+	/*
+	 * No callback of the connection runs any more; one that failed it
+	 * (krdma_blk_sconn_fail()) may have queued close_work after
+	 * unexport's cancel: it finds @sc off the list, but must not run
+	 * after the free.  (close_work cannot wait for itself.)
+	 */
+	if (!from_close_work)
+		cancel_work_sync(&sc->close_work);
 	kfree(sc->pending);
 	kvfree(sc->ios);
 	kfree(sc);
+}
+
+/*
+ * A HELLO was refused (another export's name): the connection is not
+ * greeted (a command now closes it, a HELLO may come again), and its
+ * deadline starts again, so that a client cannot hold it with a HELLO
+ * that opens nothing.
+ */
+static void krdma_blk_hello_refused(struct krdma_blk_sconn *sc)
+{
+	spin_lock_bh(&sc->lock);
+	sc->greeted = false;
+	/* Teardown sets closing under the lock before it cancels. */
+	if (!sc->closing)
+		mod_delayed_work(sc->exp->wq, &sc->hello_work,
+				 msecs_to_jiffies(sc->hello_ms));
+	spin_unlock_bh(&sc->lock);
+}
+
+/* hello_timeout_ms after the connection was set up: greeted yet? */
+static void krdma_blk_hello_work(struct work_struct *work)
+{
+	struct krdma_blk_sconn *sc = container_of(to_delayed_work(work),
+						  struct krdma_blk_sconn,
+						  hello_work);
+	bool greeted;
+
+	spin_lock_bh(&sc->lock);
+	greeted = sc->greeted || sc->closing;
+	spin_unlock_bh(&sc->lock);
+	if (greeted)
+		return;
+	pr_warn_ratelimited("export %s: no HELLO from the client in %u ms; closing its connection\n",
+			    sc->exp->name, sc->hello_ms);
+	krdma_blk_sconn_fail(sc);
 }
 
 static void krdma_blk_sconn_close_work(struct work_struct *work)
@@ -354,7 +413,7 @@ static void krdma_blk_sconn_close_work(struct work_struct *work)
 	mutex_unlock(&exp->lock);
 	/* Else unexport took it and closes it. */
 	if (mine)
-		krdma_blk_sconn_teardown(sc);
+		krdma_blk_sconn_teardown(sc, true);
 }
 
 static struct krdma_blk_sconn *krdma_blk_sconn_alloc(struct krdma_blk_export *exp,
@@ -387,6 +446,7 @@ static struct krdma_blk_sconn *krdma_blk_sconn_alloc(struct krdma_blk_export *ex
 	init_waitqueue_head(&sc->wait);
 	INIT_WORK(&sc->close_work, krdma_blk_sconn_close_work);
 	INIT_WORK(&sc->reply_work, krdma_blk_reply_work);
+	INIT_DELAYED_WORK(&sc->hello_work, krdma_blk_hello_work);
 	sc->exp = exp;
 	sc->conn = conn;
 	for (i = 0; i < sc->nios; i++) {
@@ -427,6 +487,14 @@ static void krdma_blk_srv_event(struct krdma_conn *conn, enum krdma_event ev,
 	}
 	krdma_conn_set_priv(conn, sc);
 	list_add_tail(&sc->list, &exp->conns);
+	/*
+	 * Under exp->lock: unexport (dying, then every connection on the
+	 * list cancelled) and close_work (off the list) take it before they
+	 * cancel, so it is never queued after them.
+	 */
+	sc->hello_ms = max(READ_ONCE(krdma_blk_hello_timeout_ms), 100U);
+	queue_delayed_work(exp->wq, &sc->hello_work,
+			   msecs_to_jiffies(sc->hello_ms));
 	mutex_unlock(&exp->lock);
 }
 
@@ -997,6 +1065,8 @@ static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait)
 		/* Before its reply: the client sends nothing before that. */
 		if (!status)
 			WRITE_ONCE(io->sc->hello_ok, true);
+		else
+			krdma_blk_hello_refused(io->sc);
 	} else if (!READ_ONCE(io->sc->hello_ok)) {
 		/* A refused HELLO (another export's name) opens nothing. */
 		pr_warn_ratelimited("export %s: a command after a HELLO that was refused or not answered yet; closing the connection\n",
@@ -1161,7 +1231,7 @@ void krdma_blk_export_destroy(struct krdma_blk_export *exp)
 		spin_unlock_bh(&sc->lock);
 		/* A close work already queued finds @sc off the list. */
 		cancel_work_sync(&sc->close_work);
-		krdma_blk_sconn_teardown(sc);
+		krdma_blk_sconn_teardown(sc, false);
 	}
 	/*
 	 * Close works of connections that took themselves off the list:

@@ -42,8 +42,8 @@
  *              -EINVAL (not served at a truncated address), the
  *              connection stays up
  *   wrongname  a HELLO naming an export the server does not have:
- *              -ENOENT; then a FLUSH: closed (a refused HELLO opens
- *              nothing)
+ *              -ENOENT; then a FLUSH: closed as a command before HELLO
+ *              (a refused HELLO opens nothing)
  *
  * The server's dmesg line for each closing mode is blk.sh's to check.
  */

@@ -426,7 +426,8 @@ hostile overrun eslow $((PORT + 3)) "more commands than the queue depth from the
 # eslow's blocks are 4 KiB: a READ from sector 1 is refused, not served
 # at an address the device truncates.
 hostile misaligned eslow $((PORT + 3)) ''
-hostile wrongname e0 $PORT "a command after a HELLO that was refused or not answered yet; closing the connection"
+new_has 'krdma_blk: ' && { dmesg_new; fail "misaligned: lines from the server"; }
+hostile wrongname e0 $PORT "command before HELLO from the client; closing its connection"
 # Every connection the server closed is gone on both sides.
 conns_back() { [ "$(ls $KRDMA_SYS/conns | wc -l)" = "$conns0" ]; }
 wait_for 20 conns_back || fail "connections left: $(ls $KRDMA_SYS/conns)"
