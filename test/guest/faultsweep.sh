@@ -294,6 +294,17 @@ for l in "${lines[@]}"; do
 		fi
 		continue
 	fi
+	# The CQ pool allocates only on a device whose pool has no room,
+	# and its CQs live with the device, past krdma's unload: a run that
+	# stopped at its injected failure left the device (and its CQs) in
+	# place.  The pool's site runs on a device added afresh.
+	if [ "$callee" = ib_cq_pool_get ]; then
+		rdma link delete "$IBDEV" && rdma link add "$IBDEV" type "$DEV" netdev eth0 ||
+			fail "$site: $IBDEV not added afresh"
+		# rxe fills its GIDs in after the add: a listen before fails.
+		wait_for 10 grep -q ACTIVE "/sys/class/infiniband/$IBDEV/ports/1/state" ||
+			fail "$site: $IBDEV/1 not ACTIVE after the add"
+	fi
 	load || fail "$site: insmod failed with nothing armed"
 	base=$(cat /sys/module/krdma/sections/"$sec")
 	[ "$sec" = .text ] && text_base=$base
