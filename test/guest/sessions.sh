@@ -146,6 +146,11 @@ ctl unsession name=s3 || fail "unsession s3"
 # tries every 100 ms (each attempt refused at once over loopback); the
 # unload stops the attempts and the timer, whichever is running, and
 # destroys it.  Twice, at two points of the cycle.
+# rmmod waits for krdma's kobjects to be released, which make stress's
+# debug-kobj kernel (CONFIG_DEBUG_KOBJECT_RELEASE) defers, each by up to
+# 4 s: 10 s there on 2026-11-29 (5 s is the bound everywhere else).
+rmmod_max=5
+[[ ${KRDMA_DEBUG_EXTRA:-} == *CONFIG_DEBUG_KOBJECT_RELEASE=y* ]] && rmmod_max=20
 for d in 100 170; do
 	ctl listen name=l addr=$MY_IP:$P || fail "listen ($d)"
 	ctl session name=s2 addr=$PEER_IP:$P reconnect_delay_ms=$d loss_tmo_ms=60000 ||
@@ -159,7 +164,7 @@ for d in 100 170; do
 	expect_eq "$(cat $SS/s2/state)" reconnecting "s2 state while nobody listens"
 	t0=$SECONDS
 	timeout 30 rmmod krdma || fail "rmmod while s2 reconnects every $d ms: $?"
-	[ $((SECONDS - t0)) -le 5 ] || fail "rmmod took $((SECONDS - t0)) s while s2 reconnected"
+	[ $((SECONDS - t0)) -le $rmmod_max ] || fail "rmmod took $((SECONDS - t0)) s while s2 reconnected"
 	[ ! -e $KRDMA_SYS ] || fail "sysfs left after rmmod"
 	dmesg_new | grep -q "s2: session destroyed by module unload" ||
 		fail "no unload line for s2: $(dmesg_new | tail -n 5)"
