@@ -31,6 +31,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <rdma/rw.h>
 
@@ -454,6 +455,30 @@ static void krdma_rw_op_discard(struct krdma_rdma *op)
 }
 
 /*
+ * An iWARP RDMA READ lands in an MR (rdma_rw registers the sink with
+ * remote write access), and its request carries the sink's address to the
+ * peer, who writes the data back to it.  rdma_rw registers it at the
+ * buffer's DMA address, which on rxe and siw is the buffer's kernel
+ * virtual address: give each of @ctx's registrations a random I/O
+ * virtual address instead, with the same offset in its page, as krdma's
+ * tokens have (krdma_reg_sg()).  Before the post: the REG_MR registers
+ * the MR's iova as it is then, and the READ's local SGE is addressed in
+ * it.  Context: process, after rdma_rw_ctx_init() took the MR path.
+ */
+static void krdma_rw_hide_sink(struct rdma_rw_ctx *ctx)
+{
+	u32 i;
+
+	for (i = 0; i < ctx->nr_ops; i++) {
+		struct rdma_rw_reg_ctx *reg = &ctx->reg[i];
+
+		reg->mr->iova = ((u64)get_random_u32() << PAGE_SHIFT) |
+				(reg->mr->iova & ~PAGE_MASK);
+		reg->sge.addr = reg->mr->iova;
+	}
+}
+
+/*
  * Everything of an operation but its post: the QP reference, the op and
  * its chunks, their slots (waiting for them unless @nowait) and their
  * rdma_rw contexts (which map the memory and take the registrations).
@@ -463,6 +488,8 @@ static struct krdma_rdma *krdma_rw_prep(struct krdma_conn *conn, bool write,
 					const struct krdma_rw_part *parts,
 					int nparts, bool nowait)
 {
+	bool sink = !write && rdma_protocol_iwarp(conn->kdev->ibdev,
+						  conn->port);
 	struct krdma_rdma *op;
 	int n, i, ret;
 
@@ -499,6 +526,8 @@ static struct krdma_rdma *krdma_rw_prep(struct krdma_conn *conn, bool write,
 				goto out;
 			}
 			ch->inited = true;
+			if (sink)
+				krdma_rw_hide_sink(&ch->ctx);
 			done += ch->bytes;
 		}
 	}
