@@ -84,8 +84,8 @@ static int es_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	int ret;
 
 	if (!h || msg->len < sizeof(*h) || !krdma_blk_hdr_ok(h)) {
-		pr_err("a message of %u bytes that is not krdma-blk's\n",
-		       msg->len);
+		pr_err_ratelimited("a message of %u bytes that is not krdma-blk's\n",
+				   msg->len);
 		return 0;
 	}
 	krdma_blk_hdr_init(&r.hdr, h->op, 0);
@@ -114,7 +114,7 @@ static int es_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	}
 	ret = krdma_send_async(conn, m, sizeof(r), NULL, true);
 	if (ret)
-		pr_err("reply: %d\n", ret);
+		pr_err_ratelimited("reply: %d\n", ret);
 	return 0;
 }
 

@@ -122,7 +122,8 @@ static int hb_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	bool keep = false;
 
 	if (!msg->data || msg->len != sizeof(r)) {
-		pr_err("a message of %u bytes from the server\n", msg->len);
+		pr_err_ratelimited("a message of %u bytes from the server\n",
+				   msg->len);
 		return 0;
 	}
 	memcpy(&r, msg->data, sizeof(r));

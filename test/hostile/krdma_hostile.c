@@ -463,7 +463,7 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	kind = strim(buf_kind);
 	len = hp_build_reply(buf, od, om, kind);
 	if (len < 0) {
-		pr_err("passive: unknown reply '%s'\n", kind);
+		pr_err_ratelimited("passive: unknown reply '%s'\n", kind);
 		return -EINVAL;	/* the core destroys the child id */
 	}
 	q = kzalloc(sizeof(*q), GFP_KERNEL);
@@ -483,7 +483,8 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		ret = rdma_accept(id, &param);
 	}
 	if (ret) {
-		pr_err("passive: accept with reply '%s': %d\n", kind, ret);
+		pr_err_ratelimited("passive: accept with reply '%s': %d\n",
+				   kind, ret);
 		q->id = NULL;	/* the core destroys it */
 		if (q->has_qp)
 			rdma_destroy_qp(id);
@@ -495,8 +496,8 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	list_add_tail(&q->entry, &hp_children);
 	hp_accepted++;
 	mutex_unlock(&hp_children_lock);
-	pr_info("passive: accepted %pISpc with reply '%s' (%d bytes; offered depth %u, message %u)\n",
-		&id->route.addr.dst_addr, kind, len, od, om);
+	pr_info_ratelimited("passive: accepted %pISpc with reply '%s' (%d bytes; offered depth %u, message %u)\n",
+			    &id->route.addr.dst_addr, kind, len, od, om);
 	return 0;
 }
 
