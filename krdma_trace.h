@@ -6,7 +6,8 @@
  * stalls and registrations.  Work completion statuses are recorded by
  * name (ib_wc_status_msg()), CM events too (rdma_event_msg()).  No event
  * records an address: connections are named as in sysfs, registrations
- * by their connection, length and rights.
+ * by their connection, length and rights, and every byte of an event is
+ * set (krdma_trace_clear()).
  *
  * krdma_main.c defines CREATE_TRACE_POINTS; the other files only call
  * trace_krdma_*().
@@ -27,6 +28,22 @@
 /* Room for a connection's name (struct krdma_conn.name) and for names. */
 #define KRDMA_TRACE_NAME	48
 #define KRDMA_TRACE_WORD	40
+
+/*
+ * Zero every byte of event @e after its common header, before its fields
+ * are set: its strings are shorter than their arrays, some of its fields
+ * leave holes, and the ring buffer hands an event its space as an earlier
+ * one left it, which a raw reader (trace_pipe_raw, perf) would see.
+ * Every event's first field is its connection's name.
+ */
+#define krdma_trace_clear(e)						\
+	do {								\
+		typeof(e) __krdma_e = (e);				\
+		size_t __krdma_off = offsetof(typeof(*__krdma_e), name);	\
+									\
+		memset((char *)__krdma_e + __krdma_off, 0,		\
+		       sizeof(*__krdma_e) - __krdma_off);		\
+	} while (0)
 
 /* One-sided operations, as krdma_rdma_start/krdma_rdma_done show them. */
 #define KRDMA_TRACE_OP_WRITE		0
@@ -72,7 +89,8 @@ TRACE_EVENT(krdma_cm_event,
 			     __array(char, event_name, KRDMA_TRACE_WORD)
 			     __field(int, event)
 			     __field(int, status)),
-	    TP_fast_assign(strscpy(__entry->name, name, KRDMA_TRACE_NAME);
+	    TP_fast_assign(krdma_trace_clear(__entry);
+			   strscpy(__entry->name, name, KRDMA_TRACE_NAME);
 			   strscpy(__entry->event_name, rdma_event_msg(event),
 				   KRDMA_TRACE_WORD);
 			   __entry->event = event;
@@ -92,7 +110,8 @@ TRACE_EVENT(krdma_conn_state,
 			     __array(char, cm_event, KRDMA_TRACE_WORD)
 			     __field(int, old_state)
 			     __field(int, new_state)),
-	    TP_fast_assign(strscpy(__entry->name, name, KRDMA_TRACE_NAME);
+	    TP_fast_assign(krdma_trace_clear(__entry);
+			   strscpy(__entry->name, name, KRDMA_TRACE_NAME);
 			   strscpy(__entry->cm_event, cm_event < 0 ? "none" :
 				   rdma_event_msg(cm_event), KRDMA_TRACE_WORD);
 			   __entry->old_state = old;
@@ -110,7 +129,8 @@ DECLARE_EVENT_CLASS(krdma_msg_class,
 				     __array(char, status_name, KRDMA_TRACE_WORD)
 				     __field(u32, len)
 				     __field(int, status)),
-		    TP_fast_assign(strscpy(__entry->name, name,
+		    TP_fast_assign(krdma_trace_clear(__entry);
+				   strscpy(__entry->name, name,
 					   KRDMA_TRACE_NAME);
 				   strscpy(__entry->status_name,
 					   ib_wc_status_msg(status),
@@ -137,7 +157,8 @@ TRACE_EVENT(krdma_rdma_start,
 	    TP_STRUCT__entry(__array(char, name, KRDMA_TRACE_NAME)
 			     __field(u64, len)
 			     __field(int, op)),
-	    TP_fast_assign(strscpy(__entry->name, name, KRDMA_TRACE_NAME);
+	    TP_fast_assign(krdma_trace_clear(__entry);
+			   strscpy(__entry->name, name, KRDMA_TRACE_NAME);
 			   __entry->len = len;
 			   __entry->op = op;),
 	    TP_printk("conn=%s op=%s len=%llu", __entry->name,
@@ -153,7 +174,8 @@ TRACE_EVENT(krdma_rdma_done,
 			     __field(u64, len)
 			     __field(int, op)
 			     __field(int, status)),
-	    TP_fast_assign(strscpy(__entry->name, name, KRDMA_TRACE_NAME);
+	    TP_fast_assign(krdma_trace_clear(__entry);
+			   strscpy(__entry->name, name, KRDMA_TRACE_NAME);
 			   strscpy(__entry->status_name,
 				   ib_wc_status_msg(status), KRDMA_TRACE_WORD);
 			   __entry->len = len;
@@ -171,8 +193,9 @@ TRACE_EVENT(krdma_credit_stall,
 	    TP_STRUCT__entry(__array(char, name, KRDMA_TRACE_NAME)
 			     __field(u32, credits)
 			     __field(u32, depth)
-			     __field(bool, tx_free)),
-	    TP_fast_assign(strscpy(__entry->name, name, KRDMA_TRACE_NAME);
+			     __field(u32, tx_free)),
+	    TP_fast_assign(krdma_trace_clear(__entry);
+			   strscpy(__entry->name, name, KRDMA_TRACE_NAME);
 			   __entry->credits = credits;
 			   __entry->depth = depth;
 			   __entry->tx_free = tx_free;),
@@ -188,7 +211,8 @@ DECLARE_EVENT_CLASS(krdma_mr_class,
 		    TP_STRUCT__entry(__array(char, name, KRDMA_TRACE_NAME)
 				     __field(u64, len)
 				     __field(int, access)),
-		    TP_fast_assign(strscpy(__entry->name, name,
+		    TP_fast_assign(krdma_trace_clear(__entry);
+				   strscpy(__entry->name, name,
 					   KRDMA_TRACE_NAME);
 				   __entry->len = len;
 				   __entry->access = access;),
