@@ -767,7 +767,8 @@ static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
 
 	ret = -ENOMEM;
 	chunk = min_t(u64, r->len, KRDMA_CD_BOUNCE);
-	kbuf = kvmalloc(chunk, GFP_KERNEL);
+	/* Zeroed: a short READ answer leaves the rest (krdma_read()). */
+	kbuf = kvzalloc(chunk, GFP_KERNEL);
 	if (!kbuf)
 		goto out;
 	ret = 0;

@@ -645,6 +645,12 @@ EXPORT_SYMBOL_GPL(krdma_rdma_chunk_size);
  * The transfer may be at most queue depth chunks long (256 pages each);
  * krdma_write()/krdma_read() take any length.
  *
+ * A READ's success says that the peer answered it, not that the answer
+ * filled @sg: siw checks a READ response's length only when the response
+ * comes in one segment, so a peer that sends it in short segments leaves
+ * the rest of @sg as it was.  Memory read into that goes anywhere else
+ * (a disk, user space, the peer again) must be initialised before the READ.
+ *
  * Context: process context: rdma_rw maps and registers with GFP_KERNEL,
  * and without @nowait this waits for slots.  To start a transfer from a
  * completion, prepare it with krdma_rdma_prep() and post it there with
@@ -920,6 +926,9 @@ EXPORT_SYMBOL_GPL(krdma_write);
  * @token: the peer's region (with remote read right)
  * @offset: where in the peer's region
  * @timeout: jiffies; a transfer not done by then fails the connection
+ *
+ * As for krdma_rdma_async(), success does not prove that a hostile iWARP
+ * peer filled all of @sg: initialise memory whose content goes elsewhere.
  *
  * Context: process; sleeps up to @timeout.
  * Return: as krdma_write().

@@ -647,14 +647,22 @@ static void krdma_blk_sio_free_pages(struct krdma_blk_sio *io)
 		__free_page(io->pages[--io->npages]);
 }
 
-/* Pages, and a scatterlist over them, for @len bytes of data. */
-static int krdma_blk_sio_alloc_pages(struct krdma_blk_sio *io, u32 len)
+/*
+ * Pages, and a scatterlist over them, for @len bytes of data; zeroed when
+ * @zero.  A WRITE's data comes by an RDMA READ, and over iWARP a READ can
+ * succeed without filling its pages (krdma_rdma_async()): a hostile
+ * client would have the rest, the server's old memory, written to the
+ * disk and read it back.
+ */
+static int krdma_blk_sio_alloc_pages(struct krdma_blk_sio *io, u32 len,
+				     bool zero)
 {
 	unsigned int i, n = DIV_ROUND_UP(len, PAGE_SIZE);
+	gfp_t gfp = GFP_NOIO | (zero ? __GFP_ZERO : 0);
 
 	sg_init_table(io->sg, n);
 	for (i = 0; i < n; i++) {
-		io->pages[i] = alloc_page(GFP_NOIO);
+		io->pages[i] = alloc_page(gfp);
 		if (!io->pages[i])
 			return -ENOMEM;
 		io->npages++;
@@ -961,7 +969,8 @@ static int krdma_blk_srv_rw(struct krdma_blk_sio *io, bool write, u32 len,
 
 	if (!io->capsule && io->tok.length < len)
 		return -EINVAL;
-	ret = krdma_blk_sio_alloc_pages(io, len);
+	ret = krdma_blk_sio_alloc_pages(io, len, write && !io->capsule &&
+					krdma_conn_is_iwarp(sc->conn));
 	if (ret)
 		return ret;
 	if (io->capsule) {
