@@ -112,6 +112,14 @@ struct krdma_blk_map {
 	struct mutex		lock;		/* @disk's setting */
 	struct gendisk		*disk;
 	bool			dead;		/* unmapping: new I/O fails */
+	/*
+	 * What the disk was made with, set before @disk: a reconnect's HELLO
+	 * is held to it.  @ro: read-only as the client made it (under @lock).
+	 */
+	struct krdma_blk_limits	lim;
+	u32			pages;
+	bool			ignore_ro;
+	bool			ro;
 };
 
 /* A request's driver data. */
@@ -353,7 +361,8 @@ static void krdma_blk_queue_stop(struct krdma_blk_queue *q)
 
 	mutex_lock(&q->lock);
 	mutex_lock(&map->lock);
-	if (map->disk && !q->quiesced) {
+	/* A dead queue's queue_rq fails at once, connection or not. */
+	if (map->disk && !q->quiesced && !READ_ONCE(q->dead)) {
 		blk_mq_quiesce_queue(map->disk->queue);
 		q->quiesced = true;
 	}
@@ -402,15 +411,72 @@ static int krdma_blk_hello(struct krdma_blk_queue *q, struct krdma_conn *conn)
 	return ret;
 }
 
+static int krdma_blk_limits(const struct krdma_blk_resp *r, u32 pages,
+			    struct krdma_blk_limits *l, u64 *sectors, bool *ro);
+
+/*
+ * The export as a reconnect's HELLO (@r) found it, on a connection whose
+ * pool MRs map @pages pages, which may have been
+ * exported again meanwhile: a new size is the disk's (grown or shrunk, as
+ * nvme takes a namespace's new capacity), read-only follows the export,
+ * and another block size or a smaller request size than the disk was made
+ * with, which the block layer would go on using, fail the queue (-ESTALE)
+ * with one line (discard and write-zeroes are not looked at again: the
+ * server refuses them with -EOPNOTSUPP where it has none).  Context:
+ * process, from the session's event work.
+ */
+static int krdma_blk_reexamine(struct krdma_blk_queue *q,
+			       const struct krdma_blk_resp *r, u32 pages)
+{
+	struct krdma_blk_map *map = q->map;
+	struct krdma_blk_limits lim;
+	u64 sectors;
+	bool ro;
+	int ret = 0;
+
+	mutex_lock(&map->lock);
+	/* Not made yet: krdma_blk_map_create() takes queue 0's reply. */
+	if (!map->disk)
+		goto out;
+	ret = krdma_blk_limits(r, min(map->pages, pages), &lim, &sectors, &ro);
+	if (ret) {
+		pr_warn_ratelimited("%s: queue %u: a bad HELLO reply from export %s after the reconnect; failing its I/O\n",
+				    map->name, q->idx, map->export);
+		goto out;
+	}
+	if (lim.lbs != map->lim.lbs ||
+	    lim.max_sectors < map->lim.max_sectors) {
+		pr_warn_ratelimited("%s: queue %u: export %s has %u-byte blocks and requests of %u sectors after the reconnect, the disk %u and %u; failing its I/O\n",
+				    map->name, q->idx, map->export, lim.lbs,
+				    lim.max_sectors, map->lim.lbs,
+				    map->lim.max_sectors);
+		ret = -ESTALE;
+		goto out;
+	}
+	/* It says so itself ("detected capacity change"). */
+	set_capacity_and_notify(map->disk, sectors);
+	ro = ro && !map->ignore_ro;
+	if (ro != map->ro) {
+		pr_info_ratelimited("%s: export %s is read-%s now\n", map->name,
+				    map->export, ro ? "only" : "write");
+		set_disk_ro(map->disk, ro);
+		map->ro = ro;
+	}
+out:
+	mutex_unlock(&map->lock);
+	return ret;
+}
+
 /* A new connection: greet the export on it, then run the queue again. */
 static void krdma_blk_reconnected(struct krdma_blk_queue *q,
 				  struct krdma_session *s)
 {
 	struct krdma_blk_map *map = q->map;
+	struct krdma_blk_resp hs;
 	struct krdma_conn *conn;
 	bool refused;
+	u32 n, pages;
 	int ret;
-	u32 n;
 
 	conn = krdma_session_conn_get(s);
 	if (IS_ERR(conn))
@@ -418,7 +484,10 @@ static void krdma_blk_reconnected(struct krdma_blk_queue *q,
 	mutex_lock(&q->lock);
 	ret = krdma_blk_hello(q, conn);
 	refused = READ_ONCE(q->hs_got) && ret;
+	hs = q->hs;
 	mutex_unlock(&q->lock);
+	/* 0 once a failure tore the pool down: that reconnects anyway. */
+	pages = krdma_mr_pool_pages(conn) ?: map->pages;
 	if (ret && !refused)
 		krdma_conn_fail(conn, ret);	/* and try again */
 	krdma_session_conn_put(s, conn);
@@ -427,8 +496,11 @@ static void krdma_blk_reconnected(struct krdma_blk_queue *q,
 	if (refused) {
 		pr_warn_ratelimited("%s: queue %u: the server refused export %s after the reconnect (%d); failing its I/O\n",
 				    map->name, q->idx, map->export, ret);
-		WRITE_ONCE(q->dead, true);
+	} else if (krdma_blk_reexamine(q, &hs, pages)) {
+		refused = true;
 	}
+	if (refused)
+		WRITE_ONCE(q->dead, true);
 	n = krdma_blk_inflight_do(map, q, refused ? -EIO : 0);
 	pr_info_ratelimited("%s: queue %u: reconnected, %u requests %s\n",
 			    map->name, q->idx, n, refused ? "failed" : "sent again");
@@ -1071,6 +1143,10 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	ret = krdma_blk_limits(&map->qs[0].hs, pages, &lim, &sectors, &ro);
 	if (ret)
 		goto free;
+	map->lim = lim;
+	map->pages = pages;
+	map->ignore_ro = krdma_blk_test_ignore_ro;
+	map->ro = ro && !map->ignore_ro;
 	/* 6.1 ends a polled bio that needs a split (krdma_blk_compat.h). */
 	if (map->npq &&
 	    lim.max_sectors < KRDMA_BLK_POLL_MIN_IO >> SECTOR_SHIFT) {
@@ -1102,7 +1178,7 @@ struct krdma_blk_map *krdma_blk_map_create(const struct krdma_blk_map_args *a)
 	disk->flags |= GENHD_FL_NO_PART;
 	strscpy(disk->disk_name, map->name, sizeof(disk->disk_name));
 	set_capacity(disk, sectors);
-	if (ro && !krdma_blk_test_ignore_ro)
+	if (map->ro)
 		set_disk_ro(disk, true);
 	/*
 	 * From here a DISCONNECTED quiesces the disk's queue, also while
