@@ -826,11 +826,17 @@ void krdma_session_destroy(struct krdma_session *s)
 	cancel_delayed_work_sync(&s->work);
 
 	mutex_lock(&s->mutex);
+	/*
+	 * Out of s->cur under s->lock before they are closed, as a failed
+	 * set leaves it: sessions/NAME/conn reads it until kobject_del().
+	 */
+	spin_lock_bh(&s->lock);
 	for (i = 0; i < s->nr; i++) {
 		if (s->cur[i])
-			krdma_sess_close(s, s->cur[i]);
+			list_add_tail(&s->cur[i]->list, &s->old);
 		s->cur[i] = NULL;
 	}
+	spin_unlock_bh(&s->lock);
 	list_for_each_entry_safe(sc, tmp, &s->old, list) {
 		list_del(&sc->list);
 		krdma_sess_close(s, sc);

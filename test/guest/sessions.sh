@@ -215,3 +215,35 @@ for c in "${new[@]}"; do
 done
 ctl unlisten name=ls || fail "unlisten ls"
 log "a set of 3 on $nvec vectors: one passive end closed, all 3 made again"
+
+# sessions/NAME/conn read while the session is destroyed: a reader that
+# never stops (bash's read, no fork) against unsession of a set of three,
+# a few rounds.  The file names the connections under the session's lock;
+# destroy took them out of it only after closing (and freeing) them, which
+# KASAN on the debug kernel reports as a use after free when a read falls
+# in between (review, 2026-11-30; the window is narrow: not reproduced).
+ctl listen name=lr addr=$MY_IP:$P || fail "listen lr"
+rounds=5
+[ "${KRDMA_STRESS:-0}" = 1 ] && rounds=20
+stop=/tmp/sessions-read-stop
+for r in $(seq 1 $rounds); do
+	ctl session name=sr addr=$PEER_IP:$P conns=3 reconnect_delay_ms=200 ||
+		fail "session sr (round $r)"
+	wait_for 5 says $SS/sr/state connected || fail "sr: $(cat $SS/sr/state)"
+	rm -f $stop
+	( n=0; while [ ! -e $stop ]; do
+		read -r _ <$SS/sr/conn 2>/dev/null || break
+		n=$((n + 1))
+	done; echo "$n" >$stop.n ) &
+	rd=$!
+	nap 0.3		# the reader is reading
+	ctl unsession name=sr || fail "unsession sr (round $r)"
+	: >$stop
+	wait $rd
+	[ ! -e $SS/sr ] || fail "sessions/sr stayed after unsession (round $r)"
+	read -r n <$stop.n
+	[ "${n:-0}" -ge 1 ] || fail "the reader read sessions/sr/conn $n times (round $r)"
+done
+rm -f $stop $stop.n
+ctl unlisten name=lr || fail "unlisten lr"
+log "sessions/sr/conn read during $rounds destroys"
