@@ -12,9 +12,14 @@
 #    and a write reads back;
 # 3. a device of 4 KiB blocks: the disk cannot change its block size
 #    under the block layer, so its queues fail their I/O (one line naming
-#    the change), a read fails with an I/O error, and the map unmaps.
+#    the change), a read fails with an I/O error, and the map unmaps;
+# 4. an export that answers no greeting in time (a reconnect whose
+#    connection comes up but whose HELLO times out, again and again): the
+#    session is lost loss_tmo_ms after the first failure, not never, and
+#    the read in flight fails with an I/O error.
 # On the code before the HELLO after a reconnect was looked at, the size
-# stayed 1 GiB (planted 2026-11-30).
+# stayed 1 GiB; before a set that failed in its RECONNECTED callback kept
+# the outage going, the read of step 4 hung (planted 2026-11-30).
 # topo: single
 # dev: rxe siw
 # check-kernel: 6.12
@@ -134,3 +139,39 @@ log "the read failed after $((SECONDS - t0)) s"
 blk unmap name=krdmablk0 || fail "unmap"
 wait_for 10 test ! -e "$D" || fail "$D still there after unmap"
 blk "unexport name=e0" || fail "unexport"
+
+# ---- 4. a greeting that never comes back in time ---------------------------
+# Every HELLO answered 10 s late (test_hello_delay_ms), the client waiting
+# 10 s for it: each reconnect's connection is up, its greeting times out
+# and krdma-blk fails it in its RECONNECTED callback.  Such a set does not
+# end the outage: loss_tmo_ms (3 s) counts from the first failure, the
+# session is lost after the first greeting that timed out, and the read
+# that was in flight fails with an I/O error, where before each of these
+# connections started the loss timeout again and the read hung for ever.
+log "a greeting that times out after each reconnect"
+blk export name=e0 path=$NB addr=$ADDR || fail "export e0 (4)"
+blk map name=krdmablk0 addr=$ADDR export=e0 queues=1 reconnect_delay_ms=200 loss_tmo_ms=3000 ||
+	fail "map krdmablk0 (4)"
+wait_for 10 test -b "$D" || fail "$D never appeared (4)"
+P=/sys/module/krdma_blk/parameters
+sd=$(echo $KRDMA_SYS/sessions/*)
+[ -e "$sd/conn" ] || fail "no session of krdmablk0's queue: $sd"
+c=$(cat "$sd/conn")
+echo 10000 >$P/test_hello_delay_ms || fail "test_hello_delay_ms"
+dmesg_mark
+echo "retry_exc_err op=recv nth=1" >"$KRDMA_SYS/conns/$c/inject" || fail "arm $c"
+t0=$SECONDS
+timeout 90 dd if="$D" of=/dev/null bs=4k count=1 iflag=direct status=none 2>"$W/err" &&
+	fail "a read succeeded though no greeting was answered in time"
+t=$((SECONDS - t0))
+echo 0 >$P/test_hello_delay_ms
+grep -q 'Input/output error' "$W/err" ||
+	fail "the read ended after $t s with: '$(cat "$W/err")' (killed at 90 s: never lost)"
+[ $t -le 45 ] || fail "the read failed after $t s, loss_tmo_ms=3000 and a 10 s greeting"
+new_line 'failed before it was taken up: the loss timeout still counts from the failure before' ||
+	fail "no line for the set that failed in its callback: $(dmesg_new | grep -E 'krdma' | tail -n 4)"
+new_line 'krdmablk0: queue 0: session lost' ||
+	fail "no 'session lost' line: $(dmesg_new | grep -E 'krdma' | tail -n 4)"
+log "the read failed after $t s"
+blk unmap name=krdmablk0 || fail "unmap (4)"
+blk "unexport name=e0" || fail "unexport (4)"
