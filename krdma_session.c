@@ -82,6 +82,8 @@ struct krdma_session {
 	enum ib_wc_status	last_wc;	/* its failed completion's */
 	int			attempt_error;	/* the last attempt's, or 0 */
 	unsigned long		failed_at;	/* jiffies: the failure */
+	/* The set outlived its RECONNECTED callback: it ends the outage. */
+	bool			proven;
 	unsigned long		next_attempt;	/* jiffies */
 	u32			delay_ms;	/* settable in sysfs */
 	u32			loss_tmo_ms;
@@ -337,6 +339,32 @@ static u32 krdma_sess_attempt_ms_locked(struct krdma_session *s)
 	return ms < own ? ms : 0;
 }
 
+/*
+ * After RECONNECTED was told: a set that failed before its callback
+ * returned (the consumer found it unusable and failed it there, as
+ * krdma-blk does when its greeting times out, or one of its connections
+ * failed while the others were made) does not end the outage, so that
+ * loss_tmo_ms counts from the failure before it, as nvme-rdma counts a
+ * reconnect whose fabric connect fails as a failed attempt.  Else an
+ * endless run of such sets would keep the session from being lost.
+ * With s->mutex held: only this work and destroy detach s->cur.
+ */
+static void krdma_sess_prove(struct krdma_session *s)
+{
+	bool ok = true;
+	u32 i;
+
+	for (i = 0; i < s->nr; i++)
+		if (krdma_conn_error(s->cur[i]->conn))
+			ok = false;
+	spin_lock_bh(&s->lock);
+	s->proven = ok;
+	spin_unlock_bh(&s->lock);
+	if (!ok)
+		pr_info_ratelimited("%s: the new connection failed before it was taken up: the loss timeout still counts from the failure before\n",
+				    s->name);
+}
+
 /* One reconnect attempt, or the loss if its time has come. */
 static void krdma_sess_attempt(struct krdma_session *s)
 {
@@ -373,6 +401,7 @@ static void krdma_sess_attempt(struct krdma_session *s)
 					    s->name, s->nr,
 					    krdma_conn_name(first->conn), gen);
 		krdma_sess_tell(s, KRDMA_SESSION_RECONNECTED, 0);
+		krdma_sess_prove(s);
 		return;
 	}
 	spin_lock_bh(&s->lock);
@@ -446,7 +475,9 @@ static void krdma_sess_work(struct work_struct *work)
 		s->last_error = sc->error;
 		s->last_wc = wc;
 		s->attempt_error = 0;
-		s->failed_at = jiffies;
+		/* A set that never worked: the outage goes on (prove()). */
+		if (s->proven)
+			s->failed_at = jiffies;
 		s->next_attempt = jiffies + msecs_to_jiffies(s->delay_ms);
 		failed = sc->error;
 	}
@@ -790,6 +821,7 @@ struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 		s->in_sysfs = true;
 	spin_lock_bh(&s->lock);
 	krdma_sess_install_locked(s);
+	s->proven = true;	/* the first set's failure starts an outage */
 	s->announce = true;
 	mod_delayed_work(krdma_wq, &s->work, 0);
 	spin_unlock_bh(&s->lock);

@@ -822,7 +822,10 @@ struct krdma_session;
  * @KRDMA_SESSION_RECONNECTED: a new connection is up.  The consumer must
  *	register again what it exposed (the old connection's tokens are dead,
  *	and a token is valid on its own connection only) and resubmit what
- *	failed.
+ *	failed.  A consumer that finds the new connection unusable (its own
+ *	greeting failed) fails it here, with krdma_conn_fail(): a set that
+ *	failed before this callback returned does not end the outage, and
+ *	the loss timeout goes on counting from the failure before it.
  * @KRDMA_SESSION_LOST: the session gave up, for good: the loss timeout
  *	passed (error: the last attempt's error), or an attempt failed with
  *	an error retrying cannot cure (-EPROTONOSUPPORT, -EPROTO, -EINVAL,
