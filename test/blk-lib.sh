@@ -52,6 +52,14 @@ nullb_load() {
 	wait_for 10 test -b "$NB" || fail "$NB never appeared"
 }
 
+# blk_serve_e0 ADDR: a fresh null_blk ($NB) exported as e0 at ADDR by a
+# krdma_blk loaded for it (the server guest of a two-guest test).
+blk_serve_e0() {
+	nullb_load 1
+	insmod "$KRDMA_BLK_KO" || fail "insmod krdma_blk.ko"
+	blk export name=e0 path=$NB addr="$1" || fail "export e0"
+}
+
 # blk CMD...: one command to krdma-blk's control file; write's status.
 blk() { echo "$*" >"$BLK_CTL"; }
 

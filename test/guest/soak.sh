@@ -124,9 +124,7 @@ if [ "$ROLE" = B ]; then
 		put_val B-done 1
 	}
 	trap cleanup EXIT
-	nullb_load 1
-	insmod "$KRDMA_BLK_KO" || fail "insmod krdma_blk.ko"
-	blk export name=e0 path=$NB addr=$MY_IP:$BPORT || fail "export e0"
+	blk_serve_e0 $MY_IP:$BPORT
 	ctl listen name=l1 addr=$MY_IP:$PORT || fail "listen"
 	put_val ready 1
 	wait_val 120 connected
