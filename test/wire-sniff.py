@@ -17,7 +17,7 @@ Kinds:
                 buffer, which the peer writes the data back to
   iwarp-source  iWARP: a READ request's source TO
 A TCP stream is taken apart from its first byte (its SYN is needed) as MPA
-(RFC 5044: request or reply frame, then FPDUs with or without CRC) and
+(RFC 5044: request or reply frame, then FPDUs, each with its CRC field) and
 DDP/RDMAP (RFC 5041, 5040).  "dropped N" says how many frames the socket
 lost, "unparsed N" how many MPA streams could not be read to their end.
 Used by test/guest/wire.sh.
@@ -176,7 +176,7 @@ def main():
     stats = s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
     dropped = struct.unpack("II", stats)[1]
     # The two directions of a TCP connection: an MPA request one way, a
-    # reply the other; CRC is on when either frame asks for it.
+    # reply the other; markers in either direction are not taken apart.
     starts = {}
     for key, st in streams.items():
         b = stream_bytes(st)
@@ -190,8 +190,9 @@ def main():
         if (flags | oflags) & 0x80:
             unparsed += 1  # markers: not taken apart here
             continue
-        crc = 4 if (flags | oflags) & 0x40 else 0
-        ulpdus, whole = fpdus(b, off, crc)
+        # The CRC field is always there, zero when CRCs are off (RFC 5044;
+        # siw_prepare_fpdu()).
+        ulpdus, whole = fpdus(b, off, 4)
         if ulpdus is None:
             unparsed += 1
             continue
