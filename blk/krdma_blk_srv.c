@@ -129,12 +129,16 @@ MODULE_PARM_DESC(test_drop_replies,
 		 "Tests only: do not send the next N replies to I/O commands, as a server that never answers");
 static DEFINE_SPINLOCK(krdma_blk_test_lock);
 
-/* Tests only: a HELLO is answered this much later. */
+/*
+ * Tests only: a HELLO is answered this much later; past the client's 10 s,
+ * a greeting that always times out (test/guest/blk-reexport.sh).
+ */
+#define KRDMA_BLK_TEST_HELLO_DELAY_MAX	20000U
 static unsigned int krdma_blk_test_hello_delay_ms;
 module_param_named(test_hello_delay_ms, krdma_blk_test_hello_delay_ms, uint,
 		   0644);
 MODULE_PARM_DESC(test_hello_delay_ms,
-		 "Tests only: answer each HELLO this many milliseconds late (at most 10000)");
+		 "Tests only: answer each HELLO this many milliseconds late (at most 20000)");
 
 /*
  * Tests only: every Nth reply finds no credit and goes from the reply
@@ -1069,7 +1073,8 @@ static void krdma_blk_sio_start(struct krdma_blk_sio *io, bool nowait)
 	krdma_blk_hdr_init(&io->resp.hdr, op, 0);
 	io->rdma = NULL;
 	if (op == KRDMA_BLK_OP_HELLO) {
-		msleep(min(READ_ONCE(krdma_blk_test_hello_delay_ms), 10000U));
+		msleep(min(READ_ONCE(krdma_blk_test_hello_delay_ms),
+			   KRDMA_BLK_TEST_HELLO_DELAY_MAX));
 		status = krdma_blk_srv_hello(io, &io->resp);
 		/* Before its reply: the client sends nothing before that. */
 		if (!status)

@@ -141,7 +141,7 @@ wait_for 10 test ! -e "$D" || fail "$D still there after unmap"
 blk "unexport name=e0" || fail "unexport"
 
 # ---- 4. a greeting that never comes back in time ---------------------------
-# Every HELLO answered 10 s late (test_hello_delay_ms), the client waiting
+# Every HELLO answered 15 s late (test_hello_delay_ms), the client waiting
 # 10 s for it: each reconnect's connection is up, its greeting times out
 # and krdma-blk fails it in its RECONNECTED callback.  Such a set does not
 # end the outage: loss_tmo_ms (3 s) counts from the first failure, the
@@ -157,7 +157,7 @@ P=/sys/module/krdma_blk/parameters
 sd=$(echo $KRDMA_SYS/sessions/*)
 [ -e "$sd/conn" ] || fail "no session of krdmablk0's queue: $sd"
 c=$(cat "$sd/conn")
-echo 10000 >$P/test_hello_delay_ms || fail "test_hello_delay_ms"
+echo 15000 >$P/test_hello_delay_ms || fail "test_hello_delay_ms"
 dmesg_mark
 echo "retry_exc_err op=recv nth=1" >"$KRDMA_SYS/conns/$c/inject" || fail "arm $c"
 t0=$SECONDS
