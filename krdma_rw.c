@@ -488,15 +488,16 @@ static struct krdma_rdma *krdma_rw_prep(struct krdma_conn *conn, bool write,
 					const struct krdma_rw_part *parts,
 					int nparts, bool nowait)
 {
-	bool sink = !write && rdma_protocol_iwarp(conn->kdev->ibdev,
-						  conn->port);
 	struct krdma_rdma *op;
 	int n, i, ret;
+	bool sink;
 
 	might_sleep();
 	ret = krdma_conn_qp_get(conn);
 	if (ret)
 		return ERR_PTR(ret);
+	/* With the QP: a connection without one may have no device yet. */
+	sink = !write && conn->iwarp;
 	op = krdma_rw_op_alloc(conn, write, parts, nparts);
 	if (IS_ERR(op)) {
 		krdma_conn_qp_put(conn);
