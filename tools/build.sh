@@ -6,7 +6,8 @@
 # Prints the build directory on stdout.
 #
 # Debian's kernels are built without CONFIG_RDMA_SIW, so for those the lab
-# builds siw.ko out of tree from the matching linux-source package.
+# builds siw.ko out of tree from the matching linux-source package, with the
+# lab's fixes of it (tools/kernel-patches/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -120,7 +121,10 @@ if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then
 		# against (a clean clone, as in CI, saves half a minute of
 		# every line's first build).
 		ver=$(dpkg-query -W -f='${Version}' "$srcpkg")
-		key=$(cat "$kdir/Module.symvers" "$kdir/.config" | sha256sum | cut -c1-12)
+		# The source tree's name carries the lab's patches of it
+		# (tools/kernel-patches/): a new patch set builds siw again.
+		key=$( { cat "$kdir/Module.symvers" "$kdir/.config"; basename "$src"; } |
+			sha256sum | cut -c1-12)
 		cached=${KRDMA_CACHE:-${HOME:?HOME is not set}/.cache/krdma}/siw/$rel-$ver-$key
 		mkdir -p "$(dirname "$cached")"
 		exec 8>"$cached.lock"	# clones share the cache

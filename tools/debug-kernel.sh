@@ -5,7 +5,9 @@
 #         tools/kernel-src.sh (checkpatch and the 6.12 siw build share it).
 # Config: `make tinyconfig` (x86_64) + test/debug-kernel.config, then olddefconfig; every
 #         fragment line is checked against the final .config.
-# Cache:  ${KRDMA_CACHE:-$HOME/.cache/krdma}/debug-kernel/<source-version>-<sha256(options):12>/
+# Patches: the lab's fixes of that source, tools/kernel-patches/linux-source-6.12/
+#         (applied by tools/kernel-src.sh; README there).
+# Cache:  ${KRDMA_CACHE:-$HOME/.cache/krdma}/debug-kernel/<source-version>-<sha256(options):12>[-p<patches>]/
 #         (options: the fragment's lines but comments and blank ones)
 #           bzImage   kernel image for qemu -kernel
 #           build/    O= build tree, usable as KDIR (make -C build M=/path/to/module modules);
@@ -63,7 +65,9 @@ frag_hash=$( { sed -e '/^# CONFIG_[A-Za-z0-9_]* is not set$/b' -e '/^[[:space:]]
   -e '/^[[:space:]]*$/d' "$frag"; (( ${#extra[@]} == 0 )) || printf '%s\n' "${extra[@]}"; } |
   sha256sum | cut -c1-12)
 # Debian versions may carry an epoch ("1:") or other odd characters: keep the path plain.
-key=$(printf '%s' "$src_ver" | tr -c 'A-Za-z0-9.+~_-' '_')-$frag_hash
+# The lab's fixes of that source (tools/kernel-patches/) are in the key:
+# -pHASH, as in tools/kernel-src.sh's tree.
+key=$(printf '%s' "$src_ver" | tr -c 'A-Za-z0-9.+~_-' '_')-$frag_hash$("$repo/tools/kernel-src.sh" --patches "$SRC_PKG")
 
 root="${KRDMA_CACHE:-${HOME:?HOME is not set}/.cache/krdma}/debug-kernel"
 dir="$root/$key"

@@ -16,7 +16,7 @@ pkgs=(
 	build-essential make gcc gcc-12 perl bc bison flex libelf-dev libssl-dev
 	xz-utils cpio kmod busybox-static qemu-system-x86 iproute2
 	rdma-core ibverbs-utils rdmacm-utils perftest sparse dkms python3
-	dwarves
+	dwarves patch
 	linux-source-6.1 linux-source-6.12
 	fio e2fsprogs
 )
