@@ -67,9 +67,4 @@ check() {
 }
 check "${opts[@]}" -- ${kern[@]+"${kern[@]}"} || rc=1
 check "${user_opts[@]}" -- ${user[@]+"${user[@]}"} || rc=1
-# The lab's fixes of the kernel (tools/kernel-patches/) are patches for
-# linux-rdma: checked as patches, not as files.
-for p in $(git ls-files 'tools/kernel-patches/*.patch' 2>/dev/null); do
-	perl "$dir/scripts/checkpatch.pl" --strict --no-tree --quiet --show-types "$p" || rc=1
-done
 exit $rc
