@@ -67,4 +67,12 @@ check() {
 }
 check "${opts[@]}" -- ${kern[@]+"${kern[@]}"} || rc=1
 check "${user_opts[@]}" -- ${user[@]+"${user[@]}"} || rc=1
+# The lab's fixes of the kernel (tools/kernel-patches/) are patches for
+# linux-rdma, checked as patches.  On standard input: checkpatch.pl takes
+# a file argument that git ls-files knows for a source file (as -f does)
+# and would read each blank context line as trailing whitespace.
+for p in $(git ls-files 'tools/kernel-patches/*.patch' 2>/dev/null); do
+	perl "$dir/scripts/checkpatch.pl" --strict --no-tree --quiet \
+		--show-types - <"$p" || { echo "checkpatch: in $p" >&2; rc=1; }
+done
 exit $rc
