@@ -255,16 +255,25 @@ wait_for() {
 # kmsg_wait returns 1 at the timeout; a caller checks the outcome in dmesg
 # as before, so that lines lost to a wrapped buffer cost time, not truth.
 kmsg_open() {
-	local end=$((SECONDS + 30)) rc
+	local mark="krdma-test: kmsg_open $$.$RANDOM" end=$((SECONDS + 60)) l rc
 	exec {KRDMA_KMSG_FD}</dev/kmsg || return 1
-	# Past every record there is: a read that times out.  One that fails
-	# (EPIPE: records overwritten meanwhile) goes on with the next.
+	# Past every record there is: up to a line of our own.  Not "until a
+	# read times out": under TCG a short timeout can end the skip early,
+	# and kmsg_wait then reads the thousands of records left one by one
+	# while its window closes (listen-race over siw, 2026-12-01: 18 s).
+	echo "$mark" >/dev/kmsg || return 1
 	while [ $SECONDS -lt $end ]; do
-		read -r -t 0.05 -u "$KRDMA_KMSG_FD" _
+		read -r -t 5 -u "$KRDMA_KMSG_FD" l
 		rc=$?
-		[ $rc -le 128 ] || break
+		if [ $rc = 0 ]; then
+			[[ ${l#*;} == "$mark" ]] && return 0
+		elif [ $rc -gt 128 ]; then
+			return 1	# the mark never came
+		else		# EPIPE: records overwritten
+			nap 0.1
+		fi
 	done
-	return 0
+	return 1
 }
 kmsg_wait() {
 	local end=$((SECONDS + $1)) l rc
