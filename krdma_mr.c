@@ -61,6 +61,17 @@ struct krdma_mr {
 	struct ib_cqe		inv_cqe;
 };
 
+/*
+ * Tests only: the Nth registration from a connection's MR pool from now on
+ * fails its post with -ENOTCONN before it reaches the device, as siw's
+ * post does on a QP that has just left RTS; counts down to 0
+ * (test/guest/blk.sh).
+ */
+static int fault_reg_post_fail;
+module_param(fault_reg_post_fail, int, 0644);
+MODULE_PARM_DESC(fault_reg_post_fail,
+		 "Tests only: the Nth pool registration's post from now on fails (0: none)");
+
 static void krdma_mr_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_mr *kmr = container_of(wc->wr_cqe, struct krdma_mr, cqe);
@@ -788,7 +799,8 @@ struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
 		kmr->mapped = mapped;
 		kmr->valid = true;
 		kmr->wr_out = 1;
-		ret = ib_post_send(conn->qp, &wr.wr, NULL);
+		ret = krdma_fault_nth(&fault_reg_post_fail) ? -ENOTCONN :
+		      ib_post_send(conn->qp, &wr.wr, NULL);
 		if (ret) {
 			kmr->mr = NULL;
 			kmr->mapped = 0;

@@ -61,17 +61,26 @@ module_param(fault_post_fail, int, 0644);
 MODULE_PARM_DESC(fault_post_fail,
 		 "Tests only: the Nth post of krdma's own from now on fails (0: none)");
 
-static bool krdma_fault_post(void)
+/*
+ * Tests only: true for the Nth call from when *@knob was set to N (it
+ * counts down to 0, in any context); false while it is 0 or less.
+ */
+bool krdma_fault_nth(int *knob)
 {
-	int v = READ_ONCE(fault_post_fail), old;
+	int v = READ_ONCE(*knob), old;
 
 	while (unlikely(v > 0)) {
-		old = cmpxchg(&fault_post_fail, v, v - 1);
+		old = cmpxchg(knob, v, v - 1);
 		if (old == v)
 			return v == 1;
 		v = old;
 	}
 	return false;
+}
+
+static bool krdma_fault_post(void)
+{
+	return krdma_fault_nth(&fault_post_fail);
 }
 
 /* ---- receive ------------------------------------------------------- */

@@ -362,6 +362,35 @@ n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected')
 [ "$n" -ge "${#armed[@]}" ] || { dmesg_new | grep krdma; fail "$n reconnects for ${#armed[@]} injected failures"; }
 log "${#armed[@]} injected failures, $n reconnects, fio clean"
 
+# ---- a registration whose post fails --------------------------------------
+# The 3rd pool registration from now fails its post with -ENOTCONN before
+# it reaches the device (krdma's fault_reg_post_fail), as siw's post does
+# on a QP that left RTS an instant before its connection's failure is
+# known: make stress's 6.1 blk-pair over siw, 2026-12-02, saw
+# "registration failed (-107)" and an I/O error reach fio during a link
+# flap.  The queue's connection must fail, its session reconnect and the
+# request be sent again: no I/O error, the data read back intact.
+log "a registration whose post fails"
+KP=/sys/module/krdma/parameters/fault_reg_post_fail
+dmesg_mark
+echo 3 >$KP || fail "fault_reg_post_fail"
+dd if="$W/rand" of="$D" bs=1M oflag=direct status=none ||
+	{ echo 0 >$KP; fail "dd to $D with a registration's post failed"; }
+dd if="$D" of="$W/back" bs=1M count=$dd_mb iflag=direct status=none ||
+	{ echo 0 >$KP; fail "dd from $D after a registration's post failed"; }
+left=$(cat $KP)
+echo 0 >$KP
+expect_eq "$left" 0 "registration posts left to fail"
+cmp "$W/rand" "$W/back" || fail "data read back after the failed post differs"
+dmesg_fetch
+new_has "I/O error" && fail "an I/O error reached the block layer"
+new_count "posting a registration failed (-107): failing the connection"
+expect_eq "$NEW_N" 1 "lines of the failed post"
+new_count "queue 0: reconnected"
+n=$NEW_N
+new_count "queue 1: reconnected"
+[ $((n + NEW_N)) -ge 1 ] || fail "no queue reconnected after the failed post"
+
 # ---- a hostile client ----------------------------------------------------
 # test/blkhostile: a client that breaks the protocol.  Each way of doing it
 # is one load of the module, which checks the server's answer from its side
