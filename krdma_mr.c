@@ -713,7 +713,9 @@ static void krdma_pool_inv_done(struct ib_cq *cq, struct ib_wc *wc)
  * bad rights, or @sg has gaps), -E2BIG (more than opts.mr_pool_pages
  * pages), -EAGAIN (every pool MR is in use), -EOPNOTSUPP (atomics on a
  * device without them), -ENOMEM (the DMA mapping failed), or the
- * connection's error.
+ * connection's error.  A post the device refuses fails the connection
+ * first (its ERROR event; krdma_conn_error() is then set), and its errno
+ * is returned.
  */
 struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
 				     struct scatterlist *sg, int nents,
@@ -806,6 +808,13 @@ struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
 			kmr->mapped = 0;
 			kmr->valid = false;
 			kmr->wr_out = 0;
+			/*
+			 * The QP takes no more (siw: -ENOTCONN once it left
+			 * RTS, before its error reaches us): the connection
+			 * fails now, so that the caller sees it failed and
+			 * waits for a reconnect instead of failing its I/O.
+			 */
+			krdma_conn_fail_locked(conn, ret, "a registration");
 		}
 	} else {
 		ret = conn->error ?: -ENOTCONN;
@@ -880,6 +889,8 @@ int krdma_mr_invalidate_async(struct krdma_mr *kmr, struct krdma_req *req)
 			kmr->wr_out++;
 			kmr->letgo = true;
 			kmr->inv_req = req;
+		} else {
+			krdma_conn_fail_locked(conn, ret, "an invalidation");
 		}
 	}
 	spin_unlock_bh(&conn->lock);
