@@ -51,6 +51,10 @@ wait_for 15 says $SS/s1/state reconnecting ||
 	fail "s1 after the peer's device removal: $(cat $SS/s1/state), last_error $(cat $SS/s1/last_error)"
 case "$(cat $SS/s1/last_error)" in
 -104|-110|-5) ;;	# disconnected, or the CM/heartbeat/QP noticed first
+# A reconnect refused while B's listener is stopped: on the debug kernel
+# over siw (make stress, 2026-12-02) the first attempt, 500 ms after the
+# loss, came before this read.
+-111) ;;
 *) fail "s1's last_error after the peer's device removal: $(cat $SS/s1/last_error)" ;;
 esac
 barrier back
