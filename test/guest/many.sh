@@ -35,8 +35,21 @@ if [ "$ROLE" = B ]; then
 		barrier "clean$r" "$btmo"
 	done
 	barrier done "$btmo"
-	expect_eq "$(cat $KRDMA_SYS/listeners/l1/accepted)" \
-		$((N * ROUNDS + CYCLES)) "accepted"
+	acc=$(cat $KRDMA_SYS/listeners/l1/accepted)
+	all=$((N * ROUNDS + CYCLES))
+	if [ "$DEV" = siw ]; then
+		# Over iWARP a connection is handed over (and counted) once
+		# the peer's first message came: a cycle that A closes
+		# before that is not (6.12 siw, 2026-12-02: 98 of 100).
+		# Every round's and every tested cycle's connection carried
+		# data, so those were.
+		least=$((N * ROUNDS + CYCLES / 100))
+		[ "$CYCLES" = 0 ] || [ $((CYCLES % 100)) = 0 ] || least=$((least + 1))
+		[ "$acc" -ge "$least" ] && [ "$acc" -le "$all" ] ||
+			fail "accepted: got $acc, expected $least to $all"
+	else
+		expect_eq "$acc" "$all" "accepted"
+	fi
 	wait_for 60 eval '[ "$(passive)" = 0 ]' ||
 		fail "$(passive) passive connections left at the end"
 	exit 0
