@@ -37,19 +37,17 @@ if [ "$ROLE" = B ]; then
 	barrier done "$btmo"
 	acc=$(cat $KRDMA_SYS/listeners/l1/accepted)
 	all=$((N * ROUNDS + CYCLES))
-	if [ "$DEV" = siw ]; then
-		# Over iWARP a connection is handed over (and counted) once
-		# the peer's first message came: a cycle that A closes
-		# before that is not (6.12 siw, 2026-12-02: 98 of 100).
-		# Every round's and every tested cycle's connection carried
-		# data, so those were.
-		least=$((N * ROUNDS + CYCLES / 100))
-		[ "$CYCLES" = 0 ] || [ $((CYCLES % 100)) = 0 ] || least=$((least + 1))
-		[ "$acc" -ge "$least" ] && [ "$acc" -le "$all" ] ||
-			fail "accepted: got $acc, expected $least to $all"
-	else
-		expect_eq "$acc" "$all" "accepted"
-	fi
+	# A listener counts a connection when it hands it to its owner: at
+	# its ESTABLISHED (IB CM: the RTU, or the first message), over iWARP
+	# once the peer's first message came.  A cycle that A closes before
+	# that is never handed over (6.12, 2026-12-02: 98 of 100 over siw;
+	# 3047 of 3048 over rxe, an RTU lost on the lab's link).  Every
+	# round's and every tested cycle's connection carried data, so
+	# those were.
+	least=$((N * ROUNDS + CYCLES / 100))
+	[ "$CYCLES" = 0 ] || [ $((CYCLES % 100)) = 0 ] || least=$((least + 1))
+	[ "$acc" -ge "$least" ] && [ "$acc" -le "$all" ] ||
+		fail "accepted: got $acc, expected $least to $all"
 	wait_for 60 eval '[ "$(passive)" = 0 ]' ||
 		fail "$(passive) passive connections left at the end"
 	exit 0
