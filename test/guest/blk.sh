@@ -356,11 +356,16 @@ for sd in $KRDMA_SYS/sessions/*; do
 done
 [ ${#armed[@]} -ge 1 ] || fail "no queue connection to arm: $(ls $KRDMA_SYS/sessions)"
 fio_verify 2M 64k
-n=$(dmesg_new | grep -c 'injected: a recv completion fails with')
-expect_eq "$n" "${#armed[@]}" "injected failures (one per queue armed: ${armed[*]})"
+# fio runs on one CPU at a time, and blk-mq sends its I/O to that CPU's
+# queue: a queue that gets fewer than 10 replies never fires (make check,
+# debug, 2026-12-02: 1 of 2).  At least one must, each one that did must
+# cost its queue a reconnect, and fio must see no error.
+inj=$(dmesg_new | grep -c 'injected: a recv completion fails with')
+[ "$inj" -ge 1 ] && [ "$inj" -le "${#armed[@]}" ] ||
+	fail "injected failures: got $inj, expected 1 to ${#armed[@]} (queues armed: ${armed[*]})"
 n=$(dmesg_new | grep -c 'krdmablk0: queue [0-9]*: reconnected')
-[ "$n" -ge "${#armed[@]}" ] || { dmesg_new | grep krdma; fail "$n reconnects for ${#armed[@]} injected failures"; }
-log "${#armed[@]} injected failures, $n reconnects, fio clean"
+[ "$n" -ge "$inj" ] || { dmesg_new | grep krdma; fail "$n reconnects for $inj injected failures"; }
+log "$inj of ${#armed[@]} injected failures fired, $n reconnects, fio clean"
 
 # ---- a registration whose post fails --------------------------------------
 # The 3rd pool registration from now fails its post with -ENOTCONN before
