@@ -1211,13 +1211,23 @@ EXPORT_SYMBOL_GPL(krdma_conn_shutdown);
  * krdma_conn_waitq - where a connection's waiters sleep
  * @conn: the connection
  *
- * Woken when a message is ready for krdma_recv() and when the connection
- * changes state (fails, disconnects): for a consumer that waits on several
- * objects at once (poll() of /dev/krdma) with its own wait entry, or that
- * waits with wait_event() for a condition that mixes the connection's
- * state with its own (the self-test waits there for its peer's replies,
- * and wakes it itself when one came: krdma's own waiters take a spurious
+ * Woken when a message is ready for krdma_recv(), when the connection
+ * changes state (fails, disconnects) and when the last message its
+ * consumer kept is released after it failed (krdma_msgs_kept()): for a
+ * consumer that waits on several objects at once (poll() of /dev/krdma,
+ * a session's failed connections) with its own wait entry, or that waits
+ * with wait_event() for a condition that mixes the connection's state
+ * with its own (the self-test waits there for its peer's replies, and
+ * wakes it itself when one came: krdma's own waiters take a spurious
  * wakeup in their stride).  Remove the entry before krdma_close().
+ *
+ * A wake function of an entry of one's own may run with the connection's
+ * lock held (krdma wakes the queue under it where what it tells must not
+ * outlive the lock: a failure, the last kept message's release), with
+ * interrupts off: it must not sleep, and must not call krdma on that
+ * connection, krdma_msgs_kept() included; it may take a lock of its own
+ * that is never held around a call of krdma's on the connection, and
+ * queue work.
  *
  * Context: any.
  * Return: the wait queue head.

@@ -468,7 +468,9 @@ void krdma_rx_cb_start(struct krdma_conn *conn)
  *
  * Its buffer goes back to the peer, with the credit it held.  A kept
  * message stays valid after its connection failed; release every one
- * before krdma_close() of the connection.
+ * before krdma_close() of the connection.  The last one released after
+ * the connection failed wakes krdma_conn_waitq(), for an owner that
+ * closes it once krdma_msgs_kept() says none is left.
  *
  * Context: process or softirq context; does not sleep.
  */
@@ -496,11 +498,48 @@ void krdma_msg_release(struct krdma_conn *conn, struct krdma_msg *msg)
 	} else if (!conn->rx_closed) {
 		krdma_repost_locked(conn, rx, false);
 	}
+	/*
+	 * Woken under the lock: an owner that reads krdma_msgs_kept() 0
+	 * (under the lock too) may close the connection and free it at
+	 * once, so nothing of @conn is touched after the unlock.
+	 */
+	if (conn->rx_closed && !conn->rx_kept)
+		wake_up_all(&conn->wq);
 	spin_unlock_bh(&conn->lock);
 	kfree(buf);
 	kfree(arr);
 }
 EXPORT_SYMBOL_GPL(krdma_msg_release);
+
+/**
+ * krdma_msgs_kept - how many messages of a connection its consumer holds
+ * @conn: the connection
+ *
+ * Counts the messages the recv callback kept (KRDMA_MSG_KEEP) and has not
+ * released, a message whose recv callback is running now (it holds it
+ * until it returns), and those passed on to krdma_recv() (KRDMA_MSG_QUEUE,
+ * or a connection without a recv callback) that it has not taken yet (the
+ * teardown of a failed connection drops these).  The count is stable
+ * only after krdma_conn_shutdown(), which delivers no message once it
+ * returned: from then on it only goes down, by krdma_msg_release(), and
+ * 0 stays 0.  Before, a message may arrive, or a recv callback return,
+ * at any time.  A consumer that shares a connection between owners (a
+ * session) closes a failed one only when this is 0 once it is shut
+ * down; the last krdma_msg_release() then wakes krdma_conn_waitq().
+ *
+ * Context: any but hard interrupt; does not sleep.
+ * Return: the number of messages held.
+ */
+u32 krdma_msgs_kept(struct krdma_conn *conn)
+{
+	u32 n;
+
+	spin_lock_bh(&conn->lock);
+	n = conn->rx_kept;
+	spin_unlock_bh(&conn->lock);
+	return n;
+}
+EXPORT_SYMBOL_GPL(krdma_msgs_kept);
 
 /*
  * The connection's memory goes: messages a consumer never released

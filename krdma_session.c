@@ -16,11 +16,12 @@
  * at a time under s->mutex: telling the consumer, connecting again, and
  * closing a failed connection (never in the connection's own event
  * callback, where krdma_close() would wait for itself).  A failed
- * connection the consumer still holds (krdma_session_conn_get()) is closed
- * only once it has put it back.  The work is idempotent: whoever has news
- * (a connection's end event, the last put of an old connection) queues it
- * at once, and it works out from the state what is due, then queues
- * itself for the next attempt.
+ * connection the consumer still holds (krdma_session_conn_get(), or a
+ * message its recv callback kept) is closed only once it has put it back
+ * and released them.  The work is idempotent: whoever has news (a
+ * connection's end event, the last put of an old connection, the wake of
+ * an old connection's wait queue) queues it at once, and it works out
+ * from the state what is due, then queues itself for the next attempt.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -45,6 +46,9 @@ struct krdma_sess_conn {
 	struct list_head	list;		/* s->old; empty while current */
 	u32			idx;		/* in the session's set */
 	bool			abort;		/* to fail with its set (s->mutex) */
+	/* On the connection's wait queue while on s->old (s->mutex) */
+	struct wait_queue_entry	wait;
+	bool			waiting;
 	/* Under s->lock: */
 	u32			users;		/* krdma_session_conn_get()s */
 	bool			failed;		/* its end event came */
@@ -182,6 +186,25 @@ static void krdma_sess_tell(struct krdma_session *s,
 }
 
 /*
+ * An old connection's wait queue woke (the last message the consumer kept
+ * of it was released, say): the work sees whether it can close it now.
+ * With the wait queue's lock held and interrupts off.
+ */
+static int krdma_sess_conn_wake(struct wait_queue_entry *wait,
+				unsigned int mode, int sync, void *key)
+{
+	struct krdma_sess_conn *sc = container_of(wait, struct krdma_sess_conn,
+						  wait);
+	struct krdma_session *s = sc->s;
+
+	spin_lock(&s->lock);
+	if (!s->stopping)
+		mod_delayed_work(krdma_wq, &s->work, 0);
+	spin_unlock(&s->lock);
+	return 0;
+}
+
+/*
  * The connect request of connection @idx of generation @gen; sleeps up to
  * opts.conn.timeout_ms (@timeout_ms if not 0).
  */
@@ -205,6 +228,7 @@ static struct krdma_sess_conn *krdma_sess_connect(struct krdma_session *s,
 	sc->s = s;
 	sc->idx = idx;
 	INIT_LIST_HEAD(&sc->list);
+	init_waitqueue_func_entry(&sc->wait, krdma_sess_conn_wake);
 	/* A set's queues on vectors of their own, as nvme-rdma's. */
 	if (s->nr > 1 && o.comp_vector == KRDMA_COMP_VECTOR_ANY)
 		o.comp_vector = KRDMA_COMP_VECTOR(idx);
@@ -230,6 +254,8 @@ static void krdma_sess_close(struct krdma_session *s,
 {
 	/* The consumer's krdma_session_conn_put()s come before destroy. */
 	WARN_ON_ONCE(READ_ONCE(sc->users));
+	if (sc->waiting)
+		remove_wait_queue(krdma_conn_waitq(sc->conn), &sc->wait);
 	krdma_close(sc->conn);
 	kfree(sc);
 }
@@ -237,9 +263,43 @@ static void krdma_sess_close(struct krdma_session *s,
 static u32 krdma_sess_attempt_ms_locked(struct krdma_session *s);
 
 /*
+ * A connection made of a set whose next connection failed.  The recv
+ * callback may have kept messages of it already: it delivers as soon as
+ * the connection is up, before the set is told (struct krdma_session_ops).
+ * So it is not closed at once.  An attempt's (@attempt, with s->mutex
+ * held) leaves the set as a failed set's connections do: on s->old, with
+ * its wait entry, failed (its end event queues the work), and the reap
+ * closes it once nothing of it is kept; the work reaps whenever it runs,
+ * in every state (LOST too), and destroy closes what is left.
+ * krdma_session_create()'s (nobody reaps for it: the session never
+ * existed) waits here, once it is shut down, for the consumer to release
+ * what it kept.
+ */
+static void krdma_sess_drop_made(struct krdma_session *s,
+				 struct krdma_sess_conn *sc, bool attempt)
+{
+	wait_queue_head_t *wq = krdma_conn_waitq(sc->conn);
+
+	if (attempt) {
+		add_wait_queue(wq, &sc->wait);
+		sc->waiting = true;
+		spin_lock_bh(&s->lock);
+		list_add_tail(&sc->list, &s->old);
+		spin_unlock_bh(&s->lock);
+		krdma_conn_fail(sc->conn, -ECONNABORTED);
+		return;
+	}
+	krdma_conn_shutdown(sc->conn);
+	/* The last release after the shutdown wakes the queue. */
+	wait_event(*wq, !krdma_msgs_kept(sc->conn));
+	krdma_sess_close(s, sc);
+}
+
+/*
  * The connections of generation @gen, one after another, into s->next
  * (s->nr of them); an attempt's (@attempt) each within what is left of the
- * loss timeout.  All or nothing: if one fails, those made are closed.
+ * loss timeout.  All or nothing: if one fails, those made are dropped
+ * (krdma_sess_drop_made()).
  * Return: 0 or the failed connect's errno.
  */
 static int krdma_sess_connect_set(struct krdma_session *s, u32 gen,
@@ -260,7 +320,7 @@ static int krdma_sess_connect_set(struct krdma_session *s, u32 gen,
 
 			set[i] = NULL;
 			while (i--) {
-				krdma_sess_close(s, set[i]);
+				krdma_sess_drop_made(s, set[i], attempt);
 				set[i] = NULL;
 			}
 			return err;
@@ -278,26 +338,34 @@ static void krdma_sess_install_locked(struct krdma_session *s)
 	s->attempt_error = 0;
 }
 
-/* Close the failed connections nobody holds any more. */
+/*
+ * Close the failed connections nobody holds any more: no
+ * krdma_session_conn_get() of them is out, and, once shut down (no
+ * message is delivered after that), the consumer keeps none of their
+ * messages (KRDMA_MSG_KEEP: valid until krdma_msg_release(), which
+ * krdma_close() would free).  The last release wakes the connection's
+ * wait queue, and its entry queues the work again.  With s->mutex held:
+ * s->old changes only under it (and under s->lock, for _put()).
+ */
 static void krdma_sess_reap(struct krdma_session *s)
 {
-	struct krdma_sess_conn *sc, *found;
+	struct krdma_sess_conn *sc, *tmp;
+	bool held;
 
-	for (;;) {
-		found = NULL;
+	list_for_each_entry_safe(sc, tmp, &s->old, list) {
+		/* A connection on s->old is never taken again. */
 		spin_lock_bh(&s->lock);
-		list_for_each_entry(sc, &s->old, list) {
-			if (!sc->users) {
-				list_del_init(&sc->list);
-				found = sc;
-				break;
-			}
-		}
+		held = sc->users;
 		spin_unlock_bh(&s->lock);
-		if (!found)
-			return;
-		krdma_close(found->conn);
-		kfree(found);
+		if (held)
+			continue;
+		krdma_conn_shutdown(sc->conn);
+		if (krdma_msgs_kept(sc->conn))
+			continue;
+		spin_lock_bh(&s->lock);
+		list_del_init(&sc->list);
+		spin_unlock_bh(&s->lock);
+		krdma_sess_close(s, sc);
 	}
 }
 
@@ -484,6 +552,11 @@ static void krdma_sess_work(struct work_struct *work)
 	spin_unlock_bh(&s->lock);
 	/* s->old changes only under s->mutex too. */
 	list_for_each_entry(o, &s->old, list) {
+		if (!o->waiting) {
+			/* For the release of its last kept message (reap). */
+			add_wait_queue(krdma_conn_waitq(o->conn), &o->wait);
+			o->waiting = true;
+		}
 		if (o->abort) {
 			o->abort = false;
 			krdma_conn_fail(o->conn, -ECONNABORTED);
@@ -757,13 +830,17 @@ static size_t krdma_sess_addr_len(const struct sockaddr *a)
  * Makes a session (a random 16-byte id, its directory under
  * /sys/kernel/krdma/sessions/) and its first connection (its first set of
  * @opts->nr_conns, one after another), synchronously: if one fails,
- * nothing is left and its error is returned.  Once the
+ * nothing is left, no event is told, and its error is returned.  A
+ * message @recv kept of a set that fails is waited for: release it
+ * without waiting for an event (the connections made are shut down
+ * first, so nothing more is delivered).  Once the
  * session exists, its connection is replaced whenever it fails
  * (enum krdma_session_event), from krdma's workqueue.  The first event,
  * KRDMA_SESSION_CONNECTED, comes from there too, after this returned.
  *
  * Context: process context; sleeps up to @opts->conn.timeout_ms for each
- * connection.
+ * connection, and when the set fails until what @recv kept of it is
+ * released.
  * Return: the session, or an ERR_PTR: krdma_connect()'s errors, -EINVAL
  * (bad @opts: a reconnect delay out of range, opts.conn.ops, .priv or
  * .name set, more than KRDMA_SESSION_MAX_USER_DATA bytes of private data,
@@ -842,7 +919,8 @@ EXPORT_SYMBOL_GPL(krdma_session_create);
  * session's connections and waits for their callbacks and the session's.
  * No event callback of @s runs once this returns, and @s must not be used
  * afterwards.  Every connection taken with krdma_session_conn_get() must
- * have been put back before.
+ * have been put back before, and every message the recv callback kept
+ * (KRDMA_MSG_KEEP) released.
  *
  * Context: process context; sleeps.  Not from @s's own event callback.
  */

@@ -565,6 +565,7 @@ int krdma_recv(struct krdma_conn *conn, void *buf, size_t len, long timeout);
 int krdma_recv_ex(struct krdma_conn *conn, void *buf, size_t len,
 		  struct krdma_recv_info *info, long timeout);
 void krdma_msg_release(struct krdma_conn *conn, struct krdma_msg *msg);
+u32 krdma_msgs_kept(struct krdma_conn *conn);
 u32 krdma_recv_queued(struct krdma_conn *conn);
 
 /*
@@ -812,11 +813,12 @@ struct krdma_session;
  *	(the connection's end event's error).  The session will reconnect.
  *	Operations on the old connection fail; krdma_session_errno() makes
  *	their errors KRDMA_ERR_RETRY.  If the consumer holds the old
- *	connection nowhere (krdma_session_conn_get()) once this callback
- *	returned, the session closes it before it tells RECONNECTED or
- *	LOST: by then none of its callbacks runs any more, every operation
- *	on it has completed, and its registrations are released (their
- *	memory is the consumer's again).
+ *	connection nowhere (krdma_session_conn_get()) and keeps none of its
+ *	messages (KRDMA_MSG_KEEP) once this callback returned, the session
+ *	closes it before it tells RECONNECTED or LOST: by then none of its
+ *	callbacks runs any more, every operation on it has completed, and
+ *	its registrations are released (their memory is the consumer's
+ *	again).  Else it closes it once the last is put back and released.
  * @KRDMA_SESSION_RECONNECTING: an attempt starts; error is the previous
  *	attempt's error, 0 for the first attempt after a disconnect.
  * @KRDMA_SESSION_RECONNECTED: a new connection is up.  The consumer must
@@ -852,7 +854,12 @@ enum krdma_session_event {
  *	failure after DISCONNECTED, and a new one before its RECONNECTED).
  *	The connection's own recv callback, forwarded: same rules and
  *	return values as struct krdma_conn_ops.recv (KRDMA_MSG_QUEUE puts
- *	@msg on @conn's receive queue, for krdma_recv() on @conn).
+ *	@msg on @conn's receive queue, for krdma_recv() on @conn).  A
+ *	message kept (KRDMA_MSG_KEEP) keeps @conn open after it failed:
+ *	the session closes a failed connection only once every message
+ *	kept of it was given back with krdma_msg_release() (the last one
+ *	wakes the session), so release each, on the connection @recv was
+ *	given, before krdma_session_destroy().
  *
  * Context: @event runs in process context, from krdma's workqueue, one
  * call at a time per session and in order.  @recv runs where the

@@ -5864,6 +5864,10 @@ struct at_sess {
 	struct krdma_listener	*l;
 	struct at_sl		sl;
 	struct at_se		se;
+	/* session_keep's recv callback: the message it kept (klock) */
+	spinlock_t		klock;
+	struct krdma_conn	*kept_conn;
+	struct krdma_msg	*kept;
 };
 
 static struct at_sess *at_sess_start(struct at_test *t, int off)
@@ -5886,6 +5890,7 @@ static struct at_sess *at_sess_start(struct at_test *t, int off)
 	a->sl.refuse_from = U32_MAX;
 	spin_lock_init(&a->se.lock);
 	init_waitqueue_head(&a->se.wq);
+	spin_lock_init(&a->klock);
 	a->laddr = at_addr;
 	((struct sockaddr_in *)&a->laddr)->sin_port = htons(port + off);
 	if (a->laddr.ss_family == AF_INET6)
@@ -6390,6 +6395,144 @@ out_s:
 	krdma_session_destroy(s);
 out_a:
 	at_sess_stop(a);
+}
+
+/*
+ * A message the session's recv callback keeps (KRDMA_MSG_KEEP) stays
+ * valid after its connection failed, until krdma_msg_release(): the
+ * session closes the failed connection only after that release, not
+ * when it reconnects.  Before the fix the session's reap closed it at
+ * once (krdma_close() warned of the kept message, and the message was
+ * freed under the consumer).
+ */
+#define AT_KEEP_LEN	300
+#define AT_KEEP_SEED	0x5e5c0
+
+static int at_sk_recv(struct krdma_session *s, struct krdma_conn *c,
+		      struct krdma_msg *m)
+{
+	struct at_sess *a = container_of(krdma_session_priv(s), struct at_sess,
+					 se);
+	int ret = 0;
+
+	spin_lock_bh(&a->klock);
+	if (!a->kept) {
+		a->kept = m;
+		a->kept_conn = c;
+		ret = KRDMA_MSG_KEEP;
+	}
+	spin_unlock_bh(&a->klock);
+	wake_up_all(&a->se.wq);
+	return ret;
+}
+
+static const struct krdma_session_ops at_sk_ops = {
+	.event	= at_se_event,
+	.recv	= at_sk_recv,
+};
+
+/* Is the connection named @name open (not closed by its owner)? */
+static bool at_conn_open(const char *name)
+{
+	struct krdma_conn *c = krdma_conn_find(name);
+
+	if (c)
+		krdma_conn_put(c);
+	return c;
+}
+
+static void sc_session_keep(struct at_test *t)
+{
+	struct krdma_session_opts so = {
+		.conn = { .timeout_ms = 10000 },
+		.reconnect_delay_ms = 200,
+		.loss_tmo_ms = 20000,
+		.ops = &at_sk_ops,
+	};
+	char name[KRDMA_OPTS_NAME_MAX];
+	struct krdma_conn *c = NULL, *p0;
+	struct krdma_session *s;
+	struct krdma_msg *m = NULL;
+	struct at_sess *a;
+	u8 *buf;
+	int i;
+
+	a = at_sess_start(t, 11);
+	if (!a)
+		return;
+	so.priv = &a->se;
+	buf = kmalloc(AT_KEEP_LEN, GFP_KERNEL);
+	if (!buf) {
+		at_fail(t, "out of memory");
+		goto out_a;
+	}
+	s = krdma_session_create((struct sockaddr *)&a->laddr, NULL, &so);
+	if (IS_ERR(s)) {
+		at_fail(t, "krdma_session_create: %ld", PTR_ERR(s));
+		goto out_a;
+	}
+	if (!at_se_expect(t, &a->se, 0, KRDMA_SESSION_CONNECTED, 0, 0, 10000))
+		goto out_s;
+	p0 = at_sess_pass(t, a, 0);
+	if (!p0)
+		goto out_s;
+	/* The server's message: the session's recv callback keeps it. */
+	at_fill(buf, AT_KEEP_LEN, AT_KEEP_SEED, 0);
+	if (!at_expect(t, krdma_send(p0, buf, AT_KEEP_LEN, AT_TIMEOUT), 0,
+		       "send from the server"))
+		goto out_s;
+	wait_event_timeout(a->se.wq, READ_ONCE(a->kept), 10 * HZ);
+	spin_lock_bh(&a->klock);
+	m = a->kept;
+	c = a->kept_conn;
+	spin_unlock_bh(&a->klock);
+	if (!m) {
+		at_fail(t, "the recv callback got no message in 10 s");
+		goto out_s;
+	}
+	strscpy(name, krdma_conn_name(c), sizeof(name));
+	if (!at_expect(t, m->len, AT_KEEP_LEN, "length of the kept message") ||
+	    !at_expect(t, at_check(m->data, m->len, AT_KEEP_SEED, 0), -1,
+		       "first bad byte of the kept message") ||
+	    !at_expect(t, krdma_msgs_kept(c), 1, "krdma_msgs_kept"))
+		goto out_rel;
+
+	/* The server closes: the session reconnects, the message is kept. */
+	if (!at_sess_break(t, a) ||
+	    !at_se_expect(t, &a->se, 3, KRDMA_SESSION_RECONNECTED, 0, 0, 10000))
+		goto out_rel;
+	if (!at_conn_open(name)) {
+		at_fail(t, "the failed connection %s was closed under a kept message",
+			name);
+		/* Its memory is gone: nothing to release. */
+		m = NULL;
+		goto out_s;
+	}
+	if (!at_expect(t, at_check(m->data, m->len, AT_KEEP_SEED, 0), -1,
+		       "first bad byte of the kept message after the reconnect") ||
+	    !at_expect(t, krdma_msgs_kept(c), 1,
+		       "krdma_msgs_kept of the failed connection"))
+		goto out_rel;
+	/* Its release lets the session close it. */
+	krdma_msg_release(c, m);
+	m = NULL;
+	/* 20 s: the TCG debug kernel is 30-100x slower. */
+	for (i = 0; i < 200 && at_conn_open(name); i++)
+		msleep(100);
+	if (at_conn_open(name))
+		at_fail(t, "%s still open 20 s after its kept message was released",
+			name);
+	else
+		pr_info("%s: %s closed %d00 ms after its kept message was released\n",
+			t->name, name, i);
+out_rel:
+	if (m)
+		krdma_msg_release(c, m);
+out_s:
+	krdma_session_destroy(s);
+out_a:
+	at_sess_stop(a);
+	kfree(buf);
 }
 
 /*
@@ -8078,6 +8221,7 @@ static const struct at_scenario {
 	{ "session_refused", sc_session_refused },
 	{ "session_flap", sc_session_flap },
 	{ "session_set", sc_session_set },
+	{ "session_keep", sc_session_keep },
 	{ "session_handover", sc_session_handover },
 	{ "sendv", sc_sendv },
 	{ "sendv_imm", sc_sendv_imm },
