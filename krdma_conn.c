@@ -595,6 +595,24 @@ void krdma_conn_set_priv(struct krdma_conn *conn, void *priv)
 EXPORT_SYMBOL_GPL(krdma_conn_set_priv);
 
 /**
+ * krdma_conn_ops_of - a connection's callbacks
+ * @conn: the connection
+ *
+ * For a consumer handed connections that may be another's (a session's
+ * krdma_session_conn_index()): the connection is its own when it has
+ * its ops, and only then is krdma_conn_priv() its pointer.
+ *
+ * Context: any.
+ * Return: krdma_conn_opts.ops of the connection (of the listener that
+ * accepted it), or NULL.
+ */
+const struct krdma_conn_ops *krdma_conn_ops_of(struct krdma_conn *conn)
+{
+	return conn->opts.ops;
+}
+EXPORT_SYMBOL_GPL(krdma_conn_ops_of);
+
+/**
  * krdma_conn_name - a connection's name
  * @conn: the connection
  *

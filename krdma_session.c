@@ -178,6 +178,23 @@ static const struct krdma_conn_ops krdma_sess_conn_ops_recv = {
 	.recv	= krdma_sess_conn_recv,
 };
 
+/*
+ * @conn's session connection, if it is one of @s's; else NULL.  Its priv
+ * is read only once its ops say it is a session's: another consumer's
+ * pointer is not a struct krdma_sess_conn.
+ */
+static struct krdma_sess_conn *krdma_sess_conn_of(struct krdma_session *s,
+						  struct krdma_conn *conn)
+{
+	const struct krdma_conn_ops *ops = krdma_conn_ops_of(conn);
+	struct krdma_sess_conn *sc;
+
+	if (ops != &krdma_sess_conn_ops && ops != &krdma_sess_conn_ops_recv)
+		return NULL;
+	sc = krdma_conn_priv(conn);
+	return sc && sc->s == s ? sc : NULL;
+}
+
 static void krdma_sess_tell(struct krdma_session *s,
 			    enum krdma_session_event ev, int error)
 {
@@ -1045,30 +1062,34 @@ EXPORT_SYMBOL_GPL(krdma_session_nr_conns);
  *
  * Context: any; does not sleep.
  * Return: its index, 0 to krdma_session_nr_conns() - 1, or -EINVAL when
- * @conn is not one of @s's.
+ * @conn is not one of @s's (any other connection may be given: its
+ * consumer's krdma_conn_priv() is not read).
  */
 int krdma_session_conn_index(struct krdma_session *s, struct krdma_conn *conn)
 {
-	struct krdma_sess_conn *sc = krdma_conn_priv(conn);
+	struct krdma_sess_conn *sc = krdma_sess_conn_of(s, conn);
 
-	return sc && sc->s == s ? sc->idx : -EINVAL;
+	return sc ? sc->idx : -EINVAL;
 }
 EXPORT_SYMBOL_GPL(krdma_session_conn_index);
 
 /**
  * krdma_session_conn_put - give back a connection of krdma_session_conn_get()
  * @s: the session
- * @conn: the connection it returned
+ * @conn: the connection it returned (one that is not @s's is refused, with
+ *	a warning)
  *
  * Context: any but hard interrupt; does not sleep.
  */
 void krdma_session_conn_put(struct krdma_session *s, struct krdma_conn *conn)
 {
-	struct krdma_sess_conn *sc = krdma_conn_priv(conn);
+	struct krdma_sess_conn *sc = krdma_sess_conn_of(s, conn);
 
+	if (WARN_ON_ONCE(!sc))
+		return;
 	spin_lock_bh(&s->lock);
 	/* One that left the set (on s->old) is closed by the work. */
-	if (!WARN_ON_ONCE(sc->s != s || !sc->users) && !--sc->users &&
+	if (!WARN_ON_ONCE(!sc->users) && !--sc->users &&
 	    !list_empty(&sc->list) && !s->stopping)
 		mod_delayed_work(krdma_wq, &s->work, 0);	/* close it */
 	spin_unlock_bh(&s->lock);

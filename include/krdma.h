@@ -542,6 +542,7 @@ void krdma_conn_abandon(struct krdma_conn *conn);
 void krdma_conn_fail(struct krdma_conn *conn, int err);
 void *krdma_conn_priv(struct krdma_conn *conn);
 void krdma_conn_set_priv(struct krdma_conn *conn, void *priv);
+const struct krdma_conn_ops *krdma_conn_ops_of(struct krdma_conn *conn);
 
 /* Messages */
 int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,

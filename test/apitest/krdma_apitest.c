@@ -6536,6 +6536,53 @@ out_a:
 }
 
 /*
+ * krdma_session_conn_index() of a connection that is not the session's
+ * is -EINVAL without its consumer's pointer being read as the session's:
+ * here the passive end, whose pointer is made to look like a session
+ * connection's (the session first, zeros after), as a consumer's own
+ * per-connection state may well start.  Before the fix that pointer was
+ * taken for the session's own and its index (0) returned.
+ */
+static void sc_session_foreign(struct at_test *t)
+{
+	struct krdma_conn *c, *p0;
+	struct krdma_session *s;
+	struct at_sess *a;
+	void **fake;
+
+	a = at_sess_start(t, 12);
+	if (!a)
+		return;
+	fake = kzalloc(128, GFP_KERNEL);
+	if (!fake) {
+		at_fail(t, "out of memory");
+		goto out_a;
+	}
+	s = at_sess_up(t, a, 200, 20000, NULL);
+	if (!s)
+		goto out_a;
+	p0 = a->sl.pass[0];
+	c = krdma_session_conn_get(s);
+	if (IS_ERR(c)) {
+		at_fail(t, "krdma_session_conn_get: %ld", PTR_ERR(c));
+		goto out_s;
+	}
+	fake[0] = s;
+	krdma_conn_set_priv(p0, fake);
+	if (at_expect(t, krdma_session_conn_index(s, c), 0,
+		      "krdma_session_conn_index of the session's connection"))
+		at_expect(t, krdma_session_conn_index(s, p0), -EINVAL,
+			  "krdma_session_conn_index of the passive end");
+	krdma_conn_set_priv(p0, &a->sl);
+	krdma_session_conn_put(s, c);
+out_s:
+	krdma_session_destroy(s);
+out_a:
+	at_sess_stop(a);
+	kfree(fake);
+}
+
+/*
  * A session header for connection @idx of one, by the documented layout
  * of include/krdma.h (not krdma's own encoder): what the session's
  * reconnect would send.
@@ -8222,6 +8269,7 @@ static const struct at_scenario {
 	{ "session_flap", sc_session_flap },
 	{ "session_set", sc_session_set },
 	{ "session_keep", sc_session_keep },
+	{ "session_foreign", sc_session_foreign },
 	{ "session_handover", sc_session_handover },
 	{ "sendv", sc_sendv },
 	{ "sendv_imm", sc_sendv_imm },
