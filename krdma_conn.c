@@ -206,10 +206,12 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 		return NULL;
 	krdma_kobj_init(&conn->kobj, &krdma_conn_ktype);
 	conn->id = atomic_inc_return(&krdma_next_id);
-	if (name && *name)
+	if (name && *name) {
 		strscpy(conn->name, name, sizeof(conn->name));
-	else
+	} else {
 		snprintf(conn->name, sizeof(conn->name), "conn%u", conn->id);
+		conn->auto_name = true;
+	}
 	conn->ctx.type = KRDMA_CTX_CONN;
 	conn->opts = *opts;
 	/* The caller's string need not outlive krdma_connect(). */
@@ -255,19 +257,42 @@ static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
 	return conn;
 }
 
-/* Make the connection visible (list and sysfs); names are unique. */
-static int krdma_conn_publish(struct krdma_conn *conn)
+static bool krdma_conn_name_used_locked(const char *name)
 {
 	struct krdma_conn *c;
+
+	lockdep_assert_held(&krdma_lock);
+	list_for_each_entry(c, &krdma_conns, list)
+		if (!strcmp(c->name, name))
+			return true;
+	list_for_each_entry(c, &krdma_conns_dying, list)
+		if (!strcmp(c->name, name))
+			return true;
+	return false;
+}
+
+/*
+ * Make the connection visible (list and sysfs); names are unique.  A name
+ * krdma made (connN, conn->auto_name) that an owner gave another
+ * connection (the control file's connect name=connN) is made again from
+ * the next id, so a krdma_connect() without a name, a session's reconnect
+ * among them, never fails on a name it did not choose.  Any other name
+ * is -EEXIST when taken: an owner's own, and a passive end's, which its
+ * listener makes (its name and a count, listenN.K) and which is not made
+ * again here (an owner who named a connection listenN.K makes that
+ * listener refuse the request of that count).
+ */
+static int krdma_conn_publish(struct krdma_conn *conn)
+{
 	int ret;
 
 	mutex_lock(&krdma_lock);
-	list_for_each_entry(c, &krdma_conns, list)
-		if (!strcmp(c->name, conn->name))
+	while (krdma_conn_name_used_locked(conn->name)) {
+		if (!conn->auto_name)
 			goto taken;
-	list_for_each_entry(c, &krdma_conns_dying, list)
-		if (!strcmp(c->name, conn->name))
-			goto taken;
+		conn->id = atomic_inc_return(&krdma_next_id);
+		snprintf(conn->name, sizeof(conn->name), "conn%u", conn->id);
+	}
 	ret = krdma_sysfs_add_conn(conn);
 	if (!ret) {
 		list_add_tail(&conn->list, &krdma_conns);

@@ -178,6 +178,7 @@ struct krdma_conn {
 	bool			in_sysfs;
 	u32			id;
 	char			name[48];	/* listener name + ".N" fits */
+	bool			auto_name;	/* krdma's connN, not the owner's */
 	struct list_head	list;		/* krdma_conns, krdma_lock */
 	bool			unpublished;	/* off it, krdma_lock */
 	struct list_head	accept_entry;	/* listener's accept queue */

@@ -351,9 +351,11 @@ struct krdma_conn_ops {
  *	conns/NAME/comp_vector say which vector it got.
  * @name: the name of the connection or listener: its directory under
  *	/sys/kernel/krdma/conns/ or listeners/, and how dmesg calls it.
- *	NULL or "": krdma makes one (connN, listenN).  At most
- *	KRDMA_OPTS_NAME_MAX - 1 bytes (-EINVAL); -EEXIST if a connection
- *	(or a listener) has it already.  Read during the call only.
+ *	NULL or "": krdma makes one (connN, listenN; a connN that a
+ *	connection was given by its owner is skipped, never -EEXIST).  At
+ *	most KRDMA_OPTS_NAME_MAX - 1 bytes (-EINVAL); -EEXIST if a
+ *	connection (or a listener) has it already.  Read during the call
+ *	only.
  * @test_hello: tests only (enum krdma_test_hello): krdma_connect() sends
  *	a wrong handshake, so that a test sees the peer refuse it.  0 for
  *	everybody else; above KRDMA_TEST_HELLO_MAX: -EINVAL.

@@ -6583,6 +6583,77 @@ out_a:
 }
 
 /*
+ * A name krdma makes (connN) that a connection's owner gave another
+ * connection is skipped: a session's reconnect is not refused -EEXIST
+ * (which it does not retry: it was LOST before the fix).  The names the
+ * reconnect would get are taken by AT_NAMES_N plain connections to the
+ * server (each takes two ids: its own and its passive end's, named
+ * listenN.k): the id it should get and the AT_NAMES_N - 1 after it.  Ids
+ * only increase, so that id is the least it can get, and a name below
+ * it is never made again.
+ */
+#define AT_NAMES_N	5
+
+static void sc_session_names(struct at_test *t)
+{
+	char names[AT_NAMES_N][KRDMA_OPTS_NAME_MAX];
+	struct krdma_conn *occ[AT_NAMES_N] = {}, *c;
+	struct krdma_conn_opts o = {};
+	struct krdma_session *s;
+	struct at_sess *a;
+	u32 id, next;
+	int i;
+
+	a = at_sess_start(t, 13);
+	if (!a)
+		return;
+	s = at_sess_up(t, a, 200, 20000, NULL);
+	if (!s)
+		goto out_a;
+	c = krdma_session_conn_get(s);
+	if (IS_ERR(c)) {
+		at_fail(t, "krdma_session_conn_get: %ld", PTR_ERR(c));
+		goto out_s;
+	}
+	i = sscanf(krdma_conn_name(c), "conn%u", &id);
+	krdma_session_conn_put(s, c);
+	if (!at_expect(t, i, 1, "a connN name for the session's connection"))
+		goto out_s;
+	/* Its passive end took id + 1, each connection below two more. */
+	next = id + 2 + 2 * AT_NAMES_N;
+	for (i = 0; i < AT_NAMES_N; i++) {
+		snprintf(names[i], sizeof(names[i]), "conn%u", next + i);
+		o.name = names[i];
+		occ[i] = at_connect_opts(t, &o);
+		if (!occ[i])
+			goto out_s;
+	}
+	if (!at_sess_break(t, a) ||
+	    !at_se_expect(t, &a->se, 3, KRDMA_SESSION_RECONNECTED, 0, 0, 10000))
+		goto out_s;
+	c = krdma_session_conn_get(s);
+	if (IS_ERR(c)) {
+		at_fail(t, "krdma_session_conn_get after RECONNECTED: %ld",
+			PTR_ERR(c));
+		goto out_s;
+	}
+	pr_info("%s: %s..%s taken, the session reconnected as %s\n", t->name,
+		names[0], names[AT_NAMES_N - 1], krdma_conn_name(c));
+	for (i = 0; i < AT_NAMES_N; i++)
+		if (!strcmp(krdma_conn_name(c), names[i]))
+			at_fail(t, "the session's new connection has %s's name",
+				names[i]);
+	krdma_session_conn_put(s, c);
+out_s:
+	krdma_session_destroy(s);
+	for (i = 0; i < AT_NAMES_N; i++)
+		if (occ[i])
+			krdma_close(occ[i]);
+out_a:
+	at_sess_stop(a);
+}
+
+/*
  * A session header for connection @idx of one, by the documented layout
  * of include/krdma.h (not krdma's own encoder): what the session's
  * reconnect would send.
@@ -8270,6 +8341,7 @@ static const struct at_scenario {
 	{ "session_set", sc_session_set },
 	{ "session_keep", sc_session_keep },
 	{ "session_foreign", sc_session_foreign },
+	{ "session_names", sc_session_names },
 	{ "session_handover", sc_session_handover },
 	{ "sendv", sc_sendv },
 	{ "sendv_imm", sc_sendv_imm },
