@@ -11,6 +11,7 @@
 #include <linux/errno.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/minmax.h>
 #include <linux/socket.h>
 #include <linux/string.h>
 #include <linux/uuid.h>
@@ -114,6 +115,29 @@ static inline bool krdma_sess_same_host(const struct sockaddr *a,
 			       &((const struct sockaddr_in6 *)b)->sin6_addr,
 			       sizeof(struct in6_addr));
 	return false;
+}
+
+/*
+ * The least time an attempt near the loss deadline gets (so that a
+ * refusal still comes back as itself), and the least time before the
+ * deadline at which an outage's first attempt starts.
+ */
+#define KRDMA_SESS_MIN_ATTEMPT_MS	200
+
+/*
+ * When an outage's first reconnect attempt is due, in ms after the
+ * failure: after @delay_ms, but no later than KRDMA_SESS_MIN_ATTEMPT_MS
+ * before the loss deadline (@loss_ms after the failure), and at once when
+ * the loss timeout is shorter than that.  A loss timeout below the delay
+ * gets one attempt, and the loss still comes on time.
+ */
+static inline u32 krdma_sess_first_attempt_ms(u32 delay_ms, u32 loss_ms)
+{
+	if (loss_ms == KRDMA_SESSION_LOSS_TMO_NEVER)
+		return delay_ms;
+	if (loss_ms <= KRDMA_SESS_MIN_ATTEMPT_MS)
+		return 0;
+	return min_t(u32, delay_ms, loss_ms - KRDMA_SESS_MIN_ATTEMPT_MS);
 }
 
 /*

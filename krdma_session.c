@@ -88,6 +88,7 @@ struct krdma_session {
 	unsigned long		failed_at;	/* jiffies: the failure */
 	/* The set outlived its RECONNECTED callback: it ends the outage. */
 	bool			proven;
+	bool			tried;		/* an attempt in this outage */
 	unsigned long		next_attempt;	/* jiffies */
 	u32			delay_ms;	/* settable in sysfs */
 	u32			loss_tmo_ms;
@@ -408,8 +409,6 @@ static void krdma_sess_lose(struct krdma_session *s, int err)
  * however long a connect to a dead peer blocks.  0: the connection's own.
  * With s->lock held.
  */
-#define KRDMA_SESS_MIN_ATTEMPT_MS	200
-
 static u32 krdma_sess_attempt_ms_locked(struct krdma_session *s)
 {
 	u32 own = s->opts.conn.timeout_ms ?: KRDMA_DEFAULT_CONNECT_TIMEOUT_MS;
@@ -460,9 +459,11 @@ static void krdma_sess_attempt(struct krdma_session *s)
 
 	spin_lock_bh(&s->lock);
 	prev = s->attempt_error;
-	lost = s->loss_tmo_ms != KRDMA_SESSION_LOSS_TMO_NEVER &&
+	/* Not before the outage's first attempt, however late that runs. */
+	lost = s->tried && s->loss_tmo_ms != KRDMA_SESSION_LOSS_TMO_NEVER &&
 	       time_after_eq(jiffies, krdma_sess_lost_at(s));
 	gen = lost ? s->gen : ++s->gen;
+	s->tried = true;
 	spin_unlock_bh(&s->lock);
 	if (lost) {
 		krdma_sess_lose(s, prev ?: s->last_error);
@@ -524,7 +525,7 @@ static void krdma_sess_work(struct work_struct *work)
 	enum ib_wc_status wc = IB_WC_SUCCESS;
 	bool announce, due;
 	int failed = 0;
-	u32 i, nr = 0;
+	u32 i, ms, nr = 0;
 
 	mutex_lock(&s->mutex);
 	spin_lock_bh(&s->lock);
@@ -560,10 +561,17 @@ static void krdma_sess_work(struct work_struct *work)
 		s->last_error = sc->error;
 		s->last_wc = wc;
 		s->attempt_error = 0;
-		/* A set that never worked: the outage goes on (prove()). */
-		if (s->proven)
+		/*
+		 * A set that never worked: the outage goes on (prove()).  A
+		 * new one's first attempt comes before its loss deadline.
+		 */
+		ms = s->delay_ms;
+		if (s->proven) {
 			s->failed_at = jiffies;
-		s->next_attempt = jiffies + msecs_to_jiffies(s->delay_ms);
+			s->tried = false;
+			ms = krdma_sess_first_attempt_ms(ms, s->loss_tmo_ms);
+		}
+		s->next_attempt = jiffies + msecs_to_jiffies(ms);
 		failed = sc->error;
 	}
 	spin_unlock_bh(&s->lock);

@@ -882,8 +882,9 @@ struct krdma_session_ops {
  *	its connections are named by krdma, connN); its
  *	@private_data (at most KRDMA_SESSION_MAX_USER_DATA bytes, else
  *	-EINVAL) follows the session header in every connect request.
- * @reconnect_delay_ms: between a failure and the next attempt, and
- *	between attempts (0: KRDMA_SESSION_DEFAULT_DELAY_MS; at least
+ * @reconnect_delay_ms: from a failed attempt to the next, and from a
+ *	failure to its first attempt unless the loss deadline comes sooner
+ *	(see @loss_tmo_ms) (0: KRDMA_SESSION_DEFAULT_DELAY_MS; at least
  *	KRDMA_SESSION_MIN_DELAY_MS, at most KRDMA_SESSION_MAX_DELAY_MS)
  * @loss_tmo_ms: how long after a failure the session keeps trying before
  *	it is lost (0: KRDMA_SESSION_DEFAULT_LOSS_TMO_MS;
@@ -891,7 +892,15 @@ struct krdma_session_ops {
  *	it: one that starts near the end gets only the time left (but at
  *	least 200 ms) instead of @conn.timeout_ms, so that the loss comes
  *	on time, at most those 200 ms late, however long a connect to a
- *	dead peer would block.
+ *	dead peer would block.  A failure's first attempt starts
+ *	@reconnect_delay_ms after it or 200 ms before the loss deadline,
+ *	whichever is sooner (at once if @loss_tmo_ms is 200 or less), and
+ *	the session is not lost before that attempt was made: a loss
+ *	timeout below the reconnect delay gets one attempt, not none, and
+ *	that attempt gets what is left before the deadline (at least
+ *	200 ms).  A value written to sessions/NAME/loss_tmo_ms during an
+ *	outage applies to the failure under way: a first attempt not made
+ *	by the new deadline is made at the deadline, with 200 ms.
  * @ops: the callbacks, or NULL
  * @priv: the consumer's pointer, for krdma_session_priv()
  * @name: the session's name, its directory under

@@ -6952,6 +6952,65 @@ out_a:
 }
 
 /*
+ * A loss timeout below the reconnect delay: one attempt is made, at least
+ * KRDMA_SESS_MIN_ATTEMPT_MS (200) before the loss deadline, and the loss
+ * comes after it, with its error.  Before the fix the session went LOST
+ * at the deadline without an attempt (no RECONNECTING).  The bounds are
+ * loose, for the TCG debug kernel (30-100x slower): the attempt must come
+ * before the reconnect delay (KUnit's sess_first_attempt checks when
+ * exactly), the loss within 4 s of its deadline, as session_lost allows.
+ */
+#define AT_SHORT_DELAY	5000
+#define AT_SHORT_TMO	1500
+
+static void sc_session_short_loss(struct at_test *t)
+{
+	struct krdma_session *s;
+	struct at_sess *a;
+	u32 ms;
+
+	a = at_sess_start(t, 14);
+	if (!a)
+		return;
+	s = at_sess_up(t, a, AT_SHORT_DELAY, AT_SHORT_TMO, NULL);
+	if (!s)
+		goto out_a;
+	/* Nobody listens any more: the attempt fails at once (or times out). */
+	krdma_listener_close(a->l);
+	a->l = NULL;
+	at_sess_close_pass(a, 0);
+	if (!at_se_expect(t, &a->se, 1, KRDMA_SESSION_DISCONNECTED,
+			  -ECONNRESET, KRDMA_ERR_RETRY, 10000) ||
+	    !at_se_expect(t, &a->se, 2, KRDMA_SESSION_RECONNECTING, 0,
+			  KRDMA_ERR_RETRY, AT_SHORT_DELAY + 5000))
+		goto out_s;
+	ms = jiffies_to_msecs(a->se.at[2] - a->se.at[1]);
+	if (ms >= AT_SHORT_DELAY) {
+		at_fail(t, "the attempt started %u ms after the failure, reconnect delay %u ms",
+			ms, AT_SHORT_DELAY);
+		goto out_s;
+	}
+	if (!at_se_expect(t, &a->se, 3, KRDMA_SESSION_LOST, 1, KRDMA_ERR_LOST,
+			  AT_SHORT_TMO + 10000))
+		goto out_s;
+	ms = jiffies_to_msecs(a->se.at[3] - a->se.at[1]);
+	pr_info("%s: one attempt, lost %u ms after the failure, error %d\n",
+		t->name, ms, a->se.err[3]);
+	if (ms > AT_SHORT_TMO + 4000)
+		at_fail(t, "lost %u ms after the failure, loss timeout %u ms",
+			ms, AT_SHORT_TMO);
+	/* Refused, or timed out: its 200 ms may not be enough under TCG. */
+	else if (!at_iwarp && a->se.err[3] != -ECONNREFUSED &&
+		 a->se.err[3] != -ETIMEDOUT)
+		at_fail(t, "LOST gave %d, expected -ECONNREFUSED or -ETIMEDOUT",
+			a->se.err[3]);
+out_s:
+	krdma_session_destroy(s);
+out_a:
+	at_sess_stop(a);
+}
+
+/*
  * An accept hook's refusal is not retried: the first connect returns it;
  * a reconnect refused makes the session LOST at once (on iWARP a reject
  * may come as a reset: -ECONNREFUSED, retried until the loss timeout).
@@ -8342,6 +8401,7 @@ static const struct at_scenario {
 	{ "session_keep", sc_session_keep },
 	{ "session_foreign", sc_session_foreign },
 	{ "session_names", sc_session_names },
+	{ "session_short_loss", sc_session_short_loss },
 	{ "session_handover", sc_session_handover },
 	{ "sendv", sc_sendv },
 	{ "sendv_imm", sc_sendv_imm },

@@ -3674,6 +3674,28 @@ static void sess_same_host(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, krdma_sess_same_host(sa6, sa6));
 }
 
+/* An outage's first attempt: after the delay, before the loss deadline. */
+static void sess_first_attempt(struct kunit *test)
+{
+	const u32 never = KRDMA_SESSION_LOSS_TMO_NEVER;
+
+	/* The delay, when it leaves the attempt its time. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(1000, 60000), 1000);
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(1500, 2000), 1500);
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(1800, 2000), 1800);
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(3600000, never),
+			3600000);
+	/* 200 ms before the deadline at the latest: a delay past it. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(1900, 2000), 1800);
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(5000, 1500), 1300);
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(3600000, 201), 1);
+	/* A loss timeout shorter than that: at once. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(100, 200), 0);
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(1000, 1), 0);
+	/* Never below the delay's own minimum when the deadline is far. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_first_attempt_ms(100, never - 1), 100);
+}
+
 static struct kunit_case krdma_sess_cases[] = {
 	KUNIT_CASE(sess_pdata_round_trip),
 	KUNIT_CASE(sess_pdata_layout),
@@ -3682,6 +3704,7 @@ static struct kunit_case krdma_sess_cases[] = {
 	KUNIT_CASE(sess_op_errno),
 	KUNIT_CASE(sess_verdict),
 	KUNIT_CASE(sess_same_host),
+	KUNIT_CASE(sess_first_attempt),
 	{}
 };
 
