@@ -861,7 +861,15 @@ static size_t krdma_sess_addr_len(const struct sockaddr *a)
  * first, so nothing more is delivered).  Once the
  * session exists, its connection is replaced whenever it fails
  * (enum krdma_session_event), from krdma's workqueue.  The first event,
- * KRDMA_SESSION_CONNECTED, comes from there too, after this returned.
+ * KRDMA_SESSION_CONNECTED, comes from there too, queued as the first set
+ * is up, and the work may run at once on another CPU: any event,
+ * CONNECTED first, may run before this returns.  The recv callback runs
+ * earlier still, as soon as each connection is up, while the others of
+ * the set are still being made, and krdma_session_conn_get() may return
+ * KRDMA_ERR_RETRY until CONNECTED (the set is the session's only once all
+ * of it is up).  So the callbacks must not count on the caller having
+ * stored the session: they are given @s, and krdma_session_priv(@s) is
+ * opts.priv from the first of them on.
  *
  * Context: process context; sleeps up to @opts->conn.timeout_ms for each
  * connection, and when the set fails until what @recv kept of it is
@@ -999,10 +1007,11 @@ EXPORT_SYMBOL_GPL(krdma_session_destroy);
  * Context: any but hard interrupt; does not sleep.
  * Return: the connection, or ERR_PTR(KRDMA_ERR_RETRY) when the session
  * has no working connection @i now (it failed, even if the session has not
- * been told yet, or a reconnect is under way):
- * retry after KRDMA_SESSION_RECONNECTED; ERR_PTR(KRDMA_ERR_LOST) once
- * the session is lost or being destroyed; ERR_PTR(-EINVAL) when @i is not
- * below the number of connections.
+ * been told yet, or a reconnect is under way, or krdma_session_create() is
+ * still making the first set): retry after KRDMA_SESSION_RECONNECTED (or
+ * CONNECTED); ERR_PTR(KRDMA_ERR_LOST) once the session is lost or being
+ * destroyed; ERR_PTR(-EINVAL) when @i is not below the number of
+ * connections.
  */
 struct krdma_conn *krdma_session_conn_get_nth(struct krdma_session *s, u32 i)
 {

@@ -866,7 +866,11 @@ enum krdma_session_event {
  *
  * Context: @event runs in process context, from krdma's workqueue, one
  * call at a time per session and in order.  @recv runs where the
- * connection's recv callback does (see struct krdma_conn_ops).
+ * connection's recv callback does (see struct krdma_conn_ops).  Both may
+ * run before krdma_session_create() has returned the session (any event,
+ * CONNECTED first; @recv even before CONNECTED, when
+ * krdma_session_conn_get() may still return KRDMA_ERR_RETRY): they get it
+ * as @s.
  */
 struct krdma_session_ops {
 	void	(*event)(struct krdma_session *s, enum krdma_session_event ev,
