@@ -18,7 +18,11 @@
  * ioctl using the object holds another for its duration.  Taking a handle
  * out of the table (CLOSE, UNREG, release) also shuts the object down, so
  * that other threads of the session blocked on it return at once; the
- * krdma object itself is released when the last reference goes.
+ * krdma object itself is released when the last reference goes.  For a
+ * registration, shutting down is revoking: UNREG and CLOSE of it return
+ * once its token is dead, whoever else still holds the object (a REVOKE
+ * waiting for a send queue slot, a QUERY), and what is left for the last
+ * reference is the release of the pages.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -77,7 +81,8 @@ struct krdma_cd_obj {
 			unsigned long		charged;
 			bool			dirty;
 			struct sg_table		sgt;
-			struct mutex		lock;	/* revoke vs revoke */
+			/* REVOKE, UNREG and CLOSE: one revoke at a time */
+			struct mutex		lock;
 		} mr;
 	};
 };
@@ -178,11 +183,31 @@ static void krdma_cd_obj_put(struct krdma_cd_obj *obj)
 }
 
 /*
+ * REVOKE, and UNREG or CLOSE of a registration: the token is dead when
+ * this returns 0.  One at a time per registration: a second one waits for
+ * the first's invalidation (which may wait for a send queue slot, and for
+ * the device), and then finds nothing left to do.  A fatal signal ends
+ * that wait (-EINTR); the registration is revoked by whoever holds the
+ * lock, or at the latest by its release.
+ */
+static int krdma_cd_mr_revoke(struct krdma_cd_obj *obj)
+{
+	int ret;
+
+	if (mutex_lock_killable(&obj->mr.lock))
+		return -EINTR;
+	ret = krdma_mr_revoke(obj->mr.kmr);
+	mutex_unlock(&obj->mr.lock);
+	return ret;
+}
+
+/*
  * The object left the handle table: make everyone still using it return.
  * Connections stop (pending transfers fail, registrations lose remote
- * access); listeners stop listening and wake their ACCEPT waiters.
+ * access); listeners stop listening and wake their ACCEPT waiters;
+ * registrations are revoked.
  */
-static void krdma_cd_obj_shutdown(struct krdma_cd_obj *obj)
+static int krdma_cd_obj_shutdown(struct krdma_cd_obj *obj)
 {
 	switch (obj->type) {
 	case KRDMA_IOC_TYPE_LISTENER:
@@ -191,7 +216,10 @@ static void krdma_cd_obj_shutdown(struct krdma_cd_obj *obj)
 	case KRDMA_IOC_TYPE_CONN:
 		krdma_conn_shutdown(obj->conn);
 		break;
+	case KRDMA_IOC_TYPE_MR:
+		return krdma_cd_mr_revoke(obj);
 	}
+	return 0;
 }
 
 static int krdma_cd_install(struct krdma_cd_session *s,
@@ -258,6 +286,7 @@ static int krdma_cd_close_handle(struct krdma_cd_session *s, u32 h, u32 type,
 {
 	struct krdma_cd_obj *obj, *mr, *tmp;
 	LIST_HEAD(dead);
+	int ret;
 
 	xa_lock(&s->handles);
 	obj = xa_load(&s->handles, h);
@@ -271,13 +300,17 @@ static int krdma_cd_close_handle(struct krdma_cd_session *s, u32 h, u32 type,
 			      cmd, h, type ? "registration" : "handle");
 		return -EBADF;
 	}
-	krdma_cd_obj_shutdown(obj);
+	/*
+	 * A connection's shutdown deregisters its registrations too: they
+	 * only wait for their pages to go back.
+	 */
+	ret = krdma_cd_obj_shutdown(obj);
 	if (obj->type == KRDMA_IOC_TYPE_CONN)
 		krdma_cd_take_mrs(s, obj, &dead);
 	list_for_each_entry_safe(mr, tmp, &dead, dead)
 		krdma_cd_obj_put(mr);
 	krdma_cd_obj_put(obj);
-	return 0;
+	return ret;
 }
 
 /* ---- argument conversion (the checks are in krdma_abi.c) ---------- */
@@ -477,9 +510,7 @@ static long krdma_cd_revoke(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	obj = krdma_cd_get(s, a->handle.handle, KRDMA_IOC_TYPE_MR, "REVOKE");
 	if (!obj)
 		return -EBADF;
-	mutex_lock(&obj->mr.lock);
-	ret = krdma_mr_revoke(obj->mr.kmr);
-	mutex_unlock(&obj->mr.lock);
+	ret = krdma_cd_mr_revoke(obj);
 	krdma_cd_obj_put(obj);
 	return ret;
 }

@@ -74,6 +74,12 @@
  *	WRITE_IMM and SEND_IMM fail with EOPNOTSUPP and move nothing.  Uses
  *	port PORT.
  *
+ *   ioctl_fuzz stalls IP PORT
+ *	A device that holds completions back (conns/NAME/inject delay=):
+ *	UNREG of a registration whose REVOKE waits for a send queue slot
+ *	returns only once the token is dead (after that REVOKE; the peer's
+ *	READ through it fails).  Uses port PORT.
+ *
  * Prints "ok"/"not ok" lines; exits 0 when everything passed.
  */
 #define _GNU_SOURCE
@@ -355,6 +361,18 @@ static void read_line(const char *path, char *val, size_t size)
 		val[0] = 0;
 	val[strcspn(val, "\n")] = 0;
 	fclose(f);
+}
+
+/* Write @line to file @path (sysfs: one write): 0 or the errno. */
+static int write_line(const char *path, const char *line)
+{
+	int f = open(path, O_WRONLY | O_CLOEXEC), e;
+
+	if (f < 0)
+		return errno;
+	e = write(f, line, strlen(line)) < 0 ? errno : 0;
+	close(f);
+	return e;
 }
 
 /* The first device's value of a sysfs file, or "". */
@@ -2869,6 +2887,190 @@ static int run_mt(__u64 seed, unsigned long iters, unsigned int nthreads)
 	return failures ? 1 : 0;
 }
 
+/* ---- stalls: a device that holds completions back -------------------- */
+
+static double now_s(void)
+{
+	return now_ns() / 1e9;
+}
+
+/* Connection @h's file @file in sysfs (QUERY gives its directory). */
+static int conn_path(int fd, __u32 h, const char *file, char *path,
+		     size_t size)
+{
+	struct krdma_ioc_query q;
+	int e = query(fd, h, &q);
+
+	if (!e)
+		snprintf(path, size, "/sys/kernel/krdma/conns/%s/%s", q.name,
+			 file);
+	return e;
+}
+
+/* Write @line to connection @h's inject file: 0 or the errno. */
+static int inject(int fd, __u32 h, const char *line)
+{
+	char path[256];
+	int e = conn_path(fd, h, "inject", path, sizeof(path));
+
+	return e ?: write_line(path, line);
+}
+
+/* WORD=N in connection @h's inject file ("queued", "delayed"), or -1. */
+static long inject_field(int fd, __u32 h, const char *word)
+{
+	char path[256], line[256], key[32];
+	const char *p;
+
+	if (conn_path(fd, h, "inject", path, sizeof(path)))
+		return -1;
+	read_line(path, line, sizeof(line));
+	snprintf(key, sizeof(key), " %s=", word);
+	p = strstr(line, key);
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+/* Wait up to 5 s for a completion of connection @h to be held back. */
+static bool held(int fd, __u32 h)
+{
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		if (inject_field(fd, h, "queued") >= 1)
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
+}
+
+/* One ioctl in a thread of its own. */
+struct bg_call {
+	pthread_t	t;
+	int		fd;
+	unsigned long	cmd;
+	void		*arg;
+	int		err;
+	int		done;
+};
+
+static void *bg_fn(void *arg)
+{
+	struct bg_call *b = arg;
+
+	b->err = io(b->fd, b->cmd, b->arg);
+	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void bg_start(struct bg_call *b, int fd, unsigned long cmd, void *arg)
+{
+	memset(b, 0, sizeof(*b));
+	b->fd = fd;
+	b->cmd = cmd;
+	b->arg = arg;
+	if (pthread_create(&b->t, NULL, bg_fn, b))
+		bail("pthread_create");
+}
+
+static bool bg_done(struct bg_call *b)
+{
+	return __atomic_load_n(&b->done, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * How long the device holds the WRITE's completion back (delay=5000
+ * below): the REVOKE must still wait when the main thread looks 300 ms
+ * later, and UNREG then, on the debug kernel under TCG on a busy host too
+ * (5 to 20 times slower).
+ */
+#define UNREG_HOLD_S	5
+
+/*
+ * UNREG while a REVOKE of the same registration waits.  On a connection
+ * of depth 1 whose one RDMA WRITE the device holds back (delay=), the
+ * REVOKE's invalidation waits for the send queue slot.  UNREG must not
+ * return before the token is dead: it waits for that REVOKE, and then
+ * the peer's READ through the token fails.
+ */
+static void stall_unreg_under_revoke(void)
+{
+	struct krdma_ioc_listen l = { .addr = addr_port(0), .queue_depth = 1 };
+	struct krdma_ioc_connect cn = { .dst = addr_port(0), .queue_depth = 1 };
+	unsigned char *mx = aligned_alloc(4096, 65536);
+	unsigned char *my = aligned_alloc(4096, 65536);
+	unsigned char src[4096], back[4096];
+	struct krdma_ioc_handle rv = {};
+	struct krdma_ioc_rdma wr;
+	struct krdma_ioc_reg rx, ry;
+	struct krdma_ioc_query q;
+	struct bg_call w, r;
+	double t_held, t0, t_unreg;
+	int fd = dev_open();
+	__u32 x, y;
+
+	if (!mx || !my)
+		bail("malloc");
+	if (io(fd, KRDMA_IOC_LISTEN, &l) || io(fd, KRDMA_IOC_CONNECT, &cn))
+		bail("LISTEN and CONNECT with depth 1");
+	x = cn.handle;
+	y = accept_on(fd, l.handle);
+	expect(query(fd, x, &q), 0, "QUERY the connection of depth 1");
+	ok(q.queue_depth == 1, "... its depth is 1 (%u)", q.queue_depth);
+	memset(mx, 0x33, 65536);
+	expect(reg(fd, y, my, 65536, KRDMA_IOC_ACCESS_REMOTE_WRITE, &ry), 0,
+	       "REG on the passive side, for the active side's WRITE");
+	expect(reg(fd, x, mx, 65536, KRDMA_IOC_ACCESS_REMOTE_READ, &rx), 0,
+	       "REG on the active side, for the passive side's READ");
+	expect(rdma(fd, y, false, back, 4096, &rx.token, 0), 0,
+	       "the passive side READs through the token");
+	expect(inject(fd, x, "delay=5000 op=rdma"), 0,
+	       "the active side's RDMA completions held back 5 s");
+	fill(src, sizeof(src), 21);
+	wr = (struct krdma_ioc_rdma){ .handle = x, .buf = (uintptr_t)src,
+				      .len = sizeof(src), .token = ry.token };
+	bg_start(&w, fd, KRDMA_IOC_WRITE, &wr);
+	ok(held(fd, x), "the WRITE's completion is held: no send queue slot is free");
+	t_held = now_s();
+	rv.handle = rx.mr;
+	bg_start(&r, fd, KRDMA_IOC_REVOKE, &rv);
+	usleep(300 * 1000);
+	ok(!bg_done(&r), "REVOKE waits for a send queue slot");
+	t0 = now_s();
+	expect(close_h(fd, KRDMA_IOC_UNREG, rx.mr), 0,
+	       "UNREG while that REVOKE waits");
+	t_unreg = now_s();
+	expect(rdma(fd, y, false, back, 4096, &rx.token, 0),
+	       access_violation_errno(),
+	       "the passive side's READ through the token once UNREG returned");
+	/*
+	 * UNREG waited for the REVOKE, which waited for the held completion:
+	 * that comes UNREG_HOLD_S after it was queued, at most one of held()'s
+	 * polls (100 ms and two reads) before t_held, so not before
+	 * t_held + UNREG_HOLD_S - 1 even on a slow guest.  The old code's
+	 * UNREG returned 0.3 s after t_held.  (When the REVOKE's thread leaves
+	 * its ioctl tells nothing: it may run again only after UNREG did.)
+	 */
+	ok(t_unreg - t_held > UNREG_HOLD_S - 1,
+	   "UNREG waited for the REVOKE: returned %.2f s after the WRITE was held %d s (%.2f s after it began)",
+	   t_unreg - t_held, UNREG_HOLD_S, t_unreg - t0);
+	pthread_join(r.t, NULL);
+	pthread_join(w.t, NULL);
+	expect(r.err, 0, "the REVOKE");
+	expect(w.err, 0, "the WRITE whose completion was held");
+	expect(close_h(fd, KRDMA_IOC_UNREG, rx.mr), EBADF, "UNREG again");
+	close(fd);
+	expect_no_conns("after the UNREG under a REVOKE");
+	free(mx);
+	free(my);
+}
+
+static int run_stalls(void)
+{
+	stall_unreg_under_revoke();
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
+
 /* A fresh session works, and nothing is left once it is closed. */
 static int run_health(void)
 {
@@ -2885,7 +3087,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4) {
 		fprintf(stderr,
-			"usage: %s errors|fuzz|mt|health|memlock|backlog|atomics IP PORT [SEED [ITERATIONS [THREADS]]]\n",
+			"usage: %s errors|fuzz|mt|health|memlock|backlog|atomics|stalls IP PORT [SEED [ITERATIONS [THREADS]]]\n",
 			argv[0]);
 		return 2;
 	}
@@ -2909,6 +3111,8 @@ int main(int argc, char **argv)
 		return run_atomics();
 	if (!strcmp(argv[1], "health"))
 		return run_health();
+	if (!strcmp(argv[1], "stalls"))
+		return run_stalls();
 	if (!strcmp(argv[1], "mt"))
 		return run_mt(argc > 4 ? strtoull(argv[4], NULL, 0) : 1,
 			      argc > 5 ? strtoul(argv[5], NULL, 0) : 4000,

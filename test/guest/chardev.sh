@@ -5,7 +5,9 @@
 # RLIMIT_MEMLOCK (ioctl_fuzz memlock), LISTEN's backlog bounds the
 # connections a listener holds unaccepted (ioctl_fuzz backlog), FADD, CAS
 # and WRITE_IMM land exactly as asked in another process and the
-# immediate reaches its RECV (ioctl_fuzz atomics; EOPNOTSUPP on siw), two
+# immediate reaches its RECV (ioctl_fuzz atomics; EOPNOTSUPP on siw), a
+# device that holds completions back does not let UNREG return before
+# the token is dead (ioctl_fuzz stalls), two
 # krdmactl processes do send/recv, RDMA WRITE and READ checked byte for
 # byte, sessions killed mid-transfer clean up, and a bounded random ioctl
 # pass leaves the kernel healthy.
@@ -160,6 +162,14 @@ if [ "$DEV" = siw ]; then
 		fail "no dmesg line for the SEND_IMM over iWARP"
 fi
 no_conns_left "after ioctl_fuzz atomics"
+
+# ---- a device that holds completions back -------------------------------
+log "a device that holds completions back"
+"$fuzz" stalls "$MY_IP" 7470 >"$tmp/stalls.log" 2>&1
+rc=$?
+cat "$tmp/stalls.log"
+[ $rc = 0 ] || fail "ioctl_fuzz stalls: $(grep -m1 -E '^(not ok|Bail)' "$tmp/stalls.log")"
+no_conns_left "after ioctl_fuzz stalls"
 
 # ---- two processes: listen/send, recv, serve/client --------------------
 log "two processes: listen/send, recv, serve/client"

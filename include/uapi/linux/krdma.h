@@ -222,7 +222,12 @@ struct krdma_ioc_connect {
  * connections it accepted that were not taken with ACCEPT yet.
  * KRDMA_IOC_UNREG revokes and releases a registration (a CLOSE that only
  * takes registrations).  KRDMA_IOC_REVOKE invalidates a registration's
- * token but keeps the handle (UNREG or CLOSE still release it).
+ * token but keeps the handle (UNREG or CLOSE still release it).  All
+ * three return once the token is dead: no access of the peer's through
+ * it succeeds after that, even while another thread of the session still
+ * uses the registration; one that finds a REVOKE of it under way in
+ * another thread (waiting for room in the connection's send queue) waits
+ * for it.  The pages are released when the last of those threads is done.
  */
 struct krdma_ioc_handle {
 	__u32	handle;
