@@ -14,9 +14,14 @@
 #include <linux/socket.h>
 #include <uapi/linux/krdma.h>
 
+/* A rate-limited line of /dev/krdma's about the calling process. */
+#define krdma_cd_log(pr_ratelimited, fmt, ...)				\
+	pr_ratelimited("/dev/krdma: %s[%d]: " fmt, current->comm,	\
+		       task_pid_nr(current), ##__VA_ARGS__)
 #define krdma_cd_warn(fmt, ...)						\
-	pr_warn_ratelimited("/dev/krdma: %s[%d]: " fmt, current->comm,	\
-			    task_pid_nr(current), ##__VA_ARGS__)
+	krdma_cd_log(pr_warn_ratelimited, fmt, ##__VA_ARGS__)
+#define krdma_cd_info(fmt, ...)						\
+	krdma_cd_log(pr_info_ratelimited, fmt, ##__VA_ARGS__)
 
 int krdma_abi_addr_in(const struct krdma_ioc_addr *a,
 		      struct sockaddr_storage *ss, bool optional,

@@ -27,6 +27,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/module.h>
+#include <linux/delay.h>
 #include <linux/miscdevice.h>
 #include <linux/fs.h>
 #include <linux/poll.h>
@@ -52,6 +53,16 @@
  */
 #define KRDMA_CD_BOUNCE		(1024 * 1024)
 #define KRDMA_CD_RW_TIMEOUT_MS	30000
+
+/*
+ * Test knob: REG sleeps this long between its registration and its
+ * handle, so that a CLOSE of the connection meets it there
+ * (ioctl_fuzz stalls).
+ */
+static unsigned int fault_reg_delay_ms;
+module_param(fault_reg_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fault_reg_delay_ms,
+		 "test: /dev/krdma's REG sleeps this long before its handle is made");
 
 struct krdma_cd_session {
 	struct xarray		handles;
@@ -698,6 +709,44 @@ static void krdma_cd_unpin(struct krdma_cd_obj *obj, bool dirty)
 	krdma_cd_uncharge(obj);
 }
 
+/*
+ * REG: give the registration @obj a handle, but only while its connection
+ * still has one, so that a CLOSE of the connection (krdma_cd_take_mrs())
+ * always takes the registration with it.  The check is made under the
+ * table's lock after the handle was allocated: a CLOSE that took the
+ * connection out before that either found @obj there and took it too, or
+ * leaves it to be taken out here.  Returns 0, -EMFILE or -ENOMEM (no
+ * handle), or -EBADF (the connection was closed meanwhile); after an error
+ * the table's reference to @obj is gone and the caller's is left.
+ */
+static int krdma_cd_install_mr(struct krdma_cd_session *s,
+			       struct krdma_cd_obj *obj)
+{
+	struct krdma_cd_obj *cobj = obj->mr.conn_obj;
+	bool mine;
+	int ret;
+
+	ret = krdma_cd_install(s, obj, "REG");
+	if (ret) {
+		krdma_cd_obj_put(obj);
+		return ret;
+	}
+	xa_lock(&s->handles);
+	if (xa_load(&s->handles, cobj->handle) == cobj) {
+		xa_unlock(&s->handles);
+		return 0;
+	}
+	mine = xa_load(&s->handles, obj->handle) == obj;
+	if (mine)
+		__xa_erase(&s->handles, obj->handle);
+	xa_unlock(&s->handles);
+	krdma_cd_warn("REG: connection %u was closed during the registration\n",
+		      cobj->handle);
+	if (mine)
+		krdma_cd_obj_put(obj);
+	return -EBADF;
+}
+
 static long krdma_cd_reg(struct krdma_cd_session *s, union krdma_cd_arg *a,
 			 u32 *created)
 {
@@ -734,20 +783,27 @@ static long krdma_cd_reg(struct krdma_cd_session *s, union krdma_cd_arg *a,
 		ret = PTR_ERR(kmr);
 		goto out_unpin;
 	}
+	if (unlikely(fault_reg_delay_ms)) {
+		krdma_cd_info("REG: registered, sleeping %u ms (fault_reg_delay_ms)\n",
+			      fault_reg_delay_ms);
+		msleep_interruptible(fault_reg_delay_ms);
+	}
 	obj->mr.kmr = kmr;
 	obj->mr.conn_obj = cobj;	/* our reference moves to the MR */
-	ret = krdma_cd_install(s, obj, "REG");
-	if (ret) {
-		krdma_cd_obj_put(obj);
-		return ret;
-	}
+	/* A copy, whatever a teardown does to the MR from here on. */
 	krdma_mr_token(kmr, &tok);
-	r->mr = obj->handle;
-	r->token.addr = tok.addr;
-	r->token.rkey = tok.rkey;
-	r->token.length = tok.length;
-	*created = obj->handle;
-	return 0;
+	/* Ours, for obj->handle: from the install on, others may close it. */
+	kref_get(&obj->ref);
+	ret = krdma_cd_install_mr(s, obj);
+	if (!ret) {
+		r->mr = obj->handle;
+		r->token.addr = tok.addr;
+		r->token.rkey = tok.rkey;
+		r->token.length = tok.length;
+		*created = obj->handle;
+	}
+	krdma_cd_obj_put(obj);
+	return ret;
 
 out_unpin:
 	krdma_cd_unpin(obj, false);

@@ -40,6 +40,12 @@ struct krdma_mr {
 	int			nents;
 	int			mapped;
 	int			access;
+	/*
+	 * What krdma_mr_token() gives, copied from @mr while it exists: a
+	 * concurrent teardown deregisters @mr (krdma_mr_release()), and
+	 * the owner may still ask for the token.
+	 */
+	struct krdma_token	token;
 	bool			valid;		/* registered, not revoked */
 	bool			released;	/* verbs resources gone */
 	struct ib_cqe		cqe;
@@ -289,6 +295,10 @@ struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 	if (ret)
 		goto out_release;
 
+	/* With the QP held: teardown cannot deregister the MR meanwhile. */
+	kmr->token.addr = kmr->mr->iova;
+	kmr->token.rkey = kmr->mr->rkey;
+	kmr->token.length = kmr->mr->length;
 	kmr->valid = true;
 	krdma_conn_get(conn);
 	/* Before qp_put: teardown cannot have passed its wait for users. */
@@ -387,13 +397,16 @@ EXPORT_SYMBOL_GPL(krdma_mr_pool_pages);
  * @kmr: the registration
  * @token: filled in
  *
+ * The token as the registration made it, kept with @kmr: it reads the same
+ * after the registration was revoked, or released by its connection's
+ * teardown (a disconnect, device removal), when it gives the peer access
+ * to nothing any more.
+ *
  * Context: any; does not sleep.
  */
 void krdma_mr_token(struct krdma_mr *kmr, struct krdma_token *token)
 {
-	token->addr = kmr->mr ? kmr->mr->iova : 0;
-	token->rkey = kmr->mr ? kmr->mr->rkey : 0;
-	token->length = kmr->mr ? kmr->mr->length : 0;
+	*token = kmr->token;
 }
 EXPORT_SYMBOL_GPL(krdma_mr_token);
 
@@ -434,7 +447,7 @@ int krdma_mr_revoke(struct krdma_mr *kmr)
 		return 0;
 	}
 	wr.opcode = IB_WR_LOCAL_INV;
-	wr.ex.invalidate_rkey = kmr->mr->rkey;
+	wr.ex.invalidate_rkey = kmr->token.rkey;
 	ret = krdma_mr_post_wait(kmr, &wr);
 	krdma_conn_qp_put(conn);
 	if (!ret) {
@@ -468,8 +481,7 @@ void krdma_mr_free(struct krdma_mr *kmr)
 	if (WARN_ON_ONCE(kmr->pool))
 		return;
 
-	trace_krdma_mr_dereg(conn->name, kmr->mr ? kmr->mr->length : 0,
-			     kmr->access);
+	trace_krdma_mr_dereg(conn->name, kmr->token.length, kmr->access);
 	krdma_mr_revoke(kmr);
 	spin_lock_bh(&conn->lock);
 	mine = !list_empty(&kmr->list);
@@ -798,6 +810,9 @@ struct krdma_mr *krdma_reg_sg_nowait(struct krdma_conn *conn,
 	spin_lock_bh(&conn->lock);
 	if (conn->qp_ok) {
 		kmr->mr = mr;
+		kmr->token.addr = mr->iova;
+		kmr->token.rkey = mr->rkey;
+		kmr->token.length = mr->length;
 		kmr->mapped = mapped;
 		kmr->valid = true;
 		kmr->wr_out = 1;

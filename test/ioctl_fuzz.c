@@ -78,7 +78,10 @@
  *	A device that holds completions back (conns/NAME/inject delay=):
  *	UNREG of a registration whose REVOKE waits for a send queue slot
  *	returns only once the token is dead (after that REVOKE; the peer's
- *	READ through it fails).  Uses port PORT.
+ *	READ through it fails).  A REG whose connection is closed between
+ *	its registration and its handle (test knob fault_reg_delay_ms)
+ *	fails with EBADF, leaves no handle and no pages pinned.  Uses ports
+ *	PORT..PORT+1.
  *
  * Prints "ok"/"not ok" lines; exits 0 when everything passed.
  */
@@ -3064,9 +3067,105 @@ static void stall_unreg_under_revoke(void)
 	free(my);
 }
 
+#define KNOB_DIR	"/sys/module/krdma/parameters/"
+
+/* Write @val to the test knob @name: 0 or the errno. */
+static int knob(const char *name, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), KNOB_DIR "%s", name);
+	return write_line(path, val);
+}
+
+/* /dev/kmsg from its end: the kernel's lines from now on. */
+static int kmsg_open(void)
+{
+	int f = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (f < 0)
+		bail("open /dev/kmsg");
+	lseek(f, 0, SEEK_END);
+	return f;
+}
+
+/* Wait up to @secs for a kernel line containing @what. */
+static bool kmsg_wait(int f, const char *what, double secs)
+{
+	double end = now_s() + secs;
+	char rec[8192];
+	ssize_t n;
+
+	while (now_s() < end) {
+		n = read(f, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EAGAIN) {
+			usleep(20 * 1000);
+			continue;
+		}
+		if (n <= 0)		/* EPIPE: overwritten, read on */
+			continue;
+		rec[n] = 0;
+		if (strstr(rec, what))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * REG meets a CLOSE of its connection between its registration and its
+ * handle (the test knob fault_reg_delay_ms holds it there).  CLOSE of a
+ * connection takes its registrations with it: the REG must fail (EBADF:
+ * the connection is no longer the session's), leave no handle, and the
+ * pages it pinned are given back.
+ */
+static void stall_reg_vs_close(void)
+{
+	unsigned char *mem = aligned_alloc(4096, 65536);
+	struct krdma_ioc_reg rr = {};
+	long long base;
+	struct bg_call g;
+	int fd = dev_open(), kf, e;
+	__u32 l, c, a;
+
+	if (!mem)
+		bail("malloc");
+	memset(mem, 0, 65536);
+	l = listen_on(fd, 1);
+	c = connect_to(fd, 1);
+	a = accept_on(fd, l);
+	base = vm_pin();
+	/* Time for the CLOSE below, on the debug kernel under TCG too. */
+	expect(knob("fault_reg_delay_ms", "5000"), 0,
+	       "REG holds 5000 ms before its handle (fault_reg_delay_ms)");
+	kf = kmsg_open();
+	rr.handle = a;
+	rr.access = KRDMA_IOC_ACCESS_REMOTE_WRITE;
+	rr.buf = (uintptr_t)mem;
+	rr.len = 65536;
+	bg_start(&g, fd, KRDMA_IOC_REG, &rr);
+	ok(kmsg_wait(kf, "REG: registered, sleeping 5000 ms (fault_reg_delay_ms)", 20),
+	   "the REG registered and waits before its handle");
+	close(kf);
+	expect(close_h(fd, KRDMA_IOC_CLOSE, a), 0,
+	       "CLOSE its connection meanwhile");
+	pthread_join(g.t, NULL);
+	knob("fault_reg_delay_ms", "0");
+	expect(g.err, EBADF, "the REG, its connection closed under it");
+	expect_pin(base, "once the REG returned");
+	if (!g.err) {
+		e = close_h(fd, KRDMA_IOC_UNREG, rr.mr);
+		expect(e, EBADF, "UNREG of the handle it returned");
+	}
+	expect(close_h(fd, KRDMA_IOC_CLOSE, c), 0, "CLOSE the other side");
+	close(fd);
+	expect_no_conns("after the REG under a CLOSE");
+	free(mem);
+}
+
 static int run_stalls(void)
 {
 	stall_unreg_under_revoke();
+	stall_reg_vs_close();
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
