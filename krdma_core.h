@@ -428,7 +428,14 @@ int krdma_post_imm(struct krdma_conn *conn, u64 raddr, u32 rkey, u32 imm,
 		   long timeout);
 int __krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 			long timeout, const char *what, bool qp_held);
+int krdma_wait_abandon(struct krdma_conn *conn, const char *what,
+		       bool qp_held);
 void krdma_room(struct krdma_conn *conn);
+
+/* krdma_poll.c */
+long __krdma_wait_completion(struct krdma_conn *conn,
+			     struct completion *done, long timeout,
+			     bool killable);
 
 /* A call with nowait found no room: ops->room once some frees. */
 static inline void krdma_room_want_locked(struct krdma_conn *conn)

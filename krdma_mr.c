@@ -103,7 +103,10 @@ static int __krdma_mr_post_wait(struct krdma_mr *kmr,
 /*
  * Post one registration or invalidation WR and wait for it, in a send
  * queue slot.  Called with a QP reference (krdma_conn_qp_get()), and
- * returns with it.
+ * returns with it.  A fatal signal in the wait for the slot returns
+ * -EINTR with nothing posted; for an invalidation, whose token must die
+ * all the same, the connection fails then as when the signal comes once
+ * it is posted (krdma_wait_abandon(): -ECONNABORTED, the QP in ERROR).
  */
 static int krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 {
@@ -111,6 +114,8 @@ static int krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	int ret;
 
 	ret = krdma_slots_get(conn, 1, false);
+	if (ret == -EINTR && wr->opcode == IB_WR_LOCAL_INV)
+		return krdma_wait_abandon(conn, "memory invalidation", true);
 	if (ret)
 		return ret;
 	ret = __krdma_mr_post_wait(kmr, wr);
@@ -204,11 +209,16 @@ void krdma_conn_release_mrs(struct krdma_conn *conn)
  * pages) and have no gaps between entries (all but the first start on a
  * page, all but the last end on one).
  *
- * Context: process; sleeps until the device has done the registration
- * (at most 30 s, then the connection fails with -ETIMEDOUT).  For the I/O
- * path, krdma_reg_sg_nowait().
+ * Context: process; sleeps for a send queue slot, then until the device
+ * has done the registration (at most 30 s, then the connection fails with
+ * -ETIMEDOUT).  A fatal signal ends either wait with -EINTR: in the first
+ * nothing was posted yet and the connection stays up; in the second the
+ * registration is abandoned and the connection fails at once, with
+ * -ECONNABORTED (its QP moved to ERROR; its owner closes it).  For the
+ * I/O path, krdma_reg_sg_nowait().
  * Return: the registration, or an ERR_PTR: -EINVAL (bad rights or a gap),
- * -E2BIG (too large for one MR), -ENOMEM, or the connection's error.
+ * -E2BIG (too large for one MR), -ENOMEM, -EINTR (the fatal signal), or
+ * the connection's error.
  */
 struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 			      int nents, int access)
@@ -424,7 +434,10 @@ EXPORT_SYMBOL_GPL(krdma_mr_token);
  * owner still closes it as usual.
  *
  * Context: process context; sleeps until the device has done it (at most
- * 30 s, and teardown's drain).
+ * 30 s, and teardown's drain).  A fatal signal ends the wait for the
+ * invalidation, or for a send queue slot to post it in: the connection
+ * fails with -ECONNABORTED (one line says who abandoned it) and is torn
+ * down, so the token is dead all the same.
  *
  * Not for a pool registration (krdma_reg_sg_nowait()): -EINVAL.
  *

@@ -1297,34 +1297,80 @@ static void krdma_sync_done(struct krdma_req *req)
 }
 
 /*
+ * Fail @conn with @err at once and flush its QP: tear it down, or with
+ * @qp_held (the caller holds a QP reference, which teardown would wait
+ * for) move the QP to ERROR, which flushes it all the same.  Process
+ * context; sleeps.
+ */
+static void krdma_conn_fail_now(struct krdma_conn *conn, int err,
+				bool qp_held)
+{
+	krdma_conn_set_error(conn, err);
+	if (!qp_held)
+		krdma_conn_teardown(conn, err);
+	else
+		krdma_conn_qp_error(conn);
+}
+
+/*
+ * The caller's task is being killed while it waits for @what, posted or
+ * about to be: it gives up on it.  The connection fails with
+ * -ECONNABORTED and its QP is flushed (krdma_conn_fail_now(), @qp_held
+ * as there), with one rate-limited line naming the task, so that nothing
+ * of the caller's is the device's once the flush is through.  The one
+ * place a fatal signal fails a connection.  Returns -EINTR, what the
+ * caller returns.  Process context; sleeps.
+ */
+int krdma_wait_abandon(struct krdma_conn *conn, const char *what,
+		       bool qp_held)
+{
+	pr_warn_ratelimited("%s: %s abandoned: %s[%d] waiting for it is being killed, failing the connection\n",
+			    conn->name, what, current->comm,
+			    task_pid_nr(current));
+	krdma_conn_fail_now(conn, -ECONNABORTED, qp_held);
+	return -EINTR;
+}
+
+/*
  * Wait for a posted @what: krdma's one "post and wait" helper, for every
  * synchronous call built on an asynchronous one.  The completion always
  * comes, at worst as a flush.  A peer that never acknowledges (iWARP
  * leaves retries to TCP, which takes many minutes) or a send queue that
  * stops moving fails the connection after @timeout (jiffies; 0:
- * KRDMA_POST_TIMEOUT), and then the flush completes what was posted: the
- * caller's request is its own again when this returns, whatever it
- * returns.  @qp_held: the caller holds a QP reference
- * (krdma_conn_qp_get()), which teardown would wait for, so the QP is
- * moved to ERROR here instead, which flushes it all the same.  Process
- * context.
+ * KRDMA_POST_TIMEOUT; MAX_SCHEDULE_TIMEOUT: none), and then the flush
+ * completes what was posted: the caller's request is its own again when
+ * this returns, whatever it returns.  A fatal signal does the same at
+ * once, with -ECONNABORTED as the connection's error, so that a process
+ * being killed does not wait for a stalled peer (and a caller whose
+ * memory the device may be using returns only once it no longer is).
+ * Other signals do not end the wait.  @qp_held: the caller holds a QP
+ * reference (krdma_conn_qp_get()), which teardown would wait for, so the
+ * QP is moved to ERROR here instead, which flushes it all the same.
+ * Returns 0, -ETIMEDOUT or (the fatal signal) -EINTR.  Process context.
  */
 int __krdma_wait_posted(struct krdma_conn *conn, struct completion *done,
 			long timeout, const char *what, bool qp_held)
 {
+	long left;
+	int ret;
+
 	if (!timeout)
 		timeout = KRDMA_POST_TIMEOUT;
-	if (krdma_wait_completion(conn, done, timeout))
+	left = __krdma_wait_completion(conn, done, timeout, true);
+	if (left > 0)
 		return 0;
-	pr_warn_ratelimited("%s: %s not completed by the device in %u ms, failing the connection\n",
-			    conn->name, what, jiffies_to_msecs(timeout));
-	krdma_conn_set_error(conn, -ETIMEDOUT);
-	if (!qp_held)
-		krdma_conn_teardown(conn, -ETIMEDOUT);
-	else
-		krdma_conn_qp_error(conn);
+	if (left < 0) {
+		ret = krdma_wait_abandon(conn, what, qp_held);
+	} else {
+		pr_warn_ratelimited("%s: %s not completed by the device in %u ms, failing the connection\n",
+				    conn->name, what,
+				    jiffies_to_msecs(timeout));
+		ret = -ETIMEDOUT;
+		krdma_conn_fail_now(conn, ret, qp_held);
+	}
+	/* Bounded: the flush (teardown's drain) completes it. */
 	krdma_wait_completion(conn, done, MAX_SCHEDULE_TIMEOUT);
-	return -ETIMEDOUT;
+	return ret;
 }
 
 /*
@@ -1379,11 +1425,14 @@ static int __krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
  * Context: process; sleeps.  Waiting for a credit is bounded by @timeout
  * and leaves the connection up when it runs out.  Once posted, the send
  * is waited for until the device completes it; one the device has not
- * completed in KRDMA_POST_TIMEOUT fails the connection (-ETIMEDOUT).
+ * completed in KRDMA_POST_TIMEOUT fails the connection (-ETIMEDOUT).  A
+ * fatal signal ends that wait at once: the connection fails with
+ * -ECONNABORTED, and the call returns -EINTR once its teardown flushed
+ * the send (its memory is the caller's again).
  *
  * Return: 0, or -EMSGSIZE, -EAGAIN (@timeout 0 and no credit),
- * -ETIMEDOUT, -ERESTARTSYS, or the connection's error (-ECONNRESET after
- * a disconnect, -ENODEV after device removal).
+ * -ETIMEDOUT, -ERESTARTSYS, -EINTR, or the connection's error
+ * (-ECONNRESET after a disconnect, -ENODEV after device removal).
  */
 int krdma_send(struct krdma_conn *conn, const void *buf, size_t len,
 	       long timeout)
@@ -1604,7 +1653,8 @@ static int __krdma_imm_async(struct krdma_conn *conn, u64 raddr, u32 rkey,
  * Return: 0 if posted (->done will run); else ->done will not run and the
  * error is -EINVAL (no @req or ->done), -ERANGE (@offset past the token),
  * -EOPNOTSUPP (iWARP has no immediate data: siw), -EAGAIN, -ETIMEDOUT,
- * -ERESTARTSYS, or the connection's error.
+ * -ERESTARTSYS (a signal while it waits for a credit), -EINTR (a fatal
+ * signal while it waits for a slot), or the connection's error.
  */
 int krdma_imm_async(struct krdma_conn *conn, const struct krdma_token *token,
 		    u64 offset, u32 imm, struct krdma_req *req, bool nowait)

@@ -280,14 +280,29 @@ EXPORT_SYMBOL_GPL(krdma_wait_end);
 long krdma_wait_completion(struct krdma_conn *conn, struct completion *done,
 			   long timeout)
 {
+	return __krdma_wait_completion(conn, done, timeout, false);
+}
+EXPORT_SYMBOL_GPL(krdma_wait_completion);
+
+/*
+ * krdma_wait_completion(), or with @killable a wait that a fatal signal
+ * ends with -ERESTARTSYS (unless @done completed too), polled or not.
+ * Process context; sleeps.
+ */
+long __krdma_wait_completion(struct krdma_conn *conn,
+			     struct completion *done, long timeout,
+			     bool killable)
+{
 	if (!conn->opts.poll)
-		return wait_for_completion_timeout(done, timeout);
+		return killable ?
+		       wait_for_completion_killable_timeout(done, timeout) :
+		       wait_for_completion_timeout(done, timeout);
 	/* Polled: conn->wq is not slept on. */
 	return __krdma_wait_event(conn, conn->wq,
 				  try_wait_for_completion(done), timeout,
-				  TASK_UNINTERRUPTIBLE);
+				  killable ? TASK_KILLABLE :
+					     TASK_UNINTERRUPTIBLE);
 }
-EXPORT_SYMBOL_GPL(krdma_wait_completion);
 
 struct krdma_drain {
 	struct ib_cqe	cqe;

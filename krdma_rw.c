@@ -250,10 +250,12 @@ static bool krdma_rw_slots_free(struct krdma_conn *conn, int n)
  * there).  The wait is bounded: slots come back as work requests
  * complete, and one the device does not complete in KRDMA_POST_TIMEOUT
  * fails the connection, which wakes every waiter.  Only a fatal signal
- * ends it early, so a kernel caller never sees -ERESTARTSYS.
+ * ends it early: -EINTR, as from a wait for the device that a fatal
+ * signal ends (__krdma_wait_posted()), but nothing was posted and the
+ * connection stays up.
  *
- * Return: 0, -EAGAIN, -ERESTARTSYS (the calling process is being killed),
- * or the connection's error.
+ * Return: 0, -EAGAIN, -EINTR (the calling process is being killed), or
+ * the connection's error.
  */
 int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait)
 {
@@ -287,7 +289,7 @@ int krdma_slots_get(struct krdma_conn *conn, u32 n, bool nowait)
 		conn->rw_waiters--;
 		spin_unlock_bh(&conn->lock);
 		if (ret)
-			return ret;
+			return -EINTR;	/* -ERESTARTSYS: killed */
 	}
 }
 
@@ -659,7 +661,8 @@ EXPORT_SYMBOL_GPL(krdma_rdma_chunk_size);
  *
  * Return: 0 if started (->done will run), else a negative errno and ->done
  * will not run: -EINVAL (empty), -ERANGE (outside the token), -E2BIG,
- * -EAGAIN, -ERESTARTSYS, or the connection's error.
+ * -EAGAIN, -EINTR (a fatal signal while it waited for slots), or the
+ * connection's error.
  */
 int krdma_rdma_async(struct krdma_conn *conn, bool write,
 		     struct scatterlist *sg, int nents,
@@ -907,10 +910,19 @@ static int krdma_rdma_sync(struct krdma_conn *conn, bool write,
  * connection, or a reply from the peer, comes back only if the WRITE was
  * placed.
  *
- * Context: process; sleeps up to @timeout.
+ * A fatal signal abandons the transfer at once, as @timeout running out
+ * does: the connection fails (with -ECONNABORTED) and is torn down, and
+ * the call returns -EINTR once the flush gave @sg back.  One that comes
+ * while a part of the transfer waits for send queue slots (the
+ * connection has its depth in flight) returns -EINTR before that part is
+ * posted, and the connection stays up.  Other signals do not end the
+ * wait.
+ *
+ * Context: process; sleeps up to @timeout (MAX_SCHEDULE_TIMEOUT: until the
+ * device is done, or a fatal signal).
  * Return: 0 once the data is placed at the peer (iWARP: once sent), else
  * -EINVAL, -ERANGE, -EACCES (the peer refused the key or the right; RoCE),
- * -ETIMEDOUT, or the connection's error.
+ * -ETIMEDOUT, -EINTR, or the connection's error.
  */
 int krdma_write(struct krdma_conn *conn, struct scatterlist *sg, int nents,
 		const struct krdma_token *token, u64 offset, long timeout)
@@ -931,7 +943,7 @@ EXPORT_SYMBOL_GPL(krdma_write);
  * As for krdma_rdma_async(), success does not prove that a hostile iWARP
  * peer filled all of @sg: initialise memory whose content goes elsewhere.
  *
- * Context: process; sleeps up to @timeout.
+ * Context: process; sleeps as krdma_write() does (a fatal signal ends it).
  * Return: as krdma_write().
  */
 int krdma_read(struct krdma_conn *conn, struct scatterlist *sg, int nents,
@@ -954,8 +966,12 @@ EXPORT_SYMBOL_GPL(krdma_read);
  * The notice takes one of the peer's receives, like a message, and arrives
  * in order with the messages.  iWARP has no immediate data.
  *
- * Context: process; sleeps up to @timeout.
- * Return: as krdma_write(), or -EOPNOTSUPP on iWARP devices (siw).
+ * Context: process; sleeps as krdma_write() does (a fatal signal ends it),
+ * and up to @timeout for the peer's credit for the notice, a wait that any
+ * signal ends (-ERESTARTSYS: the data is placed, the notice not sent, and
+ * the connection stays up).
+ * Return: as krdma_write(), -ERESTARTSYS, or -EOPNOTSUPP on iWARP devices
+ * (siw).
  */
 int krdma_write_imm(struct krdma_conn *conn, struct scatterlist *sg,
 		    int nents, const struct krdma_token *token, u64 offset,
@@ -1199,7 +1215,8 @@ out_unlock:
  * Return: 0 if posted (->done will run); else ->done will not run and
  * the error is -EINVAL (no @req, ->done or @old; a misaligned target),
  * -ERANGE (outside the token), -EOPNOTSUPP (the device has no atomics:
- * siw), -EAGAIN (@nowait and no slot), or the connection's error.
+ * siw), -EAGAIN (@nowait and no slot), -EINTR (a fatal signal while it
+ * waited for one), or the connection's error.
  */
 int krdma_atomic_cas_async(struct krdma_conn *conn,
 			   const struct krdma_token *token, u64 offset,
@@ -1277,10 +1294,17 @@ static int krdma_atomic(struct krdma_conn *conn, enum ib_wr_opcode opcode,
  * @timeout: jiffies the device has to complete it (0: 30 s); past it the
  *	connection fails
  *
- * Context: process; sleeps up to @timeout.
+ * A fatal signal abandons the operation at once, as krdma_write()'s: the
+ * connection fails with -ECONNABORTED, and -EINTR is returned (the
+ * peer's 8 bytes may or may not have changed).  Killed while it waits for
+ * a send queue slot, it returns -EINTR with nothing posted, the
+ * connection up.
+ *
+ * Context: process; sleeps up to @timeout (MAX_SCHEDULE_TIMEOUT: until
+ * the device is done, or a fatal signal).
  * Return: 0, -EOPNOTSUPP where the device has no atomics (siw), -EINVAL for
- * a misaligned target, -ERANGE, -EACCES, -ETIMEDOUT, or the connection's
- * error.
+ * a misaligned target, -ERANGE, -EACCES, -ETIMEDOUT, -EINTR, or the
+ * connection's error.
  */
 int krdma_atomic_cas(struct krdma_conn *conn, const struct krdma_token *token,
 		     u64 offset, u64 compare, u64 swap, u64 *old, long timeout)
@@ -1299,7 +1323,7 @@ EXPORT_SYMBOL_GPL(krdma_atomic_cas);
  * @old: the value before the operation
  * @timeout: as krdma_atomic_cas()'s
  *
- * Context: process; sleeps up to @timeout.
+ * Context: process; sleeps as krdma_atomic_cas() does.
  * Return: as krdma_atomic_cas().
  */
 int krdma_atomic_fadd(struct krdma_conn *conn, const struct krdma_token *token,

@@ -176,11 +176,14 @@ static inline bool krdma_sess_retryable(int err)
  * krdma_conn_error() of that connection afterwards.  An error that left
  * the connection working (-ERANGE, -EMSGSIZE, a nowait -EAGAIN...) is the
  * caller's to see; one on a failed connection means "retry after
- * reconnect", whatever the device said.
+ * reconnect", whatever the device said.  But for -EINTR and -ERESTARTSYS:
+ * a signal ended the caller's wait, and a fatal one may be what failed
+ * the connection (krdma_wait_abandon()); a dying task told to resubmit
+ * would fail every new connection in turn.
  */
 static inline int krdma_sess_op_errno(int err, int conn_err)
 {
-	if (!err || !conn_err)
+	if (!err || !conn_err || err == -EINTR || err == -ERESTARTSYS)
 		return err;
 	return KRDMA_ERR_RETRY;
 }

@@ -1121,8 +1121,11 @@ EXPORT_SYMBOL_GPL(krdma_session_conn_put);
  *
  * Context: any but hard interrupt; does not sleep.
  * Return: 0 for 0; @err itself when @conn still works (the operation's
- * own fault: -ERANGE, -EMSGSIZE, a nowait -EAGAIN...); else
- * KRDMA_ERR_RETRY (resubmit on the connection of
+ * own fault: -ERANGE, -EMSGSIZE, a nowait -EAGAIN...); -EINTR and
+ * -ERESTARTSYS always: a signal ended the caller's wait, and a fatal one
+ * (krdma_send() and the other synchronous calls) failed @conn itself, so
+ * a dying task that resubmitted would fail every new connection in turn;
+ * else KRDMA_ERR_RETRY (resubmit on the connection of
  * KRDMA_SESSION_RECONNECTED), or KRDMA_ERR_LOST when the session is lost.
  */
 int krdma_session_errno(struct krdma_session *s, struct krdma_conn *conn,

@@ -80,8 +80,11 @@
  *	returns only once the token is dead (after that REVOKE; the peer's
  *	READ through it fails).  A REG whose connection is closed between
  *	its registration and its handle (test knob fault_reg_delay_ms)
- *	fails with EBADF, leaves no handle and no pages pinned.  Uses ports
- *	PORT..PORT+1.
+ *	fails with EBADF, leaves no handle and no pages pinned.  A process
+ *	killed in a READ (timeout KRDMA_IOC_TIMEOUT_INF) that the device
+ *	holds 10 s is gone at once, and the connection it abandoned has
+ *	failed with ECONNABORTED; a signal that is not fatal does not cut
+ *	that wait short.  Uses ports PORT..PORT+2.
  *
  * Prints "ok"/"not ok" lines; exits 0 when everything passed.
  */
@@ -178,6 +181,7 @@ static const char *errname(int e)
 	case EHOSTUNREACH:	return "EHOSTUNREACH";
 	case EPROTO:		return "EPROTO";
 	case EBUSY:		return "EBUSY";
+	case ECONNABORTED:	return "ECONNABORTED";
 	}
 	snprintf(buf, sizeof(buf), "errno %d", e);
 	return buf;
@@ -2406,7 +2410,7 @@ static void on_alarm(int sig)
  */
 static const int fz_conn_errs[] = {
 	ECONNRESET, ENODEV, ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, EPROTO,
-	EACCES, EREMOTEIO, EIO, ENOTCONN, 0
+	ECONNABORTED, EACCES, EREMOTEIO, EIO, ENOTCONN, 0
 };
 
 static const int *const fz_errs[] = {
@@ -2684,7 +2688,7 @@ static int run_fuzz(__u64 seed, unsigned long iters)
  * A call this long gets a SIGALRM; one past MT_STUCK_S is a failure.  The
  * module waits for a work request it posted (a registration, its
  * revocation, a send) for up to KRDMA_POST_TIMEOUT (30 s, krdma_core.h)
- * without heeding signals: siw's send queue, behind a silent peer, can
+ * heeding only a fatal signal: siw's send queue, behind a silent peer, can
  * take that long (seen once in 100,000 calls over siw: 31.5 s).
  */
 #define MT_KICK_NS	5000000000LL
@@ -3162,10 +3166,102 @@ static void stall_reg_vs_close(void)
 	free(mem);
 }
 
+/*
+ * A process killed while its READ waits for the device: the device holds
+ * the completion back 10 s, the READ's timeout is KRDMA_IOC_TIMEOUT_INF.
+ * The process must be gone at once, not when the device lets go; the
+ * connection it abandoned has failed with ECONNABORTED, for the other
+ * process of the session too, and the peer sees a disconnect.  A signal
+ * that is not fatal does not cut a READ's wait for the device short: the
+ * READ gets its bytes and the connection stays.
+ */
+static void stall_killed_read(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
+	unsigned char *mem = aligned_alloc(4096, 65536);
+	unsigned char back[4096];
+	struct krdma_ioc_query q;
+	struct krdma_ioc_rdma rd;
+	struct krdma_ioc_reg r;
+	int fd = dev_open(), pfd[2], status;
+	struct bg_call g;
+	__u32 l, c, a;
+	double t0, secs;
+	pid_t pid;
+
+	if (!mem)
+		bail("malloc");
+	sigaction(SIGUSR2, &sa, NULL);
+	l = listen_on(fd, 2);
+	c = connect_to(fd, 2);
+	a = accept_on(fd, l);
+	fill(mem, 65536, 23);
+	expect(reg(fd, a, mem, 65536, KRDMA_IOC_ACCESS_REMOTE_READ, &r), 0,
+	       "REG of 64 KiB to READ from");
+	rd = (struct krdma_ioc_rdma){ .handle = c, .buf = (uintptr_t)back,
+				      .len = sizeof(back), .token = r.token,
+				      .timeout_ms = KRDMA_IOC_TIMEOUT_INF };
+
+	/* Another signal: the READ waits for the device all the same. */
+	expect(inject(fd, c, "delay=2000 op=rdma"), 0,
+	       "the reader's RDMA completions held back 2 s");
+	memset(back, 0, sizeof(back));
+	bg_start(&g, fd, KRDMA_IOC_READ, &rd);
+	ok(held(fd, c), "the READ's completion is held");
+	pthread_kill(g.t, SIGUSR2);
+	pthread_join(g.t, NULL);
+	expect(g.err, 0, "a READ (timeout INF) signalled while the device holds it");
+	ok(!memcmp(back, mem, sizeof(back)), "... got the peer's bytes");
+	expect(query(fd, c, &q), 0, "QUERY the reader");
+	ok(q.state == KRDMA_IOC_STATE_CONNECTED && !q.error,
+	   "... still connected (state %u, error %d)", q.state, q.error);
+
+	/* A fatal one, in another process of the session. */
+	expect(inject(fd, c, "delay=10000 op=rdma"), 0,
+	       "the reader's RDMA completions held back 10 s");
+	pid = fork_child(pfd);
+	if (!pid) {
+		io(fd, KRDMA_IOC_READ, &rd);
+		_exit(0);
+	}
+	ok(held(fd, c), "the child's READ (timeout INF) is held");
+	usleep(500 * 1000);
+	t0 = now_s();
+	kill(pid, SIGKILL);
+	status = reap_child(pid, pfd[0]);
+	secs = now_s() - t0;
+	ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+	   "the child died of SIGKILL (status 0x%x)", status);
+	/*
+	 * The kill ends the READ's wait at once; the flush and the exit are
+	 * what it takes, allowed 5 s for the debug kernel under TCG on a busy
+	 * host.  The old code's child lived until the heartbeat failed the
+	 * stalled connection (4 misses x 2 s) or the 10 s hold ended, both
+	 * counted from about when the completion was queued, at most 0.7 s
+	 * before the kill (the 0.5 s sleep and one of held()'s polls): at
+	 * least 8 - 0.7 > 7 s after the kill.  5 s stays below that.
+	 */
+	ok(secs < 5, "... %.2f s after it, with its READ held 10 s", secs);
+	expect(query(fd, c, &q), 0, "QUERY the connection it abandoned");
+	ok(q.state == KRDMA_IOC_STATE_ERROR && q.error == -ECONNABORTED,
+	   "... failed with -ECONNABORTED (state %u, error %d)", q.state,
+	   q.error);
+	expect(rdma(fd, c, false, back, sizeof(back), &r.token, 0),
+	       ECONNABORTED, "a READ on it in the parent");
+	expect(wait_disconnect(fd, a), ECONNRESET,
+	       "the peer sees the disconnect");
+	expect(close_h(fd, KRDMA_IOC_CLOSE, c), 0, "CLOSE the abandoned connection");
+	expect(close_h(fd, KRDMA_IOC_CLOSE, a), 0, "CLOSE its peer");
+	close(fd);
+	expect_no_conns("after the killed READ");
+	free(mem);
+}
+
 static int run_stalls(void)
 {
 	stall_unreg_under_revoke();
 	stall_reg_vs_close();
+	stall_killed_read();
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -8,7 +8,8 @@
 # immediate reaches its RECV (ioctl_fuzz atomics; EOPNOTSUPP on siw), a
 # device that holds completions back does not let UNREG return before
 # the token is dead, a REG whose connection is closed under it leaves
-# nothing (ioctl_fuzz stalls), two
+# nothing, and a process killed in a READ the device holds goes at once
+# (ioctl_fuzz stalls), two
 # krdmactl processes do send/recv, RDMA WRITE and READ checked byte for
 # byte, sessions killed mid-transfer clean up, and a bounded random ioctl
 # pass leaves the kernel healthy.
@@ -166,11 +167,14 @@ no_conns_left "after ioctl_fuzz atomics"
 
 # ---- a device that holds completions back -------------------------------
 log "a device that holds completions back"
+dmesg_mark
 "$fuzz" stalls "$MY_IP" 7470 >"$tmp/stalls.log" 2>&1
 rc=$?
 cat "$tmp/stalls.log"
 echo 0 >/sys/module/krdma/parameters/fault_reg_delay_ms
 [ $rc = 0 ] || fail "ioctl_fuzz stalls: $(grep -m1 -E '^(not ok|Bail)' "$tmp/stalls.log")"
+dmesg_new | grep -q ": RDMA READ abandoned: ioctl_fuzz\[[0-9]*\] waiting for it is being killed, failing the connection" ||
+	fail "no dmesg line for the READ abandoned by a killed process"
 no_conns_left "after ioctl_fuzz stalls"
 
 # ---- two processes: listen/send, recv, serve/client --------------------

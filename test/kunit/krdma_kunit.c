@@ -3621,6 +3621,11 @@ static void sess_op_errno(struct kunit *test)
 			KRDMA_ERR_RETRY);
 	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(-ERANGE, -ETIMEDOUT),
 			KRDMA_ERR_RETRY);
+	/* But a caller being killed, whose signal failed it, is told so. */
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(-EINTR, -ECONNABORTED),
+			-EINTR);
+	KUNIT_EXPECT_EQ(test, krdma_sess_op_errno(-ERESTARTSYS, -ECONNRESET),
+			-ERESTARTSYS);
 	/* Distinct from the nowait "no slot now". */
 	KUNIT_EXPECT_NE(test, KRDMA_ERR_RETRY, -EAGAIN);
 	KUNIT_EXPECT_NE(test, KRDMA_ERR_RETRY, KRDMA_ERR_LOST);

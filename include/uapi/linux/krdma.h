@@ -32,14 +32,32 @@
  *            the command needs (a handle from another session is EBADF)
  *   E2BIG    a length above the limits below
  *   EMFILE   the session has KRDMA_IOC_MAX_HANDLES handles already
- * Commands that wait return EINTR (or restart) on a signal.
+ *
+ * Signals: ACCEPT, RECV, and the wait of SEND and of WRITE_IMM's notice
+ * for the peer's credit return EINTR (or restart) on a signal; READ, WRITE
+ * and WRITE_IMM do between their 1 MiB steps; CONNECT ends early on a
+ * fatal signal only (its timeout_ms bounds it).  What the device has been
+ * given (a step of READ, WRITE or WRITE_IMM, FADD and CAS, a SEND once
+ * posted, REG's registration, REVOKE's invalidation) is waited for through
+ * other signals, since the memory is the device's until it is done; a
+ * fatal signal ends that wait too, and at once: the operation is
+ * abandoned, its connection fails with ECONNABORTED (its queue pair is
+ * flushed, which gives the memory back) and the process goes.  Whoever
+ * else uses the connection (another process of the session) then gets
+ * ECONNABORTED on it, and its peer loses it.  A fatal signal that comes
+ * while the command still waits for room in the connection's send queue,
+ * nothing given to the device yet, ends it with the connection up; but
+ * for an invalidation (REVOKE, UNREG or CLOSE of a registration), whose
+ * token must die all the same: its connection fails with ECONNABORTED as
+ * above.
  *
  * A command on a connection that has ended (SEND, RECV once the messages
  * that came before are taken, REG, WRITE, READ, WRITE_IMM, FADD, CAS)
  * fails with the errno that ended it, the one KRDMA_IOC_QUERY reports in
  * @error: ECONNRESET (a disconnect), ENODEV (its device was removed),
  * ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, EPROTO (the peer broke krdma's
- * protocol), or that of a failed operation (EACCES, EREMOTEIO, EIO);
+ * protocol), ECONNABORTED (a process was killed while the device worked
+ * for it, above), or that of a failed operation (EACCES, EREMOTEIO, EIO);
  * ENOTCONN when it has no error to tell.
  *
  * poll()/epoll on the file: EPOLLIN | EPOLLRDNORM while a message waits on
@@ -63,7 +81,7 @@
 #define KRDMA_IOC_MAX_MSG	(1024 * 1024)	/* SEND; see also max_msg_size */
 #define KRDMA_IOC_MAX_BACKLOG	1024		/* LISTEN */
 
-/* timeout_ms: wait forever (still interruptible by signals). */
+/* timeout_ms: wait forever (signals end the wait as said above). */
 #define KRDMA_IOC_TIMEOUT_INF	0xffffffffU
 
 /* Access rights of a registration (krdma_ioc_reg.access). */
@@ -329,7 +347,7 @@ struct krdma_ioc_reg {
  * @token: in: the peer's region
  * @offset: in: where in the peer's region
  * @timeout_ms: in: a transfer step not done by then fails the connection
- *	(0: 30000)
+ *	(0: 30000; KRDMA_IOC_TIMEOUT_INF: no bound but a fatal signal)
  * @imm: in: KRDMA_IOC_WRITE_IMM: the immediate value the peer's RECV
  *	reports; WRITE and READ: 0 (it was __u32 reserved32)
  * @reserved: in: 0
@@ -369,7 +387,7 @@ struct krdma_ioc_rdma {
  * @old: out: the 8 bytes' value before the operation (CAS swapped if and
  *	only if it equals @compare_add)
  * @timeout_ms: in: an operation not done by then fails the connection
- *	(0: 30000)
+ *	(0: 30000; KRDMA_IOC_TIMEOUT_INF: no bound but a fatal signal)
  * @reserved32: in: 0
  * @reserved: in: 0
  *
