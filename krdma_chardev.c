@@ -653,6 +653,12 @@ static void krdma_cd_uncharge(struct krdma_cd_obj *obj)
 	obj->mr.charged = 0;
 }
 
+/* The pages [buf, buf + len) spans; @len is at most KRDMA_IOC_MAX_XFER. */
+static unsigned long krdma_cd_npages(u64 buf, u64 len)
+{
+	return (offset_in_page(buf) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+}
+
 /* Pin [buf, buf + len) of the caller for as long as a registration lives. */
 static int krdma_cd_pin(struct krdma_cd_obj *obj, u64 buf, u64 len,
 			bool write)
@@ -662,7 +668,7 @@ static int krdma_cd_pin(struct krdma_cd_obj *obj, u64 buf, u64 len,
 	unsigned int gup = FOLL_LONGTERM | (write ? FOLL_WRITE : 0);
 	int ret;
 
-	npages = (offset_in_page(buf) + len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	npages = krdma_cd_npages(buf, len);
 	ret = krdma_cd_charge(obj, npages);
 	if (ret)
 		return ret;
@@ -752,8 +758,10 @@ static long krdma_cd_reg(struct krdma_cd_session *s, union krdma_cd_arg *a,
 {
 	struct krdma_ioc_reg *r = &a->reg;
 	struct krdma_cd_obj *cobj, *obj;
+	unsigned long npages;
 	struct krdma_token tok;
 	struct krdma_mr *kmr;
+	u32 max_pages;
 	int ret;
 
 	ret = krdma_abi_reg(r);
@@ -762,6 +770,20 @@ static long krdma_cd_reg(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	cobj = krdma_cd_get(s, r->handle, KRDMA_IOC_TYPE_CONN, "REG");
 	if (!cobj)
 		return -EBADF;
+	/*
+	 * Before anything is pinned or charged: krdma_reg_sg() would refuse
+	 * it only once every page was (0 before the connection has a QP:
+	 * krdma_reg_sg() says why it fails then).
+	 */
+	npages = krdma_cd_npages(r->buf, r->len);
+	max_pages = krdma_max_reg_pages(cobj->conn);
+	if (max_pages && npages > max_pages) {
+		krdma_cd_warn("REG: %llu bytes span %lu pages, one registration on %s maps at most %u\n",
+			      r->len, npages,
+			      krdma_conn_device_name(cobj->conn), max_pages);
+		ret = -E2BIG;
+		goto out_conn;
+	}
 
 	ret = -ENOMEM;
 	obj = krdma_cd_obj_alloc(s, KRDMA_IOC_TYPE_MR);

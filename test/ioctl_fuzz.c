@@ -43,11 +43,12 @@
  *   ioctl_fuzz memlock IP PORT
  *	Pinned pages against RLIMIT_MEMLOCK; run under a small "ulimit -l"
  *	(at most 512 KiB) without CAP_IPC_LOCK.  A REG past the limit fails
- *	with ENOMEM, one within it works and moves data, and every way a
- *	registration ends (UNREG, a failed REG, CLOSE of its connection, the
- *	end of the session, another process of the session) gives the
- *	charge back to the process that registered, as VmPin in
- *	/proc/self/status shows.  Uses ports PORT..PORT+1.
+ *	with ENOMEM, one within it works and moves data, one of more pages
+ *	than a registration maps fails with E2BIG before it pins or charges
+ *	anything, and every way a registration ends (UNREG, a failed REG,
+ *	CLOSE of its connection, the end of the session, another process of
+ *	the session) gives the charge back to the process that registered,
+ *	as VmPin in /proc/self/status shows.  Uses ports PORT..PORT+1.
  *
  *   ioctl_fuzz backlog IP PORT
  *	KRDMA_IOC_LISTEN's backlog: above KRDMA_IOC_MAX_BACKLOG, or with
@@ -466,6 +467,22 @@ static bool device_has_atomics(void)
 	}
 	closedir(d);
 	return v == 1;
+}
+
+/*
+ * @len bytes of address space of which only the first page is mapped
+ * (read-write, touched): a registration of it can pin that page and no
+ * other.
+ */
+static unsigned char *one_page_mapping(size_t len)
+{
+	unsigned char *p = mmap(NULL, len, PROT_NONE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED || mprotect(p, 4096, PROT_READ | PROT_WRITE))
+		bail("mmap of %zu bytes", len);
+	p[0] = 1;
+	return p;
 }
 
 /* ---- errors: deterministic checks ----------------------------------- */
@@ -938,7 +955,7 @@ static int run_errors(void)
 				       NULL, 0);
 		size_t n = pages * 4096 < (3 << 20) ? pages * 4096 : 3 << 20;
 		size_t too_big = pages * 4096 + 4096;
-		unsigned char *m3, *src, *got;
+		unsigned char *m3, *src, *got, *sparse;
 		struct krdma_ioc_reg r3;
 		char what[96];
 
@@ -947,10 +964,14 @@ static int run_errors(void)
 		got = malloc(too_big);
 		if (!m3 || !src || !got)
 			bail("no memory for %zu bytes", too_big);
+		/* Refused before a page is pinned: only the first is there. */
+		sparse = one_page_mapping(too_big);
 		snprintf(what, sizeof(what),
-			 "REG of %zu pages, one more than an MR holds", pages + 1);
-		expect(reg(fd, a, m3, too_big, KRDMA_IOC_ACCESS_REMOTE_WRITE, &r3),
-		       E2BIG, what);
+			 "REG of %zu pages, one more than an MR holds, only the first mapped",
+			 pages + 1);
+		expect(reg(fd, a, sparse, too_big,
+			   KRDMA_IOC_ACCESS_REMOTE_WRITE, &r3), E2BIG, what);
+		munmap(sparse, too_big);
 		if (n <= KRDMA_CD_BOUNCE_BYTES) {
 			printf("# an MR holds %zu pages here: no token exceeds the bounce buffer\n",
 			       pages);
@@ -1248,6 +1269,26 @@ static int run_memlock(void)
 	expect(reg(fd, a, hole, 2 * page, rw, NULL), EFAULT,
 	       "REG of a page and an unmapped one");
 	expect_pin(base, "after the partly pinned REG");
+
+	/*
+	 * More pages than one registration maps: E2BIG before anything is
+	 * pinned or charged (past the limit, or over pages that are not
+	 * there, it is not ENOMEM or EFAULT either).
+	 */
+	{
+		size_t pages = strtoul(device_attr("max_fast_reg_page_list_len"),
+				       NULL, 0);
+		size_t len = (pages + 1) * page;
+		unsigned char *sparse = one_page_mapping(len);
+		char what[96];
+
+		snprintf(what, sizeof(what),
+			 "REG of %zu pages, one more than an MR holds, only the first mapped",
+			 pages + 1);
+		expect(reg(fd, a, sparse, len, rw, NULL), E2BIG, what);
+		expect_pin(base, "after the REG of too many pages");
+		munmap(sparse, len);
+	}
 
 	/*
 	 * A connection the peer tore down: its registration stays charged

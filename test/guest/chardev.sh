@@ -129,6 +129,8 @@ cat "$tmp/memlock.log"
 [ $rc = 0 ] || fail "ioctl_fuzz memlock: $(grep -m1 -E '^(not ok|Bail)' "$tmp/memlock.log")"
 dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: REG: pinning 1024 KiB would exceed RLIMIT_MEMLOCK (64 KiB, 0 KiB pinned already)" ||
 	fail "no dmesg line for the REG over RLIMIT_MEMLOCK: $(dmesg_new | grep -m1 RLIMIT_MEMLOCK)"
+dmesg_new | grep -q "/dev/krdma: ioctl_fuzz\[[0-9]*\]: REG: [0-9]* bytes span [0-9]* pages, one registration on $IBDEV maps at most [0-9]*" ||
+	fail "no dmesg line for the REG of more pages than a registration maps"
 no_conns_left "after ioctl_fuzz memlock"
 
 # ---- KRDMA_IOC_LISTEN's backlog ----------------------------------------

@@ -319,13 +319,14 @@ struct krdma_ioc_msg {
  * of it or of its connection, or the end of the session), and are charged
  * to the registering process's RLIMIT_MEMLOCK (mm->pinned_vm, VmPin in
  * /proc/PID/status) for that long, as verbs memory registrations are.
- * Errors: E2BIG (larger than one region), EOPNOTSUPP (atomic access on a
- * device without atomics), ENOMEM (the pages would pass RLIMIT_MEMLOCK and
- * the caller lacks CAP_IPC_LOCK), EFAULT; EBADF also when another thread
- * closes the connection before REG gives the registration a handle
- * (nothing of it is left then).  A CLOSE of the connection after that
- * takes the registration with it: REG may still return 0, with a handle
- * that is already gone (EBADF for it).
+ * Errors: E2BIG (more pages than one region maps: refused before a page is
+ * pinned or charged), EOPNOTSUPP (atomic access on a device without
+ * atomics), ENOMEM (the pages would pass RLIMIT_MEMLOCK and the caller
+ * lacks CAP_IPC_LOCK), EFAULT; EBADF also when another thread closes the
+ * connection before REG gives the registration a handle (nothing of it is
+ * left then).  A CLOSE of the connection after that takes the
+ * registration with it: REG may still return 0, with a handle that is
+ * already gone (EBADF for it).
  */
 struct krdma_ioc_reg {
 	__u32	handle;
