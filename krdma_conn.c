@@ -2042,8 +2042,9 @@ static int krdma_listener_device_removal(struct krdma_listener *l,
 	 * longer waits for this handler and may free @l.
 	 */
 	if (mine) {
-		pr_warn("%s: device %s removed, no longer listening\n",
-			l->name, dev_name(&id->device->dev));
+		/* One per listener, and users make listeners. */
+		pr_warn_ratelimited("%s: device %s removed, no longer listening\n",
+				    l->name, dev_name(&id->device->dev));
 		wake_up_all(&l->wq);
 	}
 	mutex_unlock(&l->close_mutex);
@@ -2632,8 +2633,9 @@ again:
 
 	krdma_device_name(kdev, name, sizeof(name));
 	for (i = 0; i < nl; i++) {
-		pr_warn("%s: device %s removed, no longer listening\n",
-			ls[i]->name, name);
+		/* One per listener, and users make listeners. */
+		pr_warn_ratelimited("%s: device %s removed, no longer listening\n",
+				    ls[i]->name, name);
 		krdma_listener_free_id(ls[i], -ENODEV);
 		wake_up_all(&ls[i]->wq);
 		kobject_put(&ls[i]->kobj);
@@ -2687,8 +2689,9 @@ static void krdma_listener_rebind(struct krdma_listener *l)
 	l->cm_id = id;
 	WRITE_ONCE(l->error, 0);
 	mutex_unlock(&l->close_mutex);
-	pr_info("%s: listening again on %pISpc (%s)\n", l->name, &l->addr,
-		dev);
+	/* One per listener, as the line of its stop. */
+	pr_info_ratelimited("%s: listening again on %pISpc (%s)\n", l->name,
+			    &l->addr, dev);
 	return;
 out:
 	mutex_unlock(&l->close_mutex);

@@ -3,7 +3,9 @@
 # Device removal under traffic: rdma link delete while a self-test runs
 # tears everything down synchronously (no hang), waiters get an error,
 # connections show -ENODEV; the device added again is usable again, and a
-# session and a listener whose device went away come back on their own.
+# session and a listener whose device went away come back on their own;
+# the listeners' lines of it are rate-limited (15 listeners, at most 10
+# lines each way).
 # topo: single
 # dev: rxe siw
 . "$(dirname "$0")/../lib.sh"
@@ -93,3 +95,44 @@ wait_for 5 eval 'grep -q connected $KRDMA_SYS/conns/l3.*/state' ||
 	fail "no connected passive end under l3: $(ls $KRDMA_SYS/conns)"
 ctl unsession name=s1 || fail "unsession s1"
 ctl unlisten name=l3 || fail "unlisten l3 at the end"
+
+# The lines of a listener's stop and return are one per listener, and
+# users make listeners (the control file, /dev/krdma): they are
+# rate-limited.  15 listeners on the device log at most the kernel's
+# burst of 10 each way; every one of them still stops, and listens again.
+n=15
+lstate() { read -r st <"$KRDMA_SYS/listeners/rl$1/state"; }
+all_listening() {
+	local i
+	for i in $(seq $n); do
+		lstate "$i"
+		[ "$st" = listening ] || { bad="rl$i: $st"; return 1; }
+	done
+}
+for i in $(seq $n); do
+	ctl listen name=rl$i addr=$MY_IP:$((7040 + i)) || fail "listen rl$i"
+done
+# Each kind of line's window (5 s) must start with these listeners: one
+# that l3's lines above opened would leave fewer than 10 to them, and a
+# new window midway would allow up to 10 more.
+sleep 6
+dmesg_mark
+timeout 60 rdma link delete $IBDEV || fail "rdma link delete (15 listeners) hung or failed"
+for i in $(seq $n); do
+	lstate "$i"
+	expect_eq "$st" "stopped -19" "rl$i with the device gone"
+done
+dmesg_fetch
+new_count "removed, no longer listening"
+log "$n listeners stopped: $NEW_N lines"
+[ "$NEW_N" -ge 1 ] && [ "$NEW_N" -le 10 ] ||
+	fail "$NEW_N 'no longer listening' lines for $n listeners, expected 1 to 10 (rate-limited)"
+dmesg_mark
+rdma_dev_up
+within 20 all_listening || fail "not every rl listener listens again: $bad"
+dmesg_fetch
+new_count ": listening again on "
+log "$n listeners back: $NEW_N lines"
+[ "$NEW_N" -ge 1 ] && [ "$NEW_N" -le 10 ] ||
+	fail "$NEW_N 'listening again' lines for $n listeners, expected 1 to 10 (rate-limited)"
+for i in $(seq $n); do ctl unlisten name=rl$i || fail "unlisten rl$i"; done
