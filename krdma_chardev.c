@@ -856,6 +856,7 @@ static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
 	struct sg_table sgt;
 	u64 done = 0;
 	long timeout;
+	bool zero;
 	void *kbuf;
 	int ret;
 
@@ -876,8 +877,14 @@ static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
 
 	ret = -ENOMEM;
 	chunk = min_t(u64, r->len, KRDMA_CD_BOUNCE);
-	/* Zeroed: a short READ answer leaves the rest (krdma_read()). */
-	kbuf = kvzalloc(chunk, GFP_KERNEL);
+	/*
+	 * Over iWARP a READ can succeed without filling its sink, leaving the
+	 * rest as it was (krdma_read()): zeroed before each step, or a short
+	 * answer would hand the caller the previous step's bytes, or the
+	 * allocator's.  A RoCE READ completes only once all of it is in.
+	 */
+	zero = !write && krdma_conn_is_iwarp(obj->conn);
+	kbuf = kvmalloc(chunk, GFP_KERNEL);
 	if (!kbuf)
 		goto out;
 	ret = 0;
@@ -887,6 +894,8 @@ static long krdma_cd_rdma(struct krdma_cd_session *s, union krdma_cd_arg *a,
 			ret = -ERESTARTSYS;
 			break;
 		}
+		if (zero)
+			memset(kbuf, 0, this);
 		if (write && copy_from_user(kbuf, ubuf + done, this)) {
 			krdma_cd_warn("WRITE: bad buffer pointer 0x%llx\n",
 				      r->buf + done);
