@@ -1723,10 +1723,23 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		pdata = rdma_consumer_reject_data(id, ev, &plen);
 		reason = krdma_rej_decode(pdata, plen);
 		if (reason == KRDMA_REJ_APP || reason == KRDMA_REJ_SESSION) {
+			int sent = krdma_rej_sent_errno(pdata, plen);
+			char what[64];
+
+			/* Only an errno a krdma listener refuses with. */
 			ret = krdma_rej_carried_errno(pdata, plen);
-			pr_warn_ratelimited("%s: %pISpc rejected the connection: %s (%d)\n",
+			if (ret == sent)
+				snprintf(what, sizeof(what), "%d", ret);
+			else if (!sent)
+				snprintf(what, sizeof(what),
+					 "it carried no errno: %d", ret);
+			else
+				snprintf(what, sizeof(what),
+					 "%d, which no krdma listener sends: %d",
+					 sent, ret);
+			pr_warn_ratelimited("%s: %pISpc rejected the connection: %s (%s)\n",
 					    conn->name, &conn->raddr,
-					    krdma_rej_str(reason), ret);
+					    krdma_rej_str(reason), what);
 		} else if (reason) {
 			pr_warn_ratelimited("%s: %pISpc rejected the connection: %s\n",
 					    conn->name, &conn->raddr,

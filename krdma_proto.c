@@ -88,34 +88,81 @@ void krdma_rej_encode(struct krdma_rej *r, int reason)
 }
 
 /*
- * A refusal that carries an errno (1..MAX_ERRNO) back to the peer's
- * connect: KRDMA_REJ_APP (the listener's consumer's) or KRDMA_REJ_SESSION
- * (krdma's own, krdma_sess_claim()).
+ * The errnos a refusal carries to the peer's krdma_connect(), which hands
+ * them on to its caller (/dev/krdma's CONNECT and the control file give
+ * them to userspace, a session decides by them whether to retry):
+ * krdma_sess_claim()'s two for KRDMA_REJ_SESSION, and for KRDMA_REJ_APP
+ * the refusals an accept hook is documented to give (include/krdma.h,
+ * struct krdma_conn_ops).  Anything else, at either end, is -ECONNREFUSED:
+ * the peer is not trusted to pick an errno that means something else here
+ * (-ERESTARTSYS and the other kernel-internal ones, which must never reach
+ * userspace; KRDMA_ERR_RETRY and KRDMA_ERR_LOST; -ESTALE, which makes a
+ * session give up, outside krdma's own session refusal).
+ */
+static bool krdma_rej_errno_ok(int reason, int err)
+{
+	switch (err) {
+	case -EBUSY:
+		return reason == KRDMA_REJ_APP || reason == KRDMA_REJ_SESSION;
+	case -ESTALE:
+		return reason == KRDMA_REJ_SESSION;
+	case -EPERM:
+	case -ENOENT:
+	case -ENOMEM:
+	case -EACCES:
+	case -EINVAL:
+	case -ENOSPC:
+	case -EAGAIN:
+	case -EOPNOTSUPP:
+	case -ECONNREFUSED:
+		return reason == KRDMA_REJ_APP;
+	default:
+		return false;
+	}
+}
+
+/*
+ * A refusal that carries an errno back to the peer's connect:
+ * KRDMA_REJ_APP (the listener's consumer's) or KRDMA_REJ_SESSION (krdma's
+ * own, krdma_sess_claim()).  One the peer would not pass on goes as
+ * -ECONNREFUSED, which is what the peer would make of it.
  */
 void krdma_rej_encode_errno(struct krdma_rej *r, int reason, int err)
 {
 	krdma_rej_encode(r, reason);
-	if (err >= 0 || err < -MAX_ERRNO)
+	if (!krdma_rej_errno_ok(reason, err))
 		err = -ECONNREFUSED;
 	r->app_errno = cpu_to_be16(-err);
 }
 
 /*
- * The errno of a KRDMA_REJ_APP or KRDMA_REJ_SESSION reject (negative),
- * -ECONNREFUSED for any other or for one that carries none.
+ * The errno a KRDMA_REJ_APP or KRDMA_REJ_SESSION reject carries as it came
+ * (negative; 0 for any other reject), for the line that reports it.
  */
-int krdma_rej_carried_errno(const void *data, size_t len)
+int krdma_rej_sent_errno(const void *data, size_t len)
 {
 	const struct krdma_rej *r = data;
 	int reason = krdma_rej_decode(data, len);
-	u16 err;
 
 	if (reason != KRDMA_REJ_APP && reason != KRDMA_REJ_SESSION)
+		return 0;
+	return -(int)be16_to_cpu(r->app_errno);
+}
+
+/*
+ * The errno of a KRDMA_REJ_APP or KRDMA_REJ_SESSION reject (negative), if
+ * it is one a krdma listener refuses with for that reason
+ * (krdma_rej_errno_ok()); -ECONNREFUSED for any other errno, any other
+ * reject, or one that carries none.
+ */
+int krdma_rej_carried_errno(const void *data, size_t len)
+{
+	int reason = krdma_rej_decode(data, len);
+	int err = krdma_rej_sent_errno(data, len);
+
+	if (!err || !krdma_rej_errno_ok(reason, err))
 		return -ECONNREFUSED;
-	err = be16_to_cpu(r->app_errno);
-	if (!err || err > MAX_ERRNO)
-		return -ECONNREFUSED;
-	return -err;
+	return err;
 }
 
 /* The reason in a krdma reject, or 0 when the reject did not come from krdma. */

@@ -107,6 +107,7 @@ int krdma_negotiate(const struct krdma_params *local,
 void krdma_rej_encode(struct krdma_rej *r, int reason);
 void krdma_rej_encode_errno(struct krdma_rej *r, int reason, int err);
 int krdma_rej_decode(const void *data, size_t len);
+int krdma_rej_sent_errno(const void *data, size_t len);
 int krdma_rej_carried_errno(const void *data, size_t len);
 const char *krdma_rej_str(int reason);
 int krdma_rej_errno(int reason);

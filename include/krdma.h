@@ -238,8 +238,12 @@ struct krdma_conn_req {
  * @accept: a listener's only: a peer asks to connect.  Return 0 to accept
  *	(the connection is then set up and handed over by its ESTABLISHED
  *	event), or a negative errno to refuse: the peer's krdma_connect()
- *	returns it (on iWARP the reject may reach the peer as a reset, and
- *	its connect then returns -ECONNREFUSED).  Called before anything is
+ *	returns it if it is one of -EPERM, -ENOENT, -ENOMEM, -EACCES,
+ *	-EBUSY, -EINVAL, -ENOSPC, -EAGAIN, -EOPNOTSUPP and -ECONNREFUSED,
+ *	else -ECONNREFUSED (a connect passes on no other errno from a
+ *	peer, which is not trusted to choose one that means something else
+ *	to its caller).  On iWARP the reject may reach the peer as a reset,
+ *	and its connect then returns -ECONNREFUSED.  Called before anything is
  *	allocated for the request, so refusing costs nothing; @req and its
  *	bytes are valid during the call only.  Without @accept every
  *	request within the backlog is accepted.

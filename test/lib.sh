@@ -226,6 +226,7 @@ ctl_errno_name() {
 	*"Operation not permitted"*)	CTL_ERR=EPERM ;;
 	*"Address already in use"*)	CTL_ERR=EADDRINUSE ;;
 	*"Cannot assign requested"*)	CTL_ERR=EADDRNOTAVAIL ;;
+	*"Stale file handle"*)		CTL_ERR=ESTALE ;;
 	*)				CTL_ERR="OTHER($out)" ;;
 	esac
 }

@@ -14,6 +14,12 @@
 #     4 GiB - 1 or of 8 bytes, heartbeats not asked for, consumer data
 #     longer than the hello may carry.  The connect fails with its errno,
 #     krdma prints one line naming the problem, no conns/NAME stays.
+#     Then krdma rejects carrying errnos: the listener consumer's EACCES
+#     and a session refusal's ESTALE come through, but 512 (ERESTARTSYS,
+#     never for userspace), ENOLINK (KRDMA_ERR_RETRY), ESTALE as a
+#     consumer's refusal and EACCES as a session refusal (no krdma
+#     listener sends those), and a reject carrying no errno, are
+#     ECONNREFUSED.
 #  2. krdma passive (a listener of the control file), the hostile active:
 #     after a good handshake a header of an unknown type, one whose
 #     length disagrees with what came, random bytes, a heartbeat with a
@@ -108,6 +114,48 @@ reply hugemsg EINVAL "queue depth or message size out of range"
 reply tinymsg EINVAL "queue depth or message size out of range"
 reply hb EINVAL "queue depth or message size out of range"
 reply pdata EINVAL "queue depth or message size out of range"
+	# rej KIND ERRNO SENT: a reject carrying errno SENT fails the connect
+	# with ERRNO (on siw the reject may come as a reset: ECONNREFUSED),
+	# and no conns/h1 stays; on rxe krdma says so in one line.
+	rej() {
+		local kind=$1 want=$2 sent=$3 got n line
+		ratelimit_pace
+		dmesg_mark
+		echo "$kind" >$HP/reply || fail "reply=$kind"
+		got=$(ctl_err connect name=h1 addr=$MY_IP:$PH hb_ms=off depth=8 msg=2048)
+		krdma_lines
+		if [ "$got" != "$want" ] && ! [ "$DEV:$got" = siw:ECONNREFUSED ]; then
+			dmesg_new
+			fail "reply $kind: connect got $got, expected $want"
+		fi
+		[ -e $C/h1 ] && fail "reply $kind: conns/h1 is left"
+		# Over siw, what comes (a reject, a reset) is siw's to say.
+		[ "$DEV" = rxe ] || return 0
+		n=$(dmesg_new | grep -c 'krdma: h1: ')
+		expect_eq "$n" 1 "reply $kind: krdma's lines"
+		line="krdma: h1: $MY_IP:$PH rejected the connection: "
+		if [ "${kind#s}" = "$kind" ]; then
+			line+="refused by the listener's consumer"
+		else
+			line+="the session's connection is up at the listener"
+		fi
+		if [ "$sent" = 0 ]; then
+			line+=" (it carried no errno: -111)"
+		elif [ "$want" = ECONNREFUSED ]; then
+			line+=" (-$sent, which no krdma listener sends: -111)"
+		else
+			line+=" (-$sent)"
+		fi
+		dmesg_new | grep -qF "$line" ||
+			{ dmesg_new; fail "reply $kind: no line '$line'"; }
+}
+rej rej13 EACCES 13
+rej srej116 ESTALE 116
+rej rej512 ECONNREFUSED 512
+rej rej67 ECONNREFUSED 67
+rej rej116 ECONNREFUSED 116
+rej srej13 ECONNREFUSED 13
+rej rej0 ECONNREFUSED 0
 rmmod krdma_hostile || fail "rmmod krdma_hostile (passive)"
 good_ok "after part 1"
 }

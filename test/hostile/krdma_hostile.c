@@ -16,8 +16,12 @@
  *              larger than offered), hugemsg (a message size of 4 GiB - 1),
  *              tinymsg (8 bytes, smaller than a token), hb (heartbeats
  *              krdma did not ask for), pdata (255 bytes of consumer data
- *              claimed), good.  The module stays loaded; unload closes
- *              what it accepted.
+ *              claimed), good; or, instead of an accept, a krdma reject
+ *              carrying an errno: rejN (KRDMA_REJ_APP, the listener's
+ *              consumer's refusal, with errno N) and srejN
+ *              (KRDMA_REJ_SESSION, krdma's refusal of a session's
+ *              request).  The module stays loaded; unload closes what it
+ *              accepted.
  *
  *   krdma as the passive side: connect with a good hello, then break the
  *   protocol once the connection is up, and wait up to 10 s for krdma to
@@ -67,6 +71,7 @@
 #include <linux/mutex.h>
 #include <linux/scatterlist.h>
 #include <net/net_namespace.h>
+#include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -443,6 +448,33 @@ static int hp_build_reply(u8 *buf, u32 od, u32 om, const char *kind)
 	return len;
 }
 
+/*
+ * reply= rejN or srejN: refuse with a krdma reject that carries errno N,
+ * any 16-bit value, as krdma's own carries one of its few.  Returns 1
+ * when @kind is one (the core destroys the child id), 0 when it is not,
+ * -EINVAL for a bad number.
+ */
+static int hp_reject(struct rdma_cm_id *id, const char *kind)
+{
+	struct krdma_rej r = {};
+	bool sess = !strncmp(kind, "srej", 4);
+	u16 err;
+	int ret;
+
+	if (!sess && strncmp(kind, "rej", 3))
+		return 0;
+	if (kstrtou16(kind + (sess ? 4 : 3), 10, &err))
+		return -EINVAL;
+	r.magic = cpu_to_be32(KRDMA_PROTO_MAGIC);
+	r.version = KRDMA_PROTO_VERSION;
+	r.reason = sess ? KRDMA_REJ_SESSION : KRDMA_REJ_APP;
+	r.app_errno = cpu_to_be16(err);
+	ret = rdma_reject(id, &r, sizeof(r), IB_CM_REJ_CONSUMER_DEFINED);
+	pr_info_ratelimited("passive: rejected %pISpc with reply '%s' (errno %u): %d\n",
+			    &id->route.addr.dst_addr, kind, err, ret);
+	return 1;
+}
+
 static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	const struct krdma_hello *req = ev->param.conn.private_data;
@@ -461,6 +493,12 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	strscpy(buf_kind, reply, sizeof(buf_kind));
 	kernel_param_unlock(THIS_MODULE);
 	kind = strim(buf_kind);
+	ret = hp_reject(id, kind);
+	if (ret) {
+		if (ret < 0)
+			pr_err_ratelimited("passive: bad reject '%s'\n", kind);
+		return 1;	/* the core destroys the child id */
+	}
 	len = hp_build_reply(buf, od, om, kind);
 	if (len < 0) {
 		pr_err_ratelimited("passive: unknown reply '%s'\n", kind);

@@ -1120,8 +1120,9 @@ static void proto_rej_app(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_rej_decode(exact(test, &r, sizeof(r)), sizeof(r)),
 			KRDMA_REJ_APP);
 	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ENOENT);
+	/* An errno no accept hook is documented to give: -ECONNREFUSED. */
 	krdma_rej_encode_errno(&r, KRDMA_REJ_APP, -MAX_ERRNO);
-	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -MAX_ERRNO);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
 	/* Not an errno: refused all the same. */
 	krdma_rej_encode_errno(&r, KRDMA_REJ_APP, 0);
 	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
@@ -1143,6 +1144,104 @@ static void proto_rej_app(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -EBUSY);
 	krdma_rej_encode_errno(&r, KRDMA_REJ_SESSION, -ESTALE);
 	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ESTALE);
+}
+
+/* proto_rej_errno_whitelist()'s tally: how many checks failed, the first. */
+struct rej_wl {
+	unsigned int	bad;
+	const char	*what;
+	int		e, got, want;
+};
+
+static void rej_wl_check(struct rej_wl *w, const char *what, int e, int got,
+			 int want)
+{
+	if (got == want)
+		return;
+	if (!w->bad++) {
+		w->what = what;
+		w->e = e;
+		w->got = got;
+		w->want = want;
+	}
+}
+
+/*
+ * What a peer's reject may make krdma_connect() return: only the errnos a
+ * krdma listener refuses with for that reason (-EBUSY and -ESTALE from
+ * krdma_sess_claim(), the accept hook's documented ones), whatever a
+ * hostile peer writes on the wire; everything else is -ECONNREFUSED.
+ */
+static void proto_rej_errno_whitelist(struct kunit *test)
+{
+	static const int app[] = {
+		-EPERM, -ENOENT, -ENOMEM, -EACCES, -EBUSY, -EINVAL, -ENOSPC,
+		-EAGAIN, -EOPNOTSUPP, -ECONNREFUSED,
+	};
+	static const int sess[] = { -EBUSY, -ESTALE };
+	struct rej_wl w = { .what = "" };
+	struct krdma_rej r;
+	int e, i, want;
+
+	/*
+	 * 65,536 values, five checks each: one expectation for them all, so
+	 * that a regression prints one line (how many, and the first), not
+	 * thousands.
+	 */
+	for (e = 0; e <= U16_MAX; e++) {
+		/* Written on the wire as a hostile peer would: any u16. */
+		krdma_rej_encode(&r, KRDMA_REJ_APP);
+		r.app_errno = cpu_to_be16(e);
+		want = -ECONNREFUSED;
+		for (i = 0; i < ARRAY_SIZE(app); i++)
+			if (-e == app[i])
+				want = app[i];
+		rej_wl_check(&w, "KRDMA_REJ_APP carrying ", e,
+			     krdma_rej_carried_errno(&r, sizeof(r)), want);
+		rej_wl_check(&w, "KRDMA_REJ_APP's raw errno of ", e,
+			     krdma_rej_sent_errno(&r, sizeof(r)), -e);
+		/* The listener's side sends nothing the peer would not take. */
+		if (e <= MAX_ERRNO) {
+			krdma_rej_encode_errno(&r, KRDMA_REJ_APP, -e);
+			rej_wl_check(&w, "KRDMA_REJ_APP encoding -", e,
+				     krdma_rej_sent_errno(&r, sizeof(r)), want);
+		}
+
+		krdma_rej_encode(&r, KRDMA_REJ_SESSION);
+		r.app_errno = cpu_to_be16(e);
+		want = -ECONNREFUSED;
+		for (i = 0; i < ARRAY_SIZE(sess); i++)
+			if (-e == sess[i])
+				want = sess[i];
+		rej_wl_check(&w, "KRDMA_REJ_SESSION carrying ", e,
+			     krdma_rej_carried_errno(&r, sizeof(r)), want);
+		if (e <= MAX_ERRNO) {
+			krdma_rej_encode_errno(&r, KRDMA_REJ_SESSION, -e);
+			rej_wl_check(&w, "KRDMA_REJ_SESSION encoding -", e,
+				     krdma_rej_sent_errno(&r, sizeof(r)), want);
+		}
+	}
+	KUNIT_EXPECT_EQ_MSG(test, w.bad, 0u,
+			    "%u checks failed; the first: %s%d gave %d, expected %d",
+			    w.bad, w.what, w.e, w.got, w.want);
+	/* The ones the review named, each way. */
+	krdma_rej_encode(&r, KRDMA_REJ_APP);
+	r.app_errno = cpu_to_be16(ERESTARTSYS);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
+	r.app_errno = cpu_to_be16(-KRDMA_ERR_RETRY);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
+	r.app_errno = cpu_to_be16(-KRDMA_ERR_LOST);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
+	r.app_errno = cpu_to_be16(ESTALE);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
+	krdma_rej_encode(&r, KRDMA_REJ_SESSION);
+	r.app_errno = cpu_to_be16(EACCES);
+	KUNIT_EXPECT_EQ(test, krdma_rej_carried_errno(&r, sizeof(r)), -ECONNREFUSED);
+	/* No errno in other rejects, and none in a short one. */
+	krdma_rej_encode(&r, KRDMA_REJ_BUSY);
+	KUNIT_EXPECT_EQ(test, krdma_rej_sent_errno(&r, sizeof(r)), 0);
+	KUNIT_EXPECT_EQ(test, krdma_rej_sent_errno(&r, sizeof(r) - 1), 0);
+	KUNIT_EXPECT_EQ(test, krdma_rej_sent_errno(NULL, 0), 0);
 }
 
 /* The consumer's bytes after the hello: bounded, and all of them there. */
@@ -1436,6 +1535,7 @@ static struct kunit_case krdma_proto_cases[] = {
 	KUNIT_CASE(proto_negotiate_min),
 	KUNIT_CASE(proto_negotiate_heartbeat),
 	KUNIT_CASE(proto_rej_app),
+	KUNIT_CASE(proto_rej_errno_whitelist),
 	KUNIT_CASE(proto_hello_private_data),
 	KUNIT_CASE(proto_negotiate_out_of_range),
 	KUNIT_CASE(proto_rej_roundtrip),

@@ -213,9 +213,15 @@ struct krdma_ioc_accept {
  * @reserved32: in: 0
  * @reserved: in: 0
  *
- * Errors: ECONNREFUSED, EBUSY (the listener's backlog is full), ETIMEDOUT,
- * EHOSTUNREACH, ENODEV, EPROTO, EPROTONOSUPPORT, EAFNOSUPPORT, EINVAL,
- * ECONNRESET (the connection failed as it came up: its peer closed it).
+ * Errors: ECONNREFUSED, EBUSY (the listener's backlog is full, or its
+ * consumer refused with it), ETIMEDOUT, EHOSTUNREACH, ENODEV, EPROTO,
+ * EPROTONOSUPPORT, EAFNOSUPPORT, EINVAL, ECONNRESET (the connection failed
+ * as it came up: its peer closed it); from a krdma listener's refusal,
+ * what its consumer refused with (EPERM, ENOENT, ENOMEM, EACCES, EBUSY,
+ * EINVAL, ENOSPC, EAGAIN, EOPNOTSUPP, ECONNREFUSED), or for a session's
+ * request EBUSY (the session's connection is up at the listener) or ESTALE
+ * (a late duplicate).  Any other errno a peer's reject carries is
+ * ECONNREFUSED.
  */
 struct krdma_ioc_connect {
 	struct krdma_ioc_addr	dst;
