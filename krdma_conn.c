@@ -1499,7 +1499,8 @@ static int krdma_active_established(struct krdma_conn *conn,
 		.queue_depth = conn->depth, .max_msg_size = conn->max_msg,
 		.heartbeat_ms = krdma_hb_asked(&conn->opts),
 	};
-	int reason;
+	const char *why = NULL;
+	int reason, ret = -EPROTO;
 
 	reason = krdma_hello_decode(ev->param.conn.private_data,
 				    ev->param.conn.private_data_len, &remote);
@@ -1517,24 +1518,40 @@ static int krdma_active_established(struct krdma_conn *conn,
 			 remote.heartbeat_ms < KRDMA_MIN_HEARTBEAT_MS)))
 		reason = KRDMA_REJ_PARAMS;
 	if (reason) {
-		pr_warn_ratelimited("%s: peer %pISpc accepted with a bad handshake: %s\n",
-				    conn->name, &conn->raddr,
-				    krdma_rej_str(reason));
-		return krdma_rej_errno(reason);
+		why = krdma_rej_str(reason);
+		ret = krdma_rej_errno(reason);
+		goto bad;
 	}
 	/*
 	 * The QP is in RTS and receiving already (the CM moved it before
-	 * this event), and the peer, established once our RTU came, may
-	 * have sent: conn->lock, as recv_done() takes it, and what its
-	 * messages took (and the receives reposted for them) stays counted.
+	 * this event), and the peer may have sent (on IB its QP is in RTS
+	 * from its accept on, before its reply went out): conn->lock, as
+	 * recv_done() takes it, and what its messages took (and the
+	 * receives reposted for them) stays counted.
+	 * Those messages were checked against our offer, the most the peer
+	 * may accept with: one longer than it accepted, or more of them than
+	 * the depth it accepted, is a breach of its own accept (else the
+	 * consumer would get a message past krdma_max_msg_size(), or a
+	 * connection whose peer has no credit it knows of).  Later ones
+	 * meet the agreed values in recv_done(), under this lock.
 	 */
 	spin_lock_bh(&conn->lock);
-	conn->depth = remote.queue_depth;
-	conn->max_msg = remote.max_msg_size;
-	conn->hb_ms = remote.heartbeat_ms;
-	krdma_credit_agreed(&conn->cr, conn->depth);
+	if (conn->rx_early_len > remote.max_msg_size)
+		why = "a message longer than agreed came before it";
+	else if (krdma_credit_agreed(&conn->cr, remote.queue_depth))
+		why = "more messages than the agreed depth came before it";
+	if (!why) {
+		conn->depth = remote.queue_depth;
+		WRITE_ONCE(conn->max_msg, remote.max_msg_size);
+		conn->hb_ms = remote.heartbeat_ms;
+	}
 	spin_unlock_bh(&conn->lock);
-	return 0;
+	if (!why)
+		return 0;
+bad:
+	pr_warn_ratelimited("%s: peer %pISpc accepted with a bad handshake: %s\n",
+			    conn->name, &conn->raddr, why);
+	return ret;
 }
 
 /*
@@ -1668,6 +1685,20 @@ static void krdma_passive_established(struct krdma_conn *conn)
 		krdma_handover_queue(conn, 1);
 }
 
+/*
+ * Test knob: the active side sleeps this long in its ESTABLISHED event
+ * before it takes in the accept, which widens the window in which a
+ * passive peer's messages are taken against the offer
+ * (test/guest/hostile.sh).  The sleep is in the CM's event handler: on
+ * IB it holds ib_cm's work on that CPU, every other connection's CM
+ * events queued behind it included, and a peer that waits for an event
+ * of its own to send may find it held too.
+ */
+static unsigned int fault_established_delay_ms;
+module_param(fault_established_delay_ms, uint, 0644);
+MODULE_PARM_DESC(fault_established_delay_ms,
+		 "test: sleep this long in an active connection's ESTABLISHED event, before reading the accept (stalls the CM's events on that CPU)");
+
 static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 			    struct rdma_cm_event *ev)
 {
@@ -1703,6 +1734,8 @@ static int krdma_conn_event(struct krdma_conn *conn, struct rdma_cm_id *id,
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (conn->active) {
+			if (unlikely(fault_established_delay_ms))
+				msleep(fault_established_delay_ms);
 			ret = krdma_active_established(conn, ev);
 			if (ret) {
 				krdma_connect_done(conn, ret);

@@ -245,6 +245,12 @@ struct krdma_conn {
 
 	u32			depth;		/* negotiated */
 	u32			max_msg;	/* negotiated */
+	/*
+	 * Active side only (recv_done() leaves it 0 on a passive one): the
+	 * longest message that came before the accept's agreed max_msg was
+	 * in (krdma_active_established()).
+	 */
+	u32			rx_early_len;
 	struct sockaddr_storage	laddr, raddr;
 
 	struct krdma_rx		*rx;

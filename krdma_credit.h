@@ -43,15 +43,19 @@ static inline void krdma_credit_init(struct krdma_credit *c, u32 depth)
  * took, and the receives already reposted for them (owed), stay counted,
  * or a credit owed would never go back.  Nothing was sent to the peer yet,
  * so our own credits are the agreed depth.  A peer that already sent more
- * than @depth has none left.
+ * than @depth broke the depth it agreed to: -EPROTO, and nothing changes
+ * (the connect fails).
  */
-static inline void krdma_credit_agreed(struct krdma_credit *c, u32 depth)
+static inline int krdma_credit_agreed(struct krdma_credit *c, u32 depth)
 {
 	u32 used = c->depth - c->peer_credits;	/* taken, not yet told back */
 
+	if (used > depth)
+		return -EPROTO;
 	c->depth = depth;
 	c->credits = depth;
-	c->peer_credits = used < depth ? depth - used : 0;
+	c->peer_credits = depth - used;
+	return 0;
 }
 
 /* One credit for a SEND or WRITE_WITH_IMM; false: the peer has no receive. */

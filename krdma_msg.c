@@ -181,6 +181,18 @@ static void krdma_rx_uncredited(struct krdma_conn *conn, bool is_credit_msg,
 	krdma_conn_set_error(conn, err);
 }
 
+/* A message krdma cannot take; no lock held. */
+static void krdma_rx_malformed(struct krdma_conn *conn, struct ib_wc *wc)
+{
+	if (!krdma_conn_failed(conn))
+		pr_warn_ratelimited("%s: malformed message from the peer (%u bytes%s)\n",
+				    conn->name, wc->byte_len,
+				    wc->wc_flags & IB_WC_WITH_IMM ?
+				    ", with an immediate" : "");
+	atomic64_inc(&conn->stats.errors);
+	krdma_conn_set_error(conn, -EPROTO);
+}
+
 void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_rx *rx = container_of(wc->wr_cqe, struct krdma_rx, cqe);
@@ -236,15 +248,10 @@ void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * A SEND_WITH_IMM (krdma_sendv_async()) carries a data message;
 	 * krdma sends nothing else with an immediate.
 	 */
-	if (krdma_msg_decode(rx->buf, wc->byte_len, conn->max_msg, &info) ||
+	if (krdma_msg_decode(rx->buf, wc->byte_len, READ_ONCE(conn->max_msg),
+			     &info) ||
 	    ((wc->wc_flags & IB_WC_WITH_IMM) && info.type != KRDMA_MSG_DATA)) {
-		if (!krdma_conn_failed(conn))
-			pr_warn_ratelimited("%s: malformed message from the peer (%u bytes%s)\n",
-					    conn->name, wc->byte_len,
-					    wc->wc_flags & IB_WC_WITH_IMM ?
-					    ", with an immediate" : "");
-		atomic64_inc(&conn->stats.errors);
-		krdma_conn_set_error(conn, -EPROTO);
+		krdma_rx_malformed(conn, wc);
 		return;
 	}
 	/* A credit message or a notice has no payload of the consumer's. */
@@ -253,6 +260,20 @@ void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			      wc->status);
 
 	spin_lock_bh(&conn->lock);
+	/*
+	 * The active side's max_msg is its offer until the accept's agreed
+	 * size is in (krdma_active_established(), under this lock), and the
+	 * decode read it without the lock: a message decoded against the
+	 * offer is weighed here against what holds now, and one that came
+	 * before the accept is weighed there (rx_early_len).
+	 */
+	if (unlikely(info.len > conn->max_msg)) {
+		spin_unlock_bh(&conn->lock);
+		krdma_rx_malformed(conn, wc);
+		return;
+	}
+	if (unlikely(!conn->established) && conn->active)
+		conn->rx_early_len = max(conn->rx_early_len, info.len);
 	/*
 	 * The peer's SEND_WITH_INV: the device invalidated that rkey in our
 	 * PD before this completion.  Only a valid registration from this

@@ -12,7 +12,12 @@
 #     of 0), a good hello in the largest reply (accepted), the next
 #     version, depth 0, a depth larger than offered, a message size of
 #     4 GiB - 1 or of 8 bytes, heartbeats not asked for, consumer data
-#     longer than the hello may carry.  The connect fails with its errno,
+#     longer than the hello may carry; on rxe, a message longer than the
+#     accept's size, or more messages than its depth, sent before krdma
+#     read the accept (fault_established_delay_ms holds the active side's
+#     ESTABLISHED event for 2 s, the module sends 400 ms after its
+#     accept; on iWARP the passive side may not speak first).  The
+#     connect fails with its errno,
 #     krdma prints one line naming the problem, no conns/NAME stays.
 #     Then krdma rejects carrying errnos: the listener consumer's EACCES
 #     and a session refusal's ESTALE come through, but 512 (ERESTARTSYS,
@@ -79,14 +84,16 @@ krdma_lines() { dmesg_new | grep -E 'krdma: ' | sed 's/^/# /'; }
 part1() {
 	log "1. krdma connects to a hostile listener"
 	insmod "$hko" mode=passive addr="$MY_IP" port=$PH || fail "insmod passive"
-	# reply KIND ERRNO 'REASON': the connect fails with ERRNO, and krdma says
+	# reply KIND ERRNO 'REASON' [WORDS]: the connect (with WORDS) fails
+	# with ERRNO, and krdma says
 	# "h1: peer ADDR accepted with a bad handshake: REASON", once.
 	reply() {
 		local kind=$1 want=$2 why=$3 got n
 		ratelimit_pace
 		dmesg_mark
 		echo "$kind" >$HP/reply || fail "reply=$kind"
-		got=$(ctl_err connect name=h1 addr=$MY_IP:$PH hb_ms=off depth=8 msg=2048)
+		# shellcheck disable=SC2086	# $4: words
+		got=$(ctl_err connect name=h1 addr=$MY_IP:$PH hb_ms=off depth=8 msg=2048 ${4:-})
 		krdma_lines
 		[ "$got" = "$want" ] || { dmesg_new; fail "reply $kind: connect got $got, expected $want"; }
 		if [ "$want" = OK ]; then
@@ -114,6 +121,18 @@ reply hugemsg EINVAL "queue depth or message size out of range"
 reply tinymsg EINVAL "queue depth or message size out of range"
 reply hb EINVAL "queue depth or message size out of range"
 reply pdata EINVAL "queue depth or message size out of range"
+if [ "$DEV" = rxe ]; then
+	# The module's child sends 400 ms after its accept, from a timer of
+	# its own (its ESTABLISHED event may wait behind krdma's sleep in
+	# ib_cm's work); krdma's ESTABLISHED event sleeps 2 s before it reads
+	# the accept, so the messages come first, checked against krdma's
+	# offer (depth 8, 2048 bytes).
+	echo 2000 >/sys/module/krdma/parameters/fault_established_delay_ms ||
+		fail "fault_established_delay_ms"
+	reply bigmsg EPROTO "a message longer than agreed came before it" timeout_ms=20000
+	reply overdepth EPROTO "more messages than the agreed depth came before it" timeout_ms=20000
+	echo 0 >/sys/module/krdma/parameters/fault_established_delay_ms
+fi
 	# rej KIND ERRNO SENT: a reject carrying errno SENT fails the connect
 	# with ERRNO (on siw the reject may come as a reset: ECONNREFUSED),
 	# and no conns/h1 stays; on rxe krdma says so in one line.

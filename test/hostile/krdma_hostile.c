@@ -16,7 +16,12 @@
  *              larger than offered), hugemsg (a message size of 4 GiB - 1),
  *              tinymsg (8 bytes, smaller than a token), hb (heartbeats
  *              krdma did not ask for), pdata (255 bytes of consumer data
- *              claimed), good; or, instead of an accept, a krdma reject
+ *              claimed), good, bigmsg (a message size of half the
+ *              offer, then a message of the whole offer),
+ *              overdepth (a depth of 2, then 3 messages): the
+ *              last two send 400 ms after their accept, before krdma's
+ *              active side reads it (krdma's fault_established_delay_ms
+ *              holds it); or, instead of an accept, a krdma reject
  *              carrying an errno: rejN (KRDMA_REJ_APP, the listener's
  *              consumer's refusal, with errno N) and srejN
  *              (KRDMA_REJ_SESSION, krdma's refusal of a session's
@@ -108,6 +113,7 @@ MODULE_PARM_DESC(pace_ms, "onesided: pause between attacks, so that krdma's rate
 #define HP_RING		64
 #define HP_REP_MAX	196	/* an IB REP's private data; iWARP takes more */
 #define HP_ST_LEN	8192	/* bytes the self-test service exposes */
+#define HP_EARLY_MS	400	/* reply bigmsg, overdepth: after the accept */
 
 struct hp_q;
 
@@ -133,6 +139,8 @@ struct hp_q {
 	bool			ended;		/* disconnected, or an error event */
 	int			end_event;
 	u32			peer_depth, peer_msg;	/* the accept's hello */
+	u32			early_n, early_len;	/* reply bigmsg, overdepth */
+	struct delayed_work	early_work;	/* a passive child's: sends them */
 	u8			rd_init, rd_resp;	/* the accept's, our view */
 	/* an active end's buffers, its receives and its one send */
 	u32			nrx, bsz;
@@ -327,6 +335,8 @@ static void hp_destroy(struct hp_q *q)
 	mutex_lock(&q->lock);
 	q->closing = true;
 	mutex_unlock(&q->lock);
+	if (q->early_n)		/* a passive child's, set up with it */
+		cancel_delayed_work_sync(&q->early_work);
 	if (q->id && q->has_qp) {
 		rdma_disconnect(q->id);
 		ib_drain_qp(q->id->qp);
@@ -442,6 +452,10 @@ static int hp_build_reply(u8 *buf, u32 od, u32 om, const char *kind)
 		h->heartbeat_ms = cpu_to_be32(50);
 	} else if (!strcmp(kind, "pdata")) {
 		h->pdata_len = 255;
+	} else if (!strcmp(kind, "bigmsg")) {
+		h->max_msg_size = cpu_to_be32(max(om / 2, 16U));
+	} else if (!strcmp(kind, "overdepth")) {
+		h->queue_depth = cpu_to_be16(2);
 	} else if (strcmp(kind, "good")) {
 		return -EINVAL;
 	}
@@ -474,6 +488,8 @@ static int hp_reject(struct rdma_cm_id *id, const char *kind)
 			    &id->route.addr.dst_addr, kind, err, ret);
 	return 1;
 }
+
+static void hp_early_work(struct work_struct *work);
 
 static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
@@ -509,9 +525,22 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return -ENOMEM;
 	mutex_init(&q->lock);
 	init_completion(&q->cm_done);
+	INIT_DELAYED_WORK(&q->early_work, hp_early_work);
 	q->id = id;
 	id->context = q;
 	ret = hp_setup(q, 0, 0);
+	/* What goes HP_EARLY_MS after the accept (hp_early_send()). */
+	if (!strcmp(kind, "bigmsg")) {
+		q->early_n = 1;
+		q->early_len = om;
+	} else if (!strcmp(kind, "overdepth")) {
+		q->early_n = 3;
+		q->early_len = 16;
+	}
+	if (!ret && q->early_n) {
+		q->bsz = HP_HDR + q->early_len;
+		ret = hp_map(q, &q->tx, 0, DMA_TO_DEVICE, hp_send_done);
+	}
 	if (!ret) {
 		param.private_data = buf;
 		param.private_data_len = len;
@@ -523,6 +552,7 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (ret) {
 		pr_err_ratelimited("passive: accept with reply '%s': %d\n",
 				   kind, ret);
+		hp_unmap(q, &q->tx, DMA_TO_DEVICE);
 		q->id = NULL;	/* the core destroys it */
 		if (q->has_qp)
 			rdma_destroy_qp(id);
@@ -534,9 +564,58 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	list_add_tail(&q->entry, &hp_children);
 	hp_accepted++;
 	mutex_unlock(&hp_children_lock);
+	if (q->early_n)
+		schedule_delayed_work(&q->early_work,
+				      msecs_to_jiffies(HP_EARLY_MS));
 	pr_info_ratelimited("passive: accepted %pISpc with reply '%s' (%d bytes; offered depth %u, message %u)\n",
 			    &id->route.addr.dst_addr, kind, len, od, om);
 	return 0;
+}
+
+/*
+ * reply= bigmsg, overdepth: an accepted child sends what its accept did
+ * not allow, HP_EARLY_MS after its accept, from a work item of its own
+ * (hp_early_work()), while krdma's ESTABLISHED event sleeps before it
+ * reads the accept (fault_established_delay_ms).  On IB rdma_accept()
+ * moved the child's QP to RTS before its reply went out, and krdma's QP
+ * reaches RTS as its CM takes in that reply, before the event that
+ * sleeps.  Not from the child's ESTABLISHED event: that waits for
+ * krdma's RTU in ib_cm's work, which krdma's sleep may hold on the same
+ * CPU until it is over, and the messages would come after the accept
+ * was read.  Nobody polls the child's CQ: the completions wait there for
+ * hp_destroy()'s drain.
+ */
+static void hp_early_send(struct hp_q *q)
+{
+	struct krdma_msg_hdr *h = q->tx.buf;
+	struct ib_sge sge = {
+		.addr = q->tx.dma, .length = HP_HDR + q->early_len,
+		.lkey = q->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &q->tx.cqe, .sg_list = &sge, .num_sge = 1,
+		.opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
+	};
+	u32 i;
+	int ret = 0;
+
+	h->type = KRDMA_MSG_DATA;
+	h->flags = 0;
+	h->credits = 0;
+	h->len = cpu_to_be32(q->early_len);
+	ib_dma_sync_single_for_device(q->id->device, q->tx.dma, q->bsz,
+				      DMA_TO_DEVICE);
+	/* The same bytes each time: the device only reads the buffer. */
+	for (i = 0; i < q->early_n && !ret; i++)
+		ret = ib_post_send(q->id->qp, &wr, NULL);
+	pr_info_ratelimited("passive: sent %u messages of %u bytes %u ms after the accept: %d\n",
+			    ret ? i - 1 : i, q->early_len, HP_EARLY_MS, ret);
+}
+
+static void hp_early_work(struct work_struct *work)
+{
+	hp_early_send(container_of(to_delayed_work(work), struct hp_q,
+				   early_work));
 }
 
 /* ---- the rdma_cm handler ------------------------------------------- */
@@ -564,6 +643,8 @@ static int hp_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			hp_cm_done(q, ret);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		if (q->early_n)	/* a passive child: hp_early_work() sends */
+			break;
 		q->rd_init = ev->param.conn.initiator_depth;
 		q->rd_resp = ev->param.conn.responder_resources;
 		hp_cm_done(q, hp_accepted_hello(q, ev));

@@ -2086,7 +2086,7 @@ static void credit_agreed_keeps_owed(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
 	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
 	krdma_credit_reposted(&c, false);	/* one consumed and back */
-	krdma_credit_agreed(&c, 16);		/* the accept */
+	KUNIT_EXPECT_EQ(test, krdma_credit_agreed(&c, 16), 0);	/* the accept */
 	KUNIT_EXPECT_EQ(test, c.depth, 16u);
 	KUNIT_EXPECT_EQ(test, c.credits, 16u);
 	KUNIT_EXPECT_EQ(test, c.owed, 1u);
@@ -2101,13 +2101,36 @@ static void credit_agreed_keeps_owed(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
 	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), -EPROTO);
 
-	/* A peer that sent more than the agreed depth has nothing left. */
+	/* A peer that sent the whole agreed depth has nothing left. */
+	krdma_credit_init(&c, 8);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
+	KUNIT_EXPECT_EQ(test, krdma_credit_agreed(&c, 4), 0);
+	KUNIT_EXPECT_EQ(test, c.peer_credits, 0u);
+	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), -EPROTO);
+}
+
+/*
+ * A peer that sent more than the depth it then accepted with broke its
+ * own accept: the accept is refused, and nothing of it is applied.  (It
+ * was taken before, with the peer left without credits: the connection
+ * came up with more messages in it than its depth.)
+ */
+static void credit_agreed_overrun(struct kunit *test)
+{
+	struct krdma_credit c;
+	int i;
+
 	krdma_credit_init(&c, 8);
 	for (i = 0; i < 5; i++)
 		KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), 0);
-	krdma_credit_agreed(&c, 4);
+	KUNIT_EXPECT_EQ(test, krdma_credit_agreed(&c, 4), -EPROTO);
+	KUNIT_EXPECT_EQ(test, c.depth, 8u);
+	KUNIT_EXPECT_EQ(test, c.peer_credits, 3u);
+	/* The offer, taken back by an accept of less: the same. */
+	KUNIT_EXPECT_EQ(test, krdma_credit_agreed(&c, 1), -EPROTO);
+	KUNIT_EXPECT_EQ(test, krdma_credit_agreed(&c, 5), 0);
 	KUNIT_EXPECT_EQ(test, c.peer_credits, 0u);
-	KUNIT_EXPECT_EQ(test, krdma_credit_recv(&c, false), -EPROTO);
 }
 
 static void credit_take_until_empty(struct kunit *test)
@@ -2670,6 +2693,7 @@ static struct kunit_case krdma_credit_cases[] = {
 	KUNIT_CASE(credit_init_full),
 	KUNIT_CASE(credit_take_until_empty),
 	KUNIT_CASE(credit_agreed_keeps_owed),
+	KUNIT_CASE(credit_agreed_overrun),
 	KUNIT_CASE(credit_grant_bounds),
 	KUNIT_CASE(credit_grant_ctl_ack),
 	KUNIT_CASE(credit_reposted_kinds),
