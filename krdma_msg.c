@@ -166,19 +166,37 @@ static bool krdma_conn_failed(struct krdma_conn *conn)
 }
 
 /*
- * The peer sent without a credit (krdma_credit_recv()); no lock held.
- * @failed: the connection had failed before (krdma_conn_failed()).
+ * The peer broke flow control: fail the connection with @err, and say
+ * what it did in one line ("flow control violated by the peer: ...")
+ * unless the connection had failed before (@failed: conn->error, read
+ * under conn->lock, which the caller has dropped).
  */
+static __printf(4, 5) void krdma_rx_flow_violated(struct krdma_conn *conn,
+						  bool failed, int err,
+						  const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	if (!failed) {
+		va_start(args, fmt);
+		vaf.fmt = fmt;
+		vaf.va = &args;
+		pr_warn_ratelimited("%s: flow control violated by the peer: %pV\n",
+				    conn->name, &vaf);
+		va_end(args);
+	}
+	atomic64_inc(&conn->stats.errors);
+	krdma_conn_set_error(conn, err);
+}
+
+/* The peer sent without a credit (krdma_credit_recv()); no lock held. */
 static void krdma_rx_uncredited(struct krdma_conn *conn, bool is_credit_msg,
 				int err, bool failed)
 {
-	if (!failed)
-		pr_warn_ratelimited("%s: flow control violated by the peer: %s\n",
-				    conn->name, is_credit_msg ?
-				    "a credit message before its last was acknowledged" :
-				    "a message sent without a credit");
-	atomic64_inc(&conn->stats.errors);
-	krdma_conn_set_error(conn, err);
+	krdma_rx_flow_violated(conn, failed, err, "%s", is_credit_msg ?
+			       "a credit message before its last was acknowledged" :
+			       "a message sent without a credit");
 }
 
 /* A message krdma cannot take; no lock held. */
@@ -275,6 +293,24 @@ void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (unlikely(!conn->established) && conn->active)
 		conn->rx_early_len = max(conn->rx_early_len, info.len);
 	/*
+	 * A credit message before the connection was established could not
+	 * be reposted (no posts before qp_ok) and the peer's next one would
+	 * then fail the connection for a missing ack, which is not what the
+	 * peer did wrong.  It is a breach where it comes: a credit message
+	 * returns credits, and a peer can owe none before then (nothing was
+	 * sent to it but a heartbeat); one with credits in it is refused
+	 * below already (every credit is in hand), and krdma never sends one
+	 * without.  So not reposted as a heartbeat is: -EPROTO, now.
+	 */
+	if (unlikely(info.type == KRDMA_MSG_CREDIT && !conn->established)) {
+		bool failed = conn->error;
+
+		spin_unlock_bh(&conn->lock);
+		krdma_rx_flow_violated(conn, failed, -EPROTO,
+				       "a credit message before the connection was established");
+		return;
+	}
+	/*
 	 * The peer's SEND_WITH_INV: the device invalidated that rkey in our
 	 * PD before this completion.  Only a valid registration from this
 	 * connection's pool is marked and reported; any other rkey (the peer
@@ -304,14 +340,12 @@ void krdma_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		bool failed = conn->error;
 
 		spin_unlock_bh(&conn->lock);
-		if (!failed)
-			pr_warn_ratelimited("%s: flow control violated by the peer: %u credits%s returned with %u of %u in hand\n",
-					    conn->name, info.credits,
-					    info.flags & KRDMA_MSG_F_CTL_ACK ?
-					    " and a credit ack" : "",
-					    have, conn->depth);
-		atomic64_inc(&conn->stats.errors);
-		krdma_conn_set_error(conn, ret);
+		krdma_rx_flow_violated(conn, failed, ret,
+				       "%u credits%s returned with %u of %u in hand",
+				       info.credits,
+				       info.flags & KRDMA_MSG_F_CTL_ACK ?
+				       " and a credit ack" : "",
+				       have, conn->depth);
 		return;
 	}
 	if (info.type != KRDMA_MSG_HB || !krdma_inject_drop_hb(&conn->inj))

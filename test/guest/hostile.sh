@@ -16,8 +16,10 @@
 #     accept's size, or more messages than its depth, sent before krdma
 #     read the accept (fault_established_delay_ms holds the active side's
 #     ESTABLISHED event for 2 s, the module sends 400 ms after its
-#     accept; on iWARP the passive side may not speak first).  The
-#     connect fails with its errno,
+#     accept; on iWARP the passive side may not speak first), and a
+#     credit message then (it could not be reposted, and the peer's next
+#     one failed the connection for a missing ack; no krdma peer sends
+#     one before it is established).  The connect fails with its errno,
 #     krdma prints one line naming the problem, no conns/NAME stays.
 #     Then krdma rejects carrying errnos: the listener consumer's EACCES
 #     and a session refusal's ESTALE come through, but 512 (ERESTARTSYS,
@@ -131,6 +133,17 @@ if [ "$DEV" = rxe ]; then
 		fail "fault_established_delay_ms"
 	reply bigmsg EPROTO "a message longer than agreed came before it" timeout_ms=20000
 	reply overdepth EPROTO "more messages than the agreed depth came before it" timeout_ms=20000
+	# A credit message then fails it where it lands: that line, and the
+	# connect's "failed before it was established".
+	ratelimit_pace
+	dmesg_mark
+	echo credit0 >$HP/reply || fail "reply=credit0"
+	got=$(ctl_err connect name=h1 addr=$MY_IP:$PH hb_ms=off depth=8 msg=2048 timeout_ms=20000)
+	krdma_lines
+	[ "$got" = EPROTO ] || { dmesg_new; fail "reply credit0: connect got $got, expected EPROTO"; }
+	[ -e $C/h1 ] && fail "reply credit0: conns/h1 is left"
+	n=$(dmesg_new | grep -c 'krdma: h1: flow control violated by the peer: a credit message before the connection was established$')
+	expect_eq "$n" 1 "reply credit0: krdma's lines on the credit message"
 	echo 0 >/sys/module/krdma/parameters/fault_established_delay_ms
 fi
 	# rej KIND ERRNO SENT: a reject carrying errno SENT fails the connect

@@ -18,10 +18,12 @@
  *              krdma did not ask for), pdata (255 bytes of consumer data
  *              claimed), good, bigmsg (a message size of half the
  *              offer, then a message of the whole offer),
- *              overdepth (a depth of 2, then 3 messages): the
- *              last two send 400 ms after their accept, before krdma's
- *              active side reads it (krdma's fault_established_delay_ms
- *              holds it); or, instead of an accept, a krdma reject
+ *              overdepth (a depth of 2, then 3 messages), credit0 (a
+ *              good hello, then a credit message returning nothing):
+ *              the last three send 400 ms after their accept, before
+ *              krdma's active side reads it (krdma's
+ *              fault_established_delay_ms holds it); or, instead of an
+ *              accept, a krdma reject
  *              carrying an errno: rejN (KRDMA_REJ_APP, the listener's
  *              consumer's refusal, with errno N) and srejN
  *              (KRDMA_REJ_SESSION, krdma's refusal of a session's
@@ -113,7 +115,7 @@ MODULE_PARM_DESC(pace_ms, "onesided: pause between attacks, so that krdma's rate
 #define HP_RING		64
 #define HP_REP_MAX	196	/* an IB REP's private data; iWARP takes more */
 #define HP_ST_LEN	8192	/* bytes the self-test service exposes */
-#define HP_EARLY_MS	400	/* reply bigmsg, overdepth: after the accept */
+#define HP_EARLY_MS	400	/* bigmsg, overdepth, credit0: after the accept */
 
 struct hp_q;
 
@@ -139,7 +141,9 @@ struct hp_q {
 	bool			ended;		/* disconnected, or an error event */
 	int			end_event;
 	u32			peer_depth, peer_msg;	/* the accept's hello */
-	u32			early_n, early_len;	/* reply bigmsg, overdepth */
+	/* reply bigmsg, overdepth, credit0: what goes after the accept */
+	u32			early_n, early_len;
+	u8			early_type;
 	struct delayed_work	early_work;	/* a passive child's: sends them */
 	u8			rd_init, rd_resp;	/* the accept's, our view */
 	/* an active end's buffers, its receives and its one send */
@@ -456,7 +460,7 @@ static int hp_build_reply(u8 *buf, u32 od, u32 om, const char *kind)
 		h->max_msg_size = cpu_to_be32(max(om / 2, 16U));
 	} else if (!strcmp(kind, "overdepth")) {
 		h->queue_depth = cpu_to_be16(2);
-	} else if (strcmp(kind, "good")) {
+	} else if (strcmp(kind, "good") && strcmp(kind, "credit0")) {
 		return -EINVAL;
 	}
 	return len;
@@ -530,12 +534,16 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	id->context = q;
 	ret = hp_setup(q, 0, 0);
 	/* What goes HP_EARLY_MS after the accept (hp_early_send()). */
+	q->early_type = KRDMA_MSG_DATA;
 	if (!strcmp(kind, "bigmsg")) {
 		q->early_n = 1;
 		q->early_len = om;
 	} else if (!strcmp(kind, "overdepth")) {
 		q->early_n = 3;
 		q->early_len = 16;
+	} else if (!strcmp(kind, "credit0")) {
+		q->early_n = 1;
+		q->early_type = KRDMA_MSG_CREDIT;
 	}
 	if (!ret && q->early_n) {
 		q->bsz = HP_HDR + q->early_len;
@@ -573,10 +581,11 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 }
 
 /*
- * reply= bigmsg, overdepth: an accepted child sends what its accept did
- * not allow, HP_EARLY_MS after its accept, from a work item of its own
- * (hp_early_work()), while krdma's ESTABLISHED event sleeps before it
- * reads the accept (fault_established_delay_ms).  On IB rdma_accept()
+ * reply= bigmsg, overdepth, credit0: an accepted child sends what its
+ * accept did not allow (or what no krdma peer sends before it is
+ * established), HP_EARLY_MS after its accept, from a work item of its
+ * own (hp_early_work()), while krdma's ESTABLISHED event sleeps before
+ * it reads the accept (fault_established_delay_ms).  On IB rdma_accept()
  * moved the child's QP to RTS before its reply went out, and krdma's QP
  * reaches RTS as its CM takes in that reply, before the event that
  * sleeps.  Not from the child's ESTABLISHED event: that waits for
@@ -599,7 +608,7 @@ static void hp_early_send(struct hp_q *q)
 	u32 i;
 	int ret = 0;
 
-	h->type = KRDMA_MSG_DATA;
+	h->type = q->early_type;
 	h->flags = 0;
 	h->credits = 0;
 	h->len = cpu_to_be32(q->early_len);
