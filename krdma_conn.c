@@ -191,8 +191,7 @@ static int krdma_conn_opts_check(const struct krdma_conn_opts *o)
 static void krdma_teardown_work(struct work_struct *work);
 static void krdma_conn_ev_work(struct work_struct *work);
 static void krdma_handover_work(struct work_struct *work);
-static void krdma_handover_queue(struct krdma_conn *conn,
-				 unsigned long delay);
+static void krdma_handover_kick(struct krdma_conn *conn);
 static void krdma_conn_flush_work(struct work_struct *work);
 
 static struct krdma_conn *krdma_conn_alloc(const struct krdma_conn_opts *opts,
@@ -747,7 +746,7 @@ static bool __krdma_conn_set_error(struct krdma_conn *conn, int err,
 	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
 	/* Not handed over yet (iWARP): nobody else would close it. */
 	if (first && conn->handover_wait)
-		krdma_handover_queue(conn, 0);
+		krdma_handover_kick(conn);
 	spin_unlock_bh(&conn->lock);
 	wake_up_all(&conn->wq);
 	return first;
@@ -1597,13 +1596,31 @@ static void krdma_passive_handover(struct krdma_conn *conn)
 	wake_up_all(&l->wq);
 }
 
-/* Queue the handover after @delay jiffies, with a reference for it. */
+/*
+ * Queue the handover after @delay jiffies, with a reference for it; one
+ * queued already keeps its time (a kick is never put off).
+ */
 static void krdma_handover_queue(struct krdma_conn *conn, unsigned long delay)
 {
 	krdma_conn_get(conn);
 	if (!queue_delayed_work(krdma_wq, &conn->handover_work, delay))
 		krdma_conn_put(conn);
 }
+
+/* Run the handover now, also when it is queued for its deadline. */
+static void krdma_handover_kick(struct krdma_conn *conn)
+{
+	krdma_conn_get(conn);
+	/* Pending: it had its reference already. */
+	if (mod_delayed_work(krdma_wq, &conn->handover_work, 0))
+		krdma_conn_put(conn);
+}
+
+/*
+ * How often the handover polls a polled connection that waits: from one
+ * jiffy, twice as long each time, up to this.
+ */
+#define KRDMA_HANDOVER_POLL_MAX_MS	50
 
 /*
  * iWARP: MPA lets the initiator alone send the first FPDU (RFC 6581,
@@ -1616,31 +1633,65 @@ static void krdma_handover_queue(struct krdma_conn *conn, unsigned long delay)
  * it came before the ESTABLISHED event, else from the receive completion
  * (krdma_conn_peer_spoke_locked()) through this work, or, polled, from
  * polling here.  Until then the connection counts against the listener's
- * backlog, and its heartbeats or the peer's disconnect end it.
+ * backlog.  Its heartbeats or the peer's disconnect may end it, but a
+ * peer that turned heartbeats off and says nothing would hold its place
+ * for ever (a krdma-blk export never sees it, so its HELLO timeout never
+ * starts): so the first message must come within
+ * KRDMA_HANDOVER_TIMEOUT_MS (30 s) of the ESTABLISHED event
+ * (handover_by), else the connection is closed with -ETIMEDOUT, never
+ * handed over.  A krdma peer sends its ping at once, and nudges a stuck
+ * one from 200 ms on for 15.8 s (krdma_hb.c); under TCG iw_cm's one
+ * ordered workqueue runs every CONNECT_REQUEST and ESTABLISHED handler
+ * of the host in turn.  So the bound is a constant of its own, well past
+ * both, and not the listener's timeout_ms, which bounds a connect.
+ *
+ * The work is queued for that deadline, and run at once by the receive
+ * (or a failure) that ends the wait (krdma_handover_kick()).  A polled
+ * connection has no completion to run it: the work polls, and comes
+ * back after handover_poll jiffies, twice as long each time up to
+ * KRDMA_HANDOVER_POLL_MAX_MS.
  */
 static void krdma_handover_work(struct work_struct *work)
 {
 	struct krdma_conn *conn = container_of(to_delayed_work(work),
 					       struct krdma_conn,
 					       handover_work);
-	bool go, again;
+	bool wait, go, late = false;
+	unsigned long now, left;
 
 	/* Nobody else polls a polled connection that nobody owns yet. */
 	if (conn->opts.poll)
 		krdma_poll_cq(conn, conn->cq_size);
 	rdma_lock_handler(conn->cm_id);
 	spin_lock_bh(&conn->lock);
+	now = jiffies;
+	wait = !conn->dying && conn->handover_wait;
 	/* A connection that failed first goes too: its owner closes it. */
-	go = !conn->dying && conn->handover_wait &&
-	     (conn->peer_spoke || conn->error);
-	again = !conn->dying && conn->handover_wait && !go && conn->opts.poll;
-	if (go)
+	go = wait && (conn->peer_spoke || conn->error);
+	if (wait && !go)
+		late = !time_before(now, conn->handover_by);
+	if (go || late) {
 		conn->handover_wait = false;
+	} else if (wait) {
+		left = conn->handover_by - now;
+		if (conn->opts.poll) {
+			left = min(left, conn->handover_poll);
+			conn->handover_poll =
+				min(2 * conn->handover_poll,
+				    msecs_to_jiffies(KRDMA_HANDOVER_POLL_MAX_MS));
+		}
+		krdma_handover_queue(conn, left);
+	}
 	spin_unlock_bh(&conn->lock);
-	if (go)
+	if (go) {
 		krdma_passive_handover(conn);
-	else if (again)
-		krdma_handover_queue(conn, 1);
+	} else if (late) {
+		/* Still an orphan: the teardown work frees it. */
+		pr_warn_ratelimited("%s: no word from %pISpc in %u ms since it connected, connection closed\n",
+				    conn->name, &conn->raddr,
+				    KRDMA_HANDOVER_TIMEOUT_MS);
+		krdma_conn_schedule_teardown(conn, -ETIMEDOUT);
+	}
 	rdma_unlock_handler(conn->cm_id);
 	krdma_conn_put(conn);	/* the work's reference */
 }
@@ -1653,7 +1704,7 @@ void krdma_conn_peer_spoke_locked(struct krdma_conn *conn)
 {
 	WRITE_ONCE(conn->peer_spoke, true);
 	if (conn->handover_wait)
-		krdma_handover_queue(conn, 0);
+		krdma_handover_kick(conn);
 }
 
 static void krdma_passive_established(struct krdma_conn *conn)
@@ -1677,12 +1728,19 @@ static void krdma_passive_established(struct krdma_conn *conn)
 		 */
 		wait = !conn->peer_spoke && !conn->error;
 		conn->handover_wait = wait;
+		if (wait) {
+			/* The peer's first word is due by then. */
+			unsigned long tmo =
+				msecs_to_jiffies(KRDMA_HANDOVER_TIMEOUT_MS);
+
+			conn->handover_by = jiffies + tmo;
+			conn->handover_poll = 1;
+			krdma_handover_queue(conn, conn->opts.poll ? 1 : tmo);
+		}
 		spin_unlock_bh(&conn->lock);
 	}
 	if (!wait)
 		krdma_passive_handover(conn);
-	else if (conn->opts.poll)
-		krdma_handover_queue(conn, 1);
 }
 
 /*

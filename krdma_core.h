@@ -210,6 +210,8 @@ struct krdma_conn {
 	 */
 	bool			peer_spoke;	/* a receive completed */
 	bool			handover_wait;	/* established, not handed */
+	unsigned long		handover_by;	/* jiffies: else closed */
+	unsigned long		handover_poll;	/* polled: next poll, jiffies */
 	struct delayed_work	handover_work;
 	struct krdma_device	*kdev;
 	char			devname[IB_DEVICE_NAME_MAX];

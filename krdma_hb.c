@@ -107,11 +107,14 @@ void krdma_hb_rx_locked(struct krdma_conn *conn, bool pong)
  * nudged out well before the heartbeats give up on its pong: 100 ms x 3
  * would otherwise fail a connection whose ping stuck), each later one
  * after twice as long (at most KRDMA_NUDGE_MAX_MS), at most
- * KRDMA_NUDGE_MAX of them: about 15 s in all.
+ * KRDMA_NUDGE_MAX of them: 15.8 s in all.  An iWARP passive side waits
+ * KRDMA_HANDOVER_TIMEOUT_MS for the first ping (krdma_handover_work()):
+ * every nudge must be over well before it gives up.
  */
 #define KRDMA_NUDGE_FIRST_MS	200
 #define KRDMA_NUDGE_MAX_MS	3200
 #define KRDMA_NUDGE_MAX		8
+static_assert(KRDMA_NUDGE_MAX * KRDMA_NUDGE_MAX_MS < KRDMA_HANDOVER_TIMEOUT_MS);
 
 static void krdma_nudge_queue(struct krdma_conn *conn)
 {

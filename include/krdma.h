@@ -65,6 +65,14 @@ struct attribute_group;
 #define KRDMA_DEFAULT_BACKLOG	16
 #define KRDMA_MAX_BACKLOG	1024
 #define KRDMA_DEFAULT_CONNECT_TIMEOUT_MS	5000
+/*
+ * iWARP: how long a connection a listener accepted may wait, from its
+ * ESTABLISHED event, for the peer's first message, which it is handed
+ * over on; past that it is closed with -ETIMEDOUT and never handed over.
+ * A krdma peer sends its first ping at once and nudges a stuck one for
+ * about 16 s (krdma_hb.c): the bound is well past that, TCG included.
+ */
+#define KRDMA_HANDOVER_TIMEOUT_MS	30000
 /* Heartbeats: a dead peer is noticed within interval x (misses + 1). */
 #define KRDMA_DEFAULT_HEARTBEAT_MS	2000
 #define KRDMA_MIN_HEARTBEAT_MS		100
@@ -280,7 +288,9 @@ struct krdma_conn_ops {
  * @max_msg_size: largest message (0: KRDMA_DEFAULT_MSG_SIZE); negotiated
  *	to the smaller of the two sides' values
  * @timeout_ms: how long krdma_connect() may take (0:
- *	KRDMA_DEFAULT_CONNECT_TIMEOUT_MS, 5000)
+ *	KRDMA_DEFAULT_CONNECT_TIMEOUT_MS, 5000); a listener's is not used
+ *	(its iWARP connections wait KRDMA_HANDOVER_TIMEOUT_MS for the peer's
+ *	first message)
  * @tos: type of service of the connection (0: default)
  * @backlog: a listener's bound on the connections it holds for nobody yet
  *	(0: KRDMA_DEFAULT_BACKLOG, at most KRDMA_MAX_BACKLOG): those being

@@ -16,6 +16,8 @@
  *   exclude=a,b,...          client: what scenarios=all leaves out
  *                            (default "all": every one, in table order)
  *   flood_count=N            messages sent by msg_order_flood (4000)
+ *   server_poll=1            server: a polled listener (opts.poll), for
+ *                            test/guest/hostile.sh's silent peers
  *
  * Results go to the kernel log, one line per scenario and a summary:
  *   krdma_apitest: PASS name
@@ -100,6 +102,9 @@ MODULE_PARM_DESC(pool_rounds, "request/response rounds of mr_pool_rounds");
 static unsigned int mix_threads = 64;
 module_param(mix_threads, uint, 0444);
 MODULE_PARM_DESC(mix_threads, "threads of sq_mix (1 to 64)");
+static bool server_poll;
+module_param(server_poll, bool, 0444);
+MODULE_PARM_DESC(server_poll, "server: listen with opts.poll (hostile.sh)");
 
 #define AT_MAGIC	0x4b415054	/* "KAPT" */
 #define AT_MAX_TOK	8
@@ -830,6 +835,7 @@ static int at_server_start(void)
 	struct krdma_conn_opts opts = {
 		.queue_depth = AT_SRV_DEPTH,
 		.max_msg_size = AT_SRV_MSG,
+		.poll = server_poll,
 	};
 
 	at_listener = krdma_listen((struct sockaddr *)&at_addr, &opts);
@@ -851,7 +857,8 @@ static int at_server_start(void)
 	}
 	get_task_struct(at_accept_task);
 	wake_up_process(at_accept_task);
-	pr_info("server: listening on %pISpc\n", &at_addr);
+	pr_info("server: listening on %pISpc%s\n", &at_addr,
+		server_poll ? ", polled" : "");
 	return 0;
 }
 

@@ -43,6 +43,15 @@
  *   overcredit 2 * depth + 1 messages, the credits krdma returns ignored
  *              (it can return at most depth: its one credit message is
  *              never acknowledged)
+ *   mute       (count= connections, and count2= more to port2=, all
+ *              started at once) a good hello, heartbeats off as in
+ *              every mode's hello, then nothing at all: krdma must end
+ *              each one it accepted within 10 s past
+ *              KRDMA_HANDOVER_TIMEOUT_MS of its set-up (over iWARP its
+ *              passive side waits that long for the first message
+ *              before it hands a connection over); a connect it refuses
+ *              (count past the listener's backlog) is counted, not an
+ *              error
  *   rdatom     (IB transports: rxe) offer 1 READ in flight towards us and
  *              4 from us, and check what krdma accepted: at most 1 from
  *              it, room for our 4 (on iWARP, siw's MPA negotiation mends
@@ -88,7 +97,7 @@
 
 static char *mode = "";
 module_param(mode, charp, 0444);
-MODULE_PARM_DESC(mode, "passive, badtype, badlen, random, hbpayload, toolong, credits, ctlack, overcredit, rdatom or onesided");
+MODULE_PARM_DESC(mode, "passive, badtype, badlen, random, hbpayload, toolong, credits, ctlack, overcredit, mute, rdatom or onesided");
 static char *addr = "";
 module_param(addr, charp, 0444);
 MODULE_PARM_DESC(addr, "krdma's address (passive: the address to listen on)");
@@ -104,6 +113,15 @@ MODULE_PARM_DESC(depth, "queue depth offered (1 to 6)");
 static uint msg = 1024;
 module_param(msg, uint, 0444);
 MODULE_PARM_DESC(msg, "message size offered (16 to 4096)");
+static uint count = 1;
+module_param(count, uint, 0444);
+MODULE_PARM_DESC(count, "mute: how many connections (1 to 64)");
+static char *port2 = "";
+module_param(port2, charp, 0444);
+MODULE_PARM_DESC(port2, "mute: another listener's port on addr, for count2 connections");
+static uint count2;
+module_param(count2, uint, 0444);
+MODULE_PARM_DESC(count2, "mute: how many connections to port2 (0 to 64)");
 static uint pace_ms;
 module_param(pace_ms, uint, 0444);
 MODULE_PARM_DESC(pace_ms, "onesided: pause between attacks, so that krdma's rate-limited lines all show (0)");
@@ -116,6 +134,7 @@ MODULE_PARM_DESC(pace_ms, "onesided: pause between attacks, so that krdma's rate
 #define HP_REP_MAX	196	/* an IB REP's private data; iWARP takes more */
 #define HP_ST_LEN	8192	/* bytes the self-test service exposes */
 #define HP_EARLY_MS	400	/* bigmsg, overdepth, credit0: after the accept */
+#define HP_MUTE_MAX	64
 
 struct hp_q;
 
@@ -683,7 +702,13 @@ static int hp_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 /* ---- the active side: connect, send, receive -------------------------- */
 
-static struct hp_q *hp_connect(const struct sockaddr *dst)
+/*
+ * A connect in two halves, so that mute can have many under way at once:
+ * hp_connect_start() starts it (address resolution, then the handler
+ * goes on), hp_connect_finish() waits for its end.  Each returns the end,
+ * or an errno with the end destroyed and a line said.
+ */
+static struct hp_q *hp_connect_start(const struct sockaddr *dst)
 {
 	struct hp_q *q;
 	int ret;
@@ -701,7 +726,22 @@ static struct hp_q *hp_connect(const struct sockaddr *dst)
 		goto out;
 	}
 	ret = rdma_resolve_addr(q->id, NULL, (struct sockaddr *)dst, 2000);
-	if (!ret && !wait_for_completion_timeout(&q->cm_done, HP_WAIT))
+	if (!ret)
+		return q;
+out:
+	pr_err("%s: connect to %pISpc: %d\n", mode, dst, ret);
+	hp_destroy(q);
+	return ERR_PTR(ret);
+}
+
+static struct hp_q *hp_connect_finish(struct hp_q *q,
+				      const struct sockaddr *dst)
+{
+	int ret = 0;
+
+	if (IS_ERR(q))
+		return q;
+	if (!wait_for_completion_timeout(&q->cm_done, HP_WAIT))
 		ret = -ETIMEDOUT;
 	if (!ret)
 		ret = q->cm_status;
@@ -709,10 +749,14 @@ static struct hp_q *hp_connect(const struct sockaddr *dst)
 		q->credits = q->peer_depth;
 		return q;
 	}
-out:
 	pr_err("%s: connect to %pISpc: %d\n", mode, dst, ret);
 	hp_destroy(q);
 	return ERR_PTR(ret);
+}
+
+static struct hp_q *hp_connect(const struct sockaddr *dst)
+{
+	return hp_connect_finish(hp_connect_start(dst), dst);
 }
 
 /*
@@ -955,6 +999,77 @@ wait:
 		mode, n, q->ended ? rdma_event_msg(q->end_event) :
 				    ib_wc_status_msg(q->rx_err));
 	return 0;
+}
+
+/* ---- mute: connected, and never a word -------------------------------- */
+
+/*
+ * count= connections to addr:port and count2= to addr:port2, all started
+ * at once (the listener's backlog, not their order, decides how many are
+ * taken), each with a good hello and then silent.  krdma must end every
+ * one it took within KRDMA_HANDOVER_TIMEOUT_MS of its set-up, and
+ * HP_WAIT more for a slow guest.
+ */
+static int hp_mute(const struct sockaddr *dst, const struct sockaddr *dst2)
+{
+	const struct sockaddr *to[2] = { dst, dst2 };
+	u32 n = count + count2, i, t, up[2] = {}, ended = 0;
+	unsigned long t0, end, slowest = 0;
+	struct hp_q **qs;
+	int ret = 0;
+
+	qs = kcalloc(n, sizeof(*qs), GFP_KERNEL);
+	if (!qs)
+		return -ENOMEM;
+	t0 = jiffies;
+	for (i = 0; i < n; i++)
+		qs[i] = hp_connect_start(to[i >= count]);
+	for (i = 0; i < n; i++) {
+		t = i >= count;
+		qs[i] = hp_connect_finish(qs[i], to[t]);
+		if (IS_ERR(qs[i])) {
+			pr_info("mute: connect %u to %pISpc refused: %ld\n",
+				i + 1, to[t], PTR_ERR(qs[i]));
+			qs[i] = NULL;
+			continue;
+		}
+		up[t]++;
+	}
+	pr_info("mute: %pISpc: %u of %u connected\n", dst, up[0], count);
+	if (count2)
+		pr_info("mute: %pISpc: %u of %u connected\n", dst2, up[1],
+			count2);
+	if (!up[0] && !up[1]) {
+		pr_err("mute: none of %u connects made it\n", n);
+		ret = -ECONNREFUSED;
+		goto out;
+	}
+	/* Each was set up by now: its deadline is at most this far away. */
+	end = jiffies + msecs_to_jiffies(KRDMA_HANDOVER_TIMEOUT_MS) + HP_WAIT;
+	for (i = 0; i < n; i++) {
+		unsigned long left = time_before(jiffies, end) ? end - jiffies : 0;
+
+		if (!qs[i])
+			continue;
+		if (hp_wait_end(qs[i], left))
+			continue;
+		ended++;
+		slowest = max(slowest, jiffies - t0);
+	}
+	if (ended != up[0] + up[1]) {
+		pr_err("mute: krdma ended %u of %u silent connections in %u ms\n",
+		       ended, up[0] + up[1],
+		       KRDMA_HANDOVER_TIMEOUT_MS + jiffies_to_msecs(HP_WAIT));
+		ret = -ETIME;
+		goto out;
+	}
+	pr_info("mute: krdma ended all %u within %u ms of the first connect\n",
+		ended, jiffies_to_msecs(slowest));
+out:
+	for (i = 0; i < n; i++)
+		hp_destroy(qs[i]);
+	kfree(qs);
+	return ret;
 }
 
 /* ---- one-sided attacks --------------------------------------------- */
@@ -1256,6 +1371,22 @@ static int __init hp_init(void)
 		return hp_listen((struct sockaddr *)&ss);
 	if (!strcmp(mode, "onesided"))
 		return hp_onesided((struct sockaddr *)&ss);
+	if (!strcmp(mode, "mute")) {
+		struct sockaddr_storage ss2 = ss;
+
+		if (!count || count > HP_MUTE_MAX || count2 > HP_MUTE_MAX ||
+		    !count2 != !*port2) {
+			pr_err("mute: count= 1 to %d, count2= 0 to %d with port2=\n",
+			       HP_MUTE_MAX, HP_MUTE_MAX);
+			return -EINVAL;
+		}
+		if (count2 && inet_pton_with_scope(&init_net, AF_UNSPEC, addr,
+						   port2, &ss2)) {
+			pr_err("bad address '%s' port2 '%s'\n", addr, port2);
+			return -EINVAL;
+		}
+		return hp_mute((struct sockaddr *)&ss, (struct sockaddr *)&ss2);
+	}
 	q = hp_connect((struct sockaddr *)&ss);
 	if (IS_ERR(q))
 		return PTR_ERR(q);
