@@ -290,6 +290,8 @@ struct krdma_blk_sconn {
 	struct work_struct	reply_work;
 	struct delayed_work	hello_work;	/* no HELLO in time: close */
 	u32			hello_ms;	/* the time it was given */
+	unsigned long		hello_by;	/* jiffies: its deadline */
+	u32			hellos_refused;	/* another export's name */
 	u32			npending;
 	struct krdma_blk_reply	*pending;	/* @depth of them */
 	u32			nios;		/* 2 * @depth */
@@ -371,18 +373,25 @@ static void krdma_blk_sconn_teardown(struct krdma_blk_sconn *sc,
 
 /*
  * A HELLO was refused (another export's name): the connection is not
- * greeted (a command now closes it, a HELLO may come again), and its
- * deadline starts again, so that a client cannot hold it with a HELLO
- * that opens nothing.
+ * greeted (a command now closes it, a HELLO may come again), and the
+ * deadline it was given when it was set up still stands: a HELLO that
+ * opens nothing must not buy it more time, or a client that sends one
+ * every hello_timeout_ms would hold the connection for ever.  The
+ * deadline's work may have run while this HELLO was taken for a greeting
+ * (sc->greeted): then it runs again at once.
  */
 static void krdma_blk_hello_refused(struct krdma_blk_sconn *sc)
 {
+	unsigned long now = jiffies;
+
 	spin_lock_bh(&sc->lock);
 	sc->greeted = false;
+	sc->hellos_refused++;
 	/* Teardown sets closing under the lock before it cancels. */
 	if (!sc->closing)
 		mod_delayed_work(sc->exp->wq, &sc->hello_work,
-				 msecs_to_jiffies(sc->hello_ms));
+				 time_before(now, sc->hello_by) ?
+				 sc->hello_by - now : 0);
 	spin_unlock_bh(&sc->lock);
 }
 
@@ -393,14 +402,20 @@ static void krdma_blk_hello_work(struct work_struct *work)
 						  struct krdma_blk_sconn,
 						  hello_work);
 	bool greeted;
+	u32 refused;
 
 	spin_lock_bh(&sc->lock);
 	greeted = sc->greeted || sc->closing;
+	refused = sc->hellos_refused;
 	spin_unlock_bh(&sc->lock);
 	if (greeted)
 		return;
-	pr_warn_ratelimited("export %s: no HELLO from the client in %u ms; closing its connection\n",
-			    sc->exp->name, sc->hello_ms);
+	if (refused)
+		pr_warn_ratelimited("export %s: no HELLO naming it from the client in %u ms, %u refused; closing its connection\n",
+				    sc->exp->name, sc->hello_ms, refused);
+	else
+		pr_warn_ratelimited("export %s: no HELLO from the client in %u ms; closing its connection\n",
+				    sc->exp->name, sc->hello_ms);
 	krdma_blk_sconn_fail(sc);
 }
 
@@ -497,6 +512,7 @@ static void krdma_blk_srv_event(struct krdma_conn *conn, enum krdma_event ev,
 	 * cancel, so it is never queued after them.
 	 */
 	sc->hello_ms = max(READ_ONCE(krdma_blk_hello_timeout_ms), 100U);
+	sc->hello_by = jiffies + msecs_to_jiffies(sc->hello_ms);
 	queue_delayed_work(exp->wq, &sc->hello_work,
 			   msecs_to_jiffies(sc->hello_ms));
 	mutex_unlock(&exp->lock);

@@ -44,6 +44,12 @@
  *   wrongname  a HELLO naming an export the server does not have:
  *              -ENOENT; then a FLUSH: closed as a command before HELLO
  *              (a refused HELLO opens nothing)
+ *   rehello    a HELLO naming another export every @hello_ms / 2, for
+ *              3 x @hello_ms (the server's hello_timeout_ms, which
+ *              blk.sh sets): each refused with -ENOENT, and the server
+ *              must close the connection @hello_ms after it was set up
+ *              (within twice that), not start its deadline again at
+ *              each refused HELLO
  *
  * The server's dmesg line for each closing mode is blk.sh's to check.
  */
@@ -72,7 +78,7 @@ module_param(export, charp, 0444);
 MODULE_PARM_DESC(export, "the export's name");
 static char *mode = "";
 module_param(mode, charp, 0444);
-MODULE_PARM_DESC(mode, "badcmd, early, silent, hello2, garbage, badlen, capsread, capsshort, overrun, noreplies, forged, qd, misaligned or wrongname");
+MODULE_PARM_DESC(mode, "badcmd, early, silent, hello2, garbage, badlen, capsread, capsshort, overrun, noreplies, forged, qd, misaligned, wrongname or rehello");
 static uint depth = 4;
 module_param(depth, uint, 0444);
 MODULE_PARM_DESC(depth, "queue depth asked for (2 to 16)");
@@ -82,6 +88,9 @@ MODULE_PARM_DESC(sector, "badcmd, qd: the sector whose 4 KiB hold @fill");
 static uint fill;
 module_param(fill, uint, 0444);
 MODULE_PARM_DESC(fill, "badcmd, qd: the byte those 4 KiB hold");
+static uint hello_ms = 1000;
+module_param(hello_ms, uint, 0444);
+MODULE_PARM_DESC(hello_ms, "rehello: the server's hello_timeout_ms (100 to 60000)");
 
 #define HB_WAIT		(10 * HZ)
 #define HB_IO		4096
@@ -568,6 +577,68 @@ static int hb_wrongname(struct hb *hb)
 	return ret ?: hb_closed(hb, 0);
 }
 
+/*
+ * Mode rehello: HELLOs the server refuses, every @hello_ms / 2, for
+ * 3 x @hello_ms or until the server closes the connection, which it must
+ * do @hello_ms after the connection was set up: within 2 x @hello_ms of
+ * this start, which comes just before the server's (our connect returned
+ * when the RTU went; the server's clock starts when it arrives).
+ */
+static int hb_rehello(struct hb *hb)
+{
+	unsigned long t0 = jiffies, end, next, until, now;
+	struct krdma_blk_hello h = {};
+	u32 refused = 0, ms;
+	int status;
+
+	if (hello_ms < 100 || hello_ms > 60000) {
+		pr_err("rehello: hello_ms= 100 to 60000\n");
+		return -EINVAL;
+	}
+	end = t0 + msecs_to_jiffies(3 * hello_ms);
+	krdma_blk_hdr_init(&h.hdr, KRDMA_BLK_OP_HELLO, 0);
+	snprintf(h.export, sizeof(h.export), "%.20s-not", export);
+	while (time_before(jiffies, end) && !completion_done(&hb->ended)) {
+		next = jiffies + msecs_to_jiffies(hello_ms / 2);
+		reinit_completion(&hb->got);
+		if (krdma_send(hb->conn, &h, sizeof(h), HB_WAIT))
+			break;	/* the connection is going */
+		/* Its reply, or the server's close, whichever comes. */
+		until = jiffies + HB_WAIT;
+		while (!completion_done(&hb->got) &&
+		       !completion_done(&hb->ended) && time_before(jiffies, until))
+			usleep_range(5000, 10000);
+		if (!completion_done(&hb->got))
+			break;
+		spin_lock_bh(&hb->lock);
+		status = (s32)be32_to_cpu(hb->last.status);
+		spin_unlock_bh(&hb->lock);
+		if (status != -ENOENT) {
+			pr_err("rehello: HELLO to export %s: status %d, expected -ENOENT\n",
+			       h.export, status);
+			return -EPROTO;
+		}
+		refused++;
+		now = jiffies;
+		if (time_before(now, next))
+			wait_for_completion_timeout(&hb->ended, next - now);
+	}
+	if (!wait_for_completion_timeout(&hb->ended, HB_WAIT / 2)) {
+		pr_err("rehello: the server kept the connection for %u ms through %u refused HELLOs (its timeout: %u ms)\n",
+		       jiffies_to_msecs(jiffies - t0), refused, hello_ms);
+		return -ETIME;
+	}
+	ms = jiffies_to_msecs(jiffies - t0);
+	if (ms > 2 * hello_ms) {
+		pr_err("rehello: the server closed the connection %u ms after its set-up, %u refused HELLOs later (its timeout: %u ms)\n",
+		       ms, refused, hello_ms);
+		return -ETIME;
+	}
+	pr_info("rehello: %u HELLOs refused, the server closed the connection %u ms after its set-up (%d)\n",
+		refused, ms, hb->end_err);
+	return 0;
+}
+
 static int hb_run(struct hb *hb)
 {
 	struct krdma_blk_cmd c;
@@ -581,6 +652,8 @@ static int hb_run(struct hb *hb)
 	}
 	if (!strcmp(mode, "wrongname"))
 		return hb_wrongname(hb);
+	if (!strcmp(mode, "rehello"))
+		return hb_rehello(hb);
 	if (!strcmp(mode, "silent"))
 		return hb_closed(hb, 0);
 	ret = hb_hello(hb);

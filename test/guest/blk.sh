@@ -26,7 +26,9 @@
 # fails the I/O
 # without a hang.  A hostile client (test/blkhostile) gets each bad command
 # refused with its errno, and its connection closed, with one line, for
-# each breach of the protocol: no HELLO, two, garbage, a bad length,
+# each breach of the protocol: no HELLO (or only HELLOs naming another
+# export, which do not start the server's deadline again), two, garbage,
+# a bad length,
 # in-capsule data on a READ or shorter than its length, more
 # commands than its queue depth, replies it never takes, a forged token.
 # Exports and maps work over IPv6 and over a long IPv4 address.
@@ -420,13 +422,15 @@ blk export name=eslow path=$SNB addr=$MY_IP:$((PORT + 3)) || fail "export eslow"
 head -c 4096 /dev/zero | tr '\0' '\245' >"$W/a5"
 dd if="$W/a5" of="$NB" bs=4k seek=1000 oflag=direct status=none || fail "dd a5"
 conns0=$(ls $KRDMA_SYS/conns | wc -l)
-# hostile MODE EXPORT PORT 'WHY' (WHY: the server's line, '' for none)
+# hostile MODE EXPORT PORT 'WHY' [PARAMS] (WHY: the server's line, '' for
+# none; PARAMS: more of the module's)
 hostile() {
 	local why=$4 l
 	ratelimit_pace
 	dmesg_mark
+	# shellcheck disable=SC2086	# $5: words
 	insmod "$hko" addr=$MY_IP port="$3" export="$2" mode="$1" depth=4 \
-		sector=8000 fill=0xa5 ||
+		sector=8000 fill=0xa5 ${5:-} ||
 		{ dmesg_new; fail "hostile client, $1: the server did not answer as it must"; }
 	rmmod krdma_blk_hostile || fail "rmmod krdma_blk_hostile"
 	dmesg_fetch
@@ -462,6 +466,12 @@ hostile overrun eslow $((PORT + 3)) "more commands than the queue depth from the
 hostile misaligned eslow $((PORT + 3)) ''
 new_has 'krdma_blk: ' && { dmesg_new; fail "misaligned: lines from the server"; }
 hostile wrongname e0 $PORT "command before HELLO from the client; closing its connection"
+# HELLOs naming another export, every second for 6 s: refused, and the
+# connection closed 2 s after its set-up, not 2 s after the last of them
+# (the server's deadline is not started again by a refused HELLO).
+echo 2000 >/sys/module/krdma_blk/parameters/hello_timeout_ms || fail "hello_timeout_ms"
+hostile rehello e0 $PORT "no HELLO naming it from the client in 2000 ms, " hello_ms=2000
+echo "$hto" >/sys/module/krdma_blk/parameters/hello_timeout_ms
 # Every connection the server closed is gone on both sides.
 conns_back() { [ "$(ls $KRDMA_SYS/conns | wc -l)" = "$conns0" ]; }
 wait_for 20 conns_back || fail "connections left: $(ls $KRDMA_SYS/conns)"
