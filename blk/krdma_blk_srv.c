@@ -61,6 +61,7 @@
 #include <linux/moduleparam.h>
 #include <linux/spinlock.h>
 #include <linux/delay.h>
+#include <linux/sched/mm.h>
 
 #include <krdma.h>
 #include "krdma_blk.h"
@@ -625,8 +626,12 @@ static int krdma_blk_srv_recv(struct krdma_conn *conn, struct krdma_msg *msg)
 	if (!hello && krdma_blk_sio_inline(sc) &&
 	    (io->msg.hdr.op == KRDMA_BLK_OP_READ ||
 	     io->msg.hdr.op == KRDMA_BLK_OP_WRITE)) {
+		/* A task (krdma_blk_sio_inline()): as in the work item. */
+		unsigned int noio = memalloc_noio_save();
+
 		atomic_inc(&krdma_blk_test_inline_starts);
 		krdma_blk_sio_start(io, true);
+		memalloc_noio_restore(noio);
 		return capsule ? KRDMA_MSG_KEEP : 0;
 	}
 	queue_work(io->wq, &io->work);
@@ -748,6 +753,7 @@ static void krdma_blk_reply_work(struct work_struct *work)
 {
 	struct krdma_blk_sconn *sc = container_of(work, struct krdma_blk_sconn,
 						  reply_work);
+	unsigned int noio = memalloc_noio_save();
 	struct krdma_blk_reply rp;
 	bool closing;
 
@@ -764,6 +770,7 @@ static void krdma_blk_reply_work(struct work_struct *work)
 			krdma_blk_reply_post(sc, &rp, false);
 		krdma_blk_sconn_put(sc);
 	}
+	memalloc_noio_restore(noio);
 	krdma_blk_sconn_put(sc);
 }
 
@@ -1057,14 +1064,14 @@ static int krdma_blk_srv_cmd(struct krdma_blk_sio *io, bool nowait)
 		if (nr > exp->max_discard)
 			return -EINVAL;
 		return blkdev_issue_discard(exp->bd.bdev, sector, nr,
-					    GFP_KERNEL);
+					    GFP_NOIO);
 	case KRDMA_BLK_OP_WRITE_ZEROES:
 		if (!(exp->xflags & KRDMA_BLK_X_WRITE_ZEROES))
 			return -EOPNOTSUPP;
 		if (nr > exp->max_discard)
 			return -EINVAL;
 		return blkdev_issue_zeroout(exp->bd.bdev, sector, nr,
-					    GFP_KERNEL, BLKDEV_ZERO_NOUNMAP);
+					    GFP_NOIO, BLKDEV_ZERO_NOUNMAP);
 	default:
 		if (nr > exp->max_sectors)
 			return -EINVAL;
@@ -1130,20 +1137,22 @@ static void krdma_blk_sio_work(struct work_struct *work)
 {
 	struct krdma_blk_sio *io = container_of(work, struct krdma_blk_sio,
 						work);
+	unsigned int noio = memalloc_noio_save();
 
 	if (io->stage == KRDMA_BLK_SIO_START && io->wq == io->sc->exp->hiwq)
 		atomic_inc(&krdma_blk_test_hipri_cmds);
 	switch (io->stage) {
 	case KRDMA_BLK_SIO_SUBMIT:
 		krdma_blk_sio_submit(io);
-		return;
+		break;
 	case KRDMA_BLK_SIO_BIO_DONE:
 		krdma_blk_sio_bio_done(io);
-		return;
+		break;
 	default:
 		krdma_blk_sio_start(io, false);
-		return;
+		break;
 	}
+	memalloc_noio_restore(noio);
 }
 
 /**
