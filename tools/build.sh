@@ -5,8 +5,9 @@
 #   build.sh 6.1|6.12|debug [EXTRA MAKE ARGS...]
 # Prints the build directory on stdout.
 #
-# Debian's kernels are built without CONFIG_RDMA_SIW, so for those the lab
-# builds siw.ko out of tree from the matching linux-source package, with the
+# Debian's kernels are built without CONFIG_RDMA_SIW, and their rdma_rxe.ko
+# lacks the lab's fixes of it, so for those the lab builds siw.ko and
+# rdma_rxe.ko out of tree from the matching linux-source package, with the
 # lab's fixes of it (tools/kernel-patches/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -108,44 +109,55 @@ if grep -q '^CONFIG_BLOCK=y' "$config" 2>/dev/null; then
 	consumer blkhostile "$top/test/blkhostile"
 fi
 
-if ! grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null; then
-	srcpkg=
+# lab_module NAME SRCDIR CONFIGSYM: build NAME.ko out of tree from the
+# matching linux-source package's SRCDIR, with the lab's fixes of it
+# (tools/kernel-patches/), into $out/NAME/.  Only for Debian's kernels: the
+# debug kernel is built from that patched tree already.  The module does
+# not change with krdma: it is kept in the cache, keyed by the source
+# package, the patch set (in the tree's name) and the headers it was built
+# against (a clean clone, as in CI, saves half a minute of every line's
+# first build).
+lab_module() {
+	local name=$1 dir=$2 sym=$3 srcpkg= src ver key cached
 	case "$rel" in
+	*-krdma-debug*) return 0 ;;
 	6.1.*)	srcpkg=linux-source-6.1 ;;
 	6.12.*)	srcpkg=linux-source-6.12 ;;
 	esac
-	if [ -n "$srcpkg" ] && [ ! -f "$out/siw/siw.ko" ]; then
-		src=$("$here/kernel-src.sh" "$srcpkg")
-		# siw.ko does not change with krdma: it is kept in the cache,
-		# keyed by the source package and the headers it was built
-		# against (a clean clone, as in CI, saves half a minute of
-		# every line's first build).
-		ver=$(dpkg-query -W -f='${Version}' "$srcpkg")
-		# The source tree's name carries the lab's patches of it
-		# (tools/kernel-patches/): a new patch set builds siw again.
-		key=$( { cat "$kdir/Module.symvers" "$kdir/.config"; basename "$src"; } |
-			sha256sum | cut -c1-12)
-		cached=${KRDMA_CACHE:-${HOME:?HOME is not set}/.cache/krdma}/siw/$rel-$ver-$key
-		mkdir -p "$(dirname "$cached")"
-		exec 8>"$cached.lock"	# clones share the cache
-		flock 8
-		if [ ! -f "$cached/.done" ]; then
-			rm -rf "$out/siw" "$cached"
-			cp -r "$src/drivers/infiniband/sw/siw" "$out/siw"
-			if ! make "$jobs" -C "$kdir" M="$out/siw" CONFIG_RDMA_SIW=m modules >"$out/siw/build.log" 2>&1; then
-				cat "$out/siw/build.log" >&2
-				echo "build: siw failed for $rel" >&2
-				exit 1
-			fi
-			mkdir -p "$cached"
-			cp "$out/siw/siw.ko" "$out/siw/build.log" "$cached/"
-			touch "$cached/.done"
+	[ -n "$srcpkg" ] && [ ! -f "$out/$name/$name.ko" ] || return 0
+	src=$("$here/kernel-src.sh" "$srcpkg")
+	ver=$(dpkg-query -W -f='${Version}' "$srcpkg")
+	key=$( { cat "$kdir/Module.symvers" "$kdir/.config"; basename "$src"; } |
+		sha256sum | cut -c1-12)
+	cached=${KRDMA_CACHE:-${HOME:?HOME is not set}/.cache/krdma}/$name/$rel-$ver-$key
+	mkdir -p "$(dirname "$cached")"
+	exec 8>"$cached.lock"	# clones share the cache
+	flock 8
+	if [ ! -f "$cached/.done" ]; then
+		rm -rf "${out:?}/$name" "$cached"
+		cp -r "$src/$dir" "$out/$name"
+		if ! make "$jobs" -C "$kdir" M="$out/$name" "$sym=m" modules >"$out/$name/build.log" 2>&1; then
+			cat "$out/$name/build.log" >&2
+			echo "build: $name failed for $rel" >&2
+			exit 1
 		fi
-		mkdir -p "$out/siw"
-		cp "$cached/siw.ko" "$cached/build.log" "$out/siw/"
-		exec 8>&-
+		mkdir -p "$cached"
+		cp "$out/$name/$name.ko" "$out/$name/build.log" "$cached/"
+		touch "$cached/.done"
 	fi
-fi
+	mkdir -p "$out/$name"
+	cp "$cached/$name.ko" "$cached/build.log" "$out/$name/"
+	exec 8>&-
+}
+
+# Debian's kernels leave siw out: the lab builds it.
+grep -q '^CONFIG_RDMA_SIW=[ym]' "$config" 2>/dev/null ||
+	lab_module siw drivers/infiniband/sw/siw CONFIG_RDMA_SIW
+# Debian's rdma_rxe.ko has bugs krdma's tests meet (tools/kernel-patches/
+# README): the lab builds its own from the patched tree, and test/lib.sh
+# loads it in place of Debian's.
+grep -q '^CONFIG_RDMA_RXE=m' "$config" 2>/dev/null &&
+	lab_module rdma_rxe drivers/infiniband/sw/rxe CONFIG_RDMA_RXE
 
 # test/kunit: krdma's KUnit tests, only for a kernel built with KUnit (the
 # debug kernel); they #include the tested sources from the farm above.
