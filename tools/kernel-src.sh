@@ -9,7 +9,10 @@
 # built for a Debian kernel that lacks it, and the debug kernel.  Each xz
 # decompression of the tarball costs about 15 s of CPU, whether it keeps
 # three files or all of them, so it is done once per package version.
-# Trees of older versions of the same package are removed.
+# Trees of other versions or patch sets of the same package are removed
+# once no call has used them for six hours: a clone of another commit
+# (CI's clean clone of main beside a branch with a new patch) may still be
+# building from one, as the debug kernel's 10 to 25 minutes do.
 #
 # The fixes the lab carries for that source (tools/kernel-patches/PKG/
 # *.patch, in name order; README there) are applied once, after the
@@ -65,9 +68,12 @@ if [ ! -f "$dir/.done" ]; then
 	rm -f "$dir/.patch.log"
 	touch "$dir/.done"
 fi
-# Older versions of this package, or older patch sets
-# ("linux-source-6.1-*" matches no 6.12).
+# Other versions of this package, or other patch sets ("linux-source-6.1-*"
+# matches no 6.12), that no call has used for six hours.
+touch "$dir/.used"
 for d in "$root/$pkg"-*; do
-	[ -d "$d" ] && [ "$d" != "$dir" ] && rm -rf -- "$d"
+	[ -d "$d" ] && [ "$d" != "$dir" ] || continue
+	[ -n "$(find "$d/.used" "$d/.done" -maxdepth 0 -mmin -360 2>/dev/null)" ] ||
+		rm -rf -- "$d"
 done
 printf '%s\n' "$dir"
