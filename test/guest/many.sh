@@ -54,6 +54,7 @@ if [ "$ROLE" = B ]; then
 fi
 barrier listening
 errs=$(mktemp)
+trap 'rm -f "$errs"' EXIT
 # each_writer CMD: 8 writers of the control file at the same time, each
 # running CMD for its share of 1..N; a failure is kept in $errs.
 each_writer() {
