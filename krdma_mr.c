@@ -78,6 +78,16 @@ module_param(fault_reg_post_fail, int, 0644);
 MODULE_PARM_DESC(fault_reg_post_fail,
 		 "Tests only: the Nth pool registration's post from now on fails (0: none)");
 
+/*
+ * Tests only: the same for the registrations and invalidations a caller
+ * waits for (krdma_reg_sg(), krdma_mr_revoke()): the Nth post of one from
+ * now on fails with -ENOTCONN; counts down to 0 (test/guest/postfail.sh).
+ */
+static int fault_mr_post_fail;
+module_param(fault_mr_post_fail, int, 0644);
+MODULE_PARM_DESC(fault_mr_post_fail,
+		 "Tests only: the Nth post of a waited registration or invalidation from now on fails (0: none)");
+
 static void krdma_mr_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct krdma_mr *kmr = container_of(wc->wr_cqe, struct krdma_mr, cqe);
@@ -133,7 +143,11 @@ static int __krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	wr->wr_cqe = &kmr->cqe;
 	wr->send_flags = IB_SEND_SIGNALED;
 	spin_lock_bh(&conn->lock);
-	ret = conn->qp_ok ? ib_post_send(conn->qp, wr, NULL) : -ENOTCONN;
+	if (conn->qp_ok)
+		ret = krdma_fault_nth(&fault_mr_post_fail) ? -ENOTCONN :
+		      ib_post_send(conn->qp, wr, NULL);
+	else
+		ret = -ENOTCONN;
 	spin_unlock_bh(&conn->lock);
 	if (ret)
 		return ret;

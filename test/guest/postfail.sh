@@ -10,6 +10,12 @@
 #  1. a receive going back after a message: the receiving side fails;
 #  2. a heartbeat's pong (the second heartbeat post, after the ping): the
 #     passive side fails.
+# The posts of a consumer's operations do the same when the device refuses
+# them, as siw refuses a post on a QP that has just left RTS before that
+# failure is reported: the caller must find its connection failed, not a
+# working one that refused one request (fault_mr_post_fail: -ENOTCONN):
+#  3. a registration its caller waits for (the self-test service's);
+#  4. an invalidation its caller waits for (the same region's, freed).
 # make check runs it on the debug kernel, where lockdep watches the failure
 # path (it runs under the connection's lock, in softirq).
 # topo: single
@@ -18,8 +24,9 @@
 . "$(dirname "$0")/../lib.sh"
 
 P=/sys/module/krdma/parameters/fault_post_fail
+MP=/sys/module/krdma/parameters/fault_mr_post_fail
 S=$KRDMA_SYS/conns
-restore() { echo 0 >$P 2>/dev/null; }
+restore() { echo 0 >$P 2>/dev/null; echo 0 >$MP 2>/dev/null; }
 trap restore EXIT
 
 # arm N: krdma's Nth own post from now fails.
@@ -37,21 +44,25 @@ pair() {
 	dmesg_mark
 }
 
-# ended CONN: failed with -ENOMEM; a passive end is closed by the control
-# file's listener when its connection fails, and says with which error.
+# ended CONN [ERRNO]: failed with ERRNO (-12, -ENOMEM); a passive end is
+# closed by the control file's listener when its connection fails, and
+# says with which error.
 ended() {
-	state_is "$1" error -12 ||
-		{ [ ! -e "$S/$1" ] && dmesg_new | grep -qF "krdma: $1: peer gone (-12)"; }
+	local e=${2:--12}
+	state_is "$1" error "$e" ||
+		{ [ ! -e "$S/$1" ] && dmesg_new | grep -qF "krdma: $1: peer gone ($e)"; }
 }
 
-# failed CONN WHAT PEER: the one injected failure was CONN's post of WHAT;
+# failed CONN WHAT PEER [ERRNO KNOB]: the one injected failure (of KNOB,
+# fault_post_fail's by default, with ERRNO, -12) was CONN's post of WHAT;
 # CONN failed with its errno, said so, and was torn down, so that PEER is
 # told now rather than after a 30 s credit wait or its heartbeats.
 failed() {
-	wait_for 5 ended "$1" ||
+	local e=${4:--12} k=${5:-$P}
+	wait_for 5 ended "$1" "$e" ||
 		fail "$1 after its post of $2 failed: $(cat $S/$1/state $S/$1/error 2>&1)"
-	expect_eq "$(cat $P)" 0 "posts left before the failure ($2 was the one)"
-	dmesg_new | grep -qF "krdma: $1: posting $2 failed (-12): failing the connection" ||
+	expect_eq "$(cat $k)" 0 "posts left before the failure ($2 was the one)"
+	dmesg_new | grep -qF "krdma: $1: posting $2 failed ($e): failing the connection" ||
 		fail "no dmesg line for $1's failed post of $2"
 	wait_for 5 not_connected "$3" || fail "$3 still connected 5 s after $1 failed"
 }
@@ -97,6 +108,33 @@ c2)	failed c2 "$what" l2.0 ;;
 *)	fail "unexpected failure: $line" ;;
 esac
 unpair 2
+
+# 3. c4's write test asks l4.0's self-test service for a region, which
+# registers it with krdma_reg_buf(): the first waited registration from
+# now on.  Its refused post must fail l4.0 with -ENOTCONN, not end in
+# "self-test setup failed" answered over a connection that stays up.
+pair 4 7133 off
+echo 1 >$MP || fail "cannot set fault_mr_post_fail"
+ctl test name=c4 op=write size=4096 count=1 || fail "test start c4"
+failed l4.0 "a registration" c4 -107 $MP
+wait_for 10 not_running $S/c4/test_status
+case "$(cat $S/c4/test_status)" in
+failed*) ;;
+*) fail "c4 test_status after l4.0 failed: $(cat $S/c4/test_status)" ;;
+esac
+unpair 4
+
+# 4. The same test with the second one failed: the region's registration
+# goes, the write passes, and the service's krdma_mr_free() of it (c5's
+# ST_FREE) posts the LOCAL_INV that is refused.  l5.0 must fail with
+# -ENOTCONN and say so, not be torn down as if its peer had left (-104,
+# no line).
+pair 5 7134 off
+echo 2 >$MP || fail "cannot set fault_mr_post_fail"
+ctl test name=c5 op=write size=4096 count=1 || fail "test start c5"
+failed l5.0 "an invalidation" c5 -107 $MP
+wait_for 10 not_running $S/c5/test_status
+unpair 5
 
 # Nothing left behind, and krdma still works.
 ctl listen name=l3 addr=$MY_IP:7132 || fail "listen l3"
