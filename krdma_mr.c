@@ -143,11 +143,23 @@ static int __krdma_mr_post_wait(struct krdma_mr *kmr, struct ib_send_wr *wr)
 	wr->wr_cqe = &kmr->cqe;
 	wr->send_flags = IB_SEND_SIGNALED;
 	spin_lock_bh(&conn->lock);
-	if (conn->qp_ok)
+	if (conn->qp_ok) {
 		ret = krdma_fault_nth(&fault_mr_post_fail) ? -ENOTCONN :
 		      ib_post_send(conn->qp, wr, NULL);
-	else
-		ret = -ENOTCONN;
+		/*
+		 * As krdma_reg_sg_nowait()'s: a QP that takes no more (siw:
+		 * -ENOTCONN once it left RTS, before its error reaches us)
+		 * fails the connection now, so that the caller finds it
+		 * failed rather than a working one that refused one request.
+		 */
+		if (ret)
+			krdma_conn_fail_locked(conn, ret,
+					       wr->opcode == IB_WR_REG_MR ?
+					       "a registration" :
+					       "an invalidation");
+	} else {
+		ret = conn->error ?: -ENOTCONN;
+	}
 	spin_unlock_bh(&conn->lock);
 	if (ret)
 		return ret;
@@ -232,7 +244,9 @@ void krdma_conn_release_mrs(struct krdma_conn *conn)
  * I/O path, krdma_reg_sg_nowait().
  * Return: the registration, or an ERR_PTR: -EINVAL (bad rights or a gap),
  * -E2BIG (too large for one MR), -ENOMEM, -EINTR (the fatal signal), or
- * the connection's error.
+ * the connection's error.  A post the device refuses fails the connection
+ * first (its ERROR event; krdma_conn_error() is then set), and its errno
+ * is returned.
  */
 struct krdma_mr *krdma_reg_sg(struct krdma_conn *conn, struct scatterlist *sg,
 			      int nents, int access)
@@ -444,7 +458,8 @@ EXPORT_SYMBOL_GPL(krdma_mr_token);
  * RTS (a malformed message from the peer fails the connection but moves
  * nothing), so the invalidation is posted there too; if it cannot be, or
  * does not complete, the connection is torn down here: its QP moved to
- * ERROR and drained, its registrations deregistered.  The connection's
+ * ERROR and drained, its registrations deregistered (a post the device
+ * refuses fails the connection with that errno first).  The connection's
  * owner still closes it as usual.
  *
  * Context: process context; sleeps until the device has done it (at most
