@@ -401,6 +401,7 @@ void krdma_conn_set_error_wc(struct krdma_conn *conn, int err,
 			     enum ib_wc_status wc);
 void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err);
 bool krdma_fault_nth(int *knob);
+bool krdma_fault_op_post(void);
 void krdma_conn_fail_locked(struct krdma_conn *conn, int err,
 			    const char *what);
 /* A session's name: sessN, or its opts.name (1-31 bytes). */

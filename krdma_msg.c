@@ -83,6 +83,23 @@ static bool krdma_fault_post(void)
 	return krdma_fault_nth(&fault_post_fail);
 }
 
+/*
+ * Tests only: the Nth post of a consumer's operation from now on (a
+ * message, a write-with-immediate notice, a one-sided transfer, an
+ * atomic) fails with -ENOTCONN before it reaches the device, as siw's
+ * post does on a QP that has just left RTS; counts down to 0
+ * (test/guest/postfail.sh).
+ */
+static int fault_op_post_fail;
+module_param(fault_op_post_fail, int, 0644);
+MODULE_PARM_DESC(fault_op_post_fail,
+		 "Tests only: the Nth post of a consumer's operation from now on fails (0: none)");
+
+bool krdma_fault_op_post(void)
+{
+	return krdma_fault_nth(&fault_op_post_fail);
+}
+
 /* ---- receive ------------------------------------------------------- */
 
 static int krdma_post_recv(struct krdma_conn *conn, struct krdma_rx *rx)
@@ -1082,7 +1099,8 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 		wr.ex.imm_data = cpu_to_be32(ex);
 	}
 	wr.send_flags = IB_SEND_SIGNALED | (inl ? IB_SEND_INLINE : 0);
-	ret = ib_post_send(conn->qp, &wr, NULL);
+	ret = krdma_fault_op_post() ? -ENOTCONN :
+	      ib_post_send(conn->qp, &wr, NULL);
 	if (ret) {
 		krdma_tx_unmap(conn, tx);
 		tx->req = NULL;
@@ -1626,7 +1644,8 @@ static int krdma_imm_post(struct krdma_conn *conn, u64 raddr, u32 rkey,
 	posted = true;
 	if (take)
 		conn->rw_slots++;
-	ret = ib_post_send(conn->qp, &wr.wr, NULL);
+	ret = krdma_fault_op_post() ? -ENOTCONN :
+	      ib_post_send(conn->qp, &wr.wr, NULL);
 	if (ret) {
 		krdma_credit_undo(&conn->cr);
 		krdma_xop_put_locked(conn, x);

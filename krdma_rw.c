@@ -566,7 +566,12 @@ static int krdma_rw_post(struct krdma_rdma *op, struct krdma_req *req)
 		trace_krdma_rdma_start(conn->name, op->write ?
 				       KRDMA_TRACE_OP_WRITE :
 				       KRDMA_TRACE_OP_READ, op->len);
-		ret = ib_post_send(conn->qp, first, &bad);
+		if (krdma_fault_op_post()) {
+			ret = -ENOTCONN;
+			bad = first;
+		} else {
+			ret = ib_post_send(conn->qp, first, &bad);
+		}
 		/*
 		 * Listed under the lock that its completion takes to unlist
 		 * it, so before that can happen.  A chain the device took
@@ -1180,7 +1185,8 @@ static int krdma_atomic_async(struct krdma_conn *conn,
 	krdma_dma_sync_for_device(conn->kdev->ibdev, x->res_dma, sizeof(u64),
 				  DMA_FROM_DEVICE);
 	trace_krdma_rdma_start(conn->name, op, sizeof(u64));
-	ret = ib_post_send(conn->qp, &wr.wr, NULL);
+	ret = krdma_fault_op_post() ? -ENOTCONN :
+	      ib_post_send(conn->qp, &wr.wr, NULL);
 	if (ret)
 		krdma_xop_put_locked(conn, x);
 out_unlock:

@@ -15,7 +15,12 @@
 # failure is reported: the caller must find its connection failed, not a
 # working one that refused one request (fault_mr_post_fail: -ENOTCONN):
 #  3. a registration its caller waits for (the self-test service's);
-#  4. an invalidation its caller waits for (the same region's, freed).
+#  4. an invalidation its caller waits for (the same region's, freed);
+# and the posts of the operations themselves (fault_op_post_fail, the same
+# errno), where the side that posted must fail and be torn down:
+#  5. an atomic (not on siw, which has none);
+#  6. a message;
+#  7. an RDMA WRITE.
 # make check runs it on the debug kernel, where lockdep watches the failure
 # path (it runs under the connection's lock, in softirq).
 # topo: single
@@ -25,8 +30,13 @@
 
 P=/sys/module/krdma/parameters/fault_post_fail
 MP=/sys/module/krdma/parameters/fault_mr_post_fail
+OP=/sys/module/krdma/parameters/fault_op_post_fail
 S=$KRDMA_SYS/conns
-restore() { echo 0 >$P 2>/dev/null; echo 0 >$MP 2>/dev/null; }
+restore() {
+	echo 0 >$P 2>/dev/null
+	echo 0 >$MP 2>/dev/null
+	echo 0 >$OP 2>/dev/null
+}
 trap restore EXIT
 
 # arm N: krdma's Nth own post from now fails.
@@ -135,6 +145,50 @@ ctl test name=c5 op=write size=4096 count=1 || fail "test start c5"
 failed l5.0 "an invalidation" c5 -107 $MP
 wait_for 10 not_running $S/c5/test_status
 unpair 5
+
+# op_test N OP WHAT ARGS...: connection cN's self-test OP (with ARGS),
+# the 3rd operation post from now refused, which is cN's own WHAT: cN's
+# ST_SETUP message (1st) asks lN.0 for a region, lN.0's ST_TOKEN message
+# (2nd) answers, and each waits for the other.  cN must fail with
+# -ENOTCONN, say so once and be torn down (lN.0 told), not see its test
+# fail over a connection that stays up; before, a message or a transfer
+# failed cN without a teardown (lN.0 stayed connected), an atomic not at
+# all.
+op_test() {
+	pair "$1" $((7130 + $1)) off
+	echo 3 >$OP || fail "cannot set fault_op_post_fail"
+	ctl test name=c$1 op=$2 "${@:4}" || fail "test start c$1"
+	failed c$1 "$3" l$1.0 -107 $OP
+	wait_for 10 not_running $S/c$1/test_status
+	case "$(cat $S/c$1/test_status)" in
+	failed*) ;;
+	*) fail "c$1 test_status after its post failed: $(cat $S/c$1/test_status)" ;;
+	esac
+	unpair "$1"
+}
+
+# 5. c6's first fetch-and-add.
+if [ "$DEV" = siw ]; then
+	log "5. skipped: siw has no atomics"
+else
+	op_test 6 atomic "an atomic" count=5
+fi
+
+# 6. c7's first message of a send test: the 1st operation post, not the
+# 3rd (no region to set up).
+pair 7 7137 off
+echo 1 >$OP || fail "cannot set fault_op_post_fail"
+ctl test name=c7 op=send size=64 count=20 || fail "test start c7"
+failed c7 "a message" l7.0 -107 $OP
+wait_for 10 not_running $S/c7/test_status
+case "$(cat $S/c7/test_status)" in
+failed*) ;;
+*) fail "c7 test_status after its post failed: $(cat $S/c7/test_status)" ;;
+esac
+unpair 7
+
+# 7. c8's first RDMA WRITE into l8.0's region.
+op_test 8 write "an RDMA WRITE" size=4096 count=1
 
 # Nothing left behind, and krdma still works.
 ctl listen name=l3 addr=$MY_IP:7132 || fail "listen l3"
