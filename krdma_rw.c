@@ -1187,8 +1187,11 @@ static int krdma_atomic_async(struct krdma_conn *conn,
 	trace_krdma_rdma_start(conn->name, op, sizeof(u64));
 	ret = krdma_fault_op_post() ? -ENOTCONN :
 	      ib_post_send(conn->qp, &wr.wr, NULL);
-	if (ret)
+	if (ret) {
 		krdma_xop_put_locked(conn, x);
+		/* The caller finds the connection failed, not one that is up. */
+		krdma_conn_fail_locked(conn, ret, "an atomic");
+	}
 out_unlock:
 	spin_unlock_bh(&conn->lock);
 	if (ret)
@@ -1222,7 +1225,8 @@ out_unlock:
  * the error is -EINVAL (no @req, ->done or @old; a misaligned target),
  * -ERANGE (outside the token), -EOPNOTSUPP (the device has no atomics:
  * siw), -EAGAIN (@nowait and no slot), -EINTR (a fatal signal while it
- * waited for one), or the connection's error.
+ * waited for one), or the connection's error.  A post the device refuses
+ * fails the connection first (its ERROR event), and its errno is returned.
  */
 int krdma_atomic_cas_async(struct krdma_conn *conn,
 			   const struct krdma_token *token, u64 offset,
