@@ -1016,8 +1016,8 @@ static bool krdma_tx_map(struct krdma_conn *conn, struct krdma_tx *tx,
  *    completes), one SGE per element after the header's, when they are
  *    few enough for the QP and all mappable;
  *  - copied behind the header, one SGE.
- * Called with conn->lock held; on failure the buffer and the credit are
- * given back.
+ * Called with conn->lock held.  A failed post gives the buffer and the
+ * credit back and fails the connection (krdma_conn_fail_locked()).
  */
 static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 				 const struct kvec *iov, int nr, size_t len,
@@ -1106,6 +1106,9 @@ static int krdma_post_msg_locked(struct krdma_conn *conn, u32 type,
 		tx->req = NULL;
 		list_add(&tx->list, &conn->tx_free);
 		krdma_credit_undo(&conn->cr);
+		krdma_conn_fail_locked(conn, ret, type == KRDMA_MSG_IMM ?
+				       "a write-with-immediate notice" :
+				       "a message");
 		return ret;
 	}
 	krdma_credit_sent(&conn->cr, false);
@@ -1158,12 +1161,8 @@ static int __krdma_sendv_async(struct krdma_conn *conn,
 	ret = krdma_post_msg_locked(conn, KRDMA_MSG_DATA, iov, nr, len, req,
 				    kind, ex, zcopy);
 	spin_unlock_bh(&conn->lock);
-	if (ret) {
-		pr_warn_ratelimited("%s: ib_post_send failed: %d\n",
-				    conn->name, ret);
-		krdma_conn_set_error(conn, ret);
+	if (ret)
 		return ret;
-	}
 	atomic64_inc(&conn->stats.send_ops);
 	atomic64_add(len, &conn->stats.send_bytes);
 	return 0;
@@ -1595,7 +1594,6 @@ static int krdma_imm_post(struct krdma_conn *conn, u64 raddr, u32 rkey,
 	__be32 wire = cpu_to_be32(imm);
 	struct ib_rdma_wr wr = {};
 	struct krdma_xop *x;
-	bool posted = false;
 	int ret;
 
 	*slot_used = false;
@@ -1621,7 +1619,6 @@ static int krdma_imm_post(struct krdma_conn *conn, u64 raddr, u32 rkey,
 			krdma_room_want_locked(conn);
 			goto out;
 		}
-		posted = true;
 		ret = krdma_post_msg_locked(conn, KRDMA_MSG_IMM, &v, 1,
 					    sizeof(wire), req, KRDMA_TX_PLAIN,
 					    0, false);
@@ -1641,7 +1638,6 @@ static int krdma_imm_post(struct krdma_conn *conn, u64 raddr, u32 rkey,
 	wr.remote_addr = raddr;
 	wr.rkey = rkey;
 	trace_krdma_rdma_start(conn->name, KRDMA_TRACE_OP_WRITE_IMM, 0);
-	posted = true;
 	if (take)
 		conn->rw_slots++;
 	ret = krdma_fault_op_post() ? -ENOTCONN :
@@ -1650,17 +1646,14 @@ static int krdma_imm_post(struct krdma_conn *conn, u64 raddr, u32 rkey,
 		krdma_credit_undo(&conn->cr);
 		krdma_xop_put_locked(conn, x);
 		if (take)
-			conn->rw_slots--;	/* the connection fails below */
+			conn->rw_slots--;	/* the connection fails now */
+		krdma_conn_fail_locked(conn, ret,
+				       "a write-with-immediate notice");
 	} else {
 		*slot_used = true;
 	}
 out:
 	spin_unlock_bh(&conn->lock);
-	if (ret && posted) {
-		pr_warn_ratelimited("%s: posting a write-with-immediate notice failed: %d\n",
-				    conn->name, ret);
-		krdma_conn_set_error(conn, ret);
-	}
 	return ret;
 }
 

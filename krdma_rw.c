@@ -542,8 +542,9 @@ out:
 
 /*
  * Post a prepared op; its request's ->done runs once it is over.  On
- * failure the op is discarded.  Any context up to softirq; never sleeps,
- * never allocates.
+ * failure the op is discarded; a post the device refuses, in whole or in
+ * part, fails the connection (krdma_conn_fail_locked()).  Any context up
+ * to softirq; never sleeps, never allocates.
  */
 static int krdma_rw_post(struct krdma_rdma *op, struct krdma_req *req)
 {
@@ -585,20 +586,17 @@ static int krdma_rw_post(struct krdma_rdma *op, struct krdma_req *req)
 				op->status = ret;
 			list_add_tail(&op->link, &conn->rw_ops);
 		}
+		/* In part or not at all: the QP takes no more. */
+		if (ret)
+			krdma_conn_fail_locked(conn, ret, op->write ?
+					       "an RDMA WRITE" : "an RDMA READ");
 	} else {
 		ret = conn->error ?: -ENOTCONN;
 	}
 	spin_unlock_bh(&conn->lock);
-	if (ret) {
-		pr_warn_ratelimited("%s: posting RDMA %s failed: %d\n",
-				    conn->name, op->write ? "WRITE" : "READ",
-				    ret);
-		if (!posted) {
-			krdma_conn_set_error(conn, ret);
-			krdma_rw_op_discard(op);
-			return ret;
-		}
-		krdma_conn_schedule_teardown(conn, ret);
+	if (!posted) {
+		krdma_rw_op_discard(op);
+		return ret;
 	}
 	krdma_conn_qp_put(conn);
 	return 0;
