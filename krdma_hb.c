@@ -287,8 +287,6 @@ void krdma_hb_init(struct krdma_conn *conn)
 /* The connection is established: tick, if both sides want heartbeats. */
 void krdma_hb_start(struct krdma_conn *conn)
 {
-	int ret = 0;
-
 	spin_lock_bh(&conn->lock);
 	if (conn->hb_ms && !conn->hb_stopped) {
 		conn->hb_rx_seen = conn->hb_rx;
@@ -297,18 +295,16 @@ void krdma_hb_start(struct krdma_conn *conn)
 		if (!queue_delayed_work(krdma_wq, &conn->hb_work,
 					krdma_hb_period(conn)))
 			krdma_conn_put(conn);
-		/* A ping that came before the ESTABLISHED event. */
+		/*
+		 * A ping that came before the ESTABLISHED event.  A failed
+		 * post fails the connection (krdma_post_hdr_locked()).
+		 */
 		if (conn->hb_pong_owed && conn->qp_ok && !conn->hb_tx_busy) {
 			conn->hb_pong_owed = false;
-			ret = krdma_hb_post_locked(conn, true);
+			krdma_hb_post_locked(conn, true);
 		}
 	}
 	spin_unlock_bh(&conn->lock);
-	if (ret) {
-		pr_warn_ratelimited("%s: posting a heartbeat failed: %d\n",
-				    conn->name, ret);
-		krdma_conn_set_error(conn, ret);
-	}
 }
 
 /*
