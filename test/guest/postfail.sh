@@ -119,76 +119,62 @@ c2)	failed c2 "$what" l2.0 ;;
 esac
 unpair 2
 
+# refuse N KNOB NTH WHO WHAT STATUS OP ARGS...: pair N (port 7129 + N), the
+# NTH post from now that KNOB counts refused (-ENOTCONN), then cN's
+# self-test OP with ARGS.  WHO (cN or lN.0) must fail with -107 and say
+# that its post of WHAT failed, its peer be told, and cN's test status end
+# as the case pattern STATUS says.
+refuse() {
+	local n=$1 knob=$2 nth=$3 who=$4 what=$5 status=$6 op=$7 peer=c$1 st
+	shift 7
+	[ "$who" = "c$n" ] && peer=l$n.0
+	pair "$n" $((7129 + n)) off
+	echo "$nth" >"$knob" || fail "cannot set $knob"
+	ctl test name=c$n op=$op "$@" || fail "test start c$n"
+	failed "$who" "$what" "$peer" -107 "$knob"
+	wait_for 10 not_running $S/c$n/test_status
+	st=$(cat $S/c$n/test_status)
+	# shellcheck disable=SC2254 # STATUS is a pattern
+	case "$st" in
+	$status) ;;
+	*) fail "c$n test_status after $who's post of $what failed: $st" ;;
+	esac
+	unpair "$n"
+}
+
 # 3. c4's write test asks l4.0's self-test service for a region, which
 # registers it with krdma_reg_buf(): the first waited registration from
 # now on.  Its refused post must fail l4.0 with -ENOTCONN, not end in
 # "self-test setup failed" answered over a connection that stays up.
-pair 4 7133 off
-echo 1 >$MP || fail "cannot set fault_mr_post_fail"
-ctl test name=c4 op=write size=4096 count=1 || fail "test start c4"
-failed l4.0 "a registration" c4 -107 $MP
-wait_for 10 not_running $S/c4/test_status
-case "$(cat $S/c4/test_status)" in
-failed*) ;;
-*) fail "c4 test_status after l4.0 failed: $(cat $S/c4/test_status)" ;;
-esac
-unpair 4
+refuse 4 $MP 1 l4.0 "a registration" 'failed*' write size=4096 count=1
 
 # 4. The same test with the second one failed: the region's registration
 # goes, the write passes, and the service's krdma_mr_free() of it (c5's
 # ST_FREE) posts the LOCAL_INV that is refused.  l5.0 must fail with
 # -ENOTCONN and say so, not be torn down as if its peer had left (-104,
-# no line).
-pair 5 7134 off
-echo 2 >$MP || fail "cannot set fault_mr_post_fail"
-ctl test name=c5 op=write size=4096 count=1 || fail "test start c5"
-failed l5.0 "an invalidation" c5 -107 $MP
-wait_for 10 not_running $S/c5/test_status
-unpair 5
+# no line); c5's test may have passed by then.
+refuse 5 $MP 2 l5.0 "an invalidation" '*' write size=4096 count=1
 
-# op_test N OP WHAT ARGS...: connection cN's self-test OP (with ARGS),
-# the 3rd operation post from now refused, which is cN's own WHAT: cN's
-# ST_SETUP message (1st) asks lN.0 for a region, lN.0's ST_TOKEN message
-# (2nd) answers, and each waits for the other.  cN must fail with
-# -ENOTCONN, say so once and be torn down (lN.0 told), not see its test
-# fail over a connection that stays up; before, a message or a transfer
-# failed cN without a teardown (lN.0 stayed connected), an atomic not at
-# all.
-op_test() {
-	pair "$1" $((7130 + $1)) off
-	echo 3 >$OP || fail "cannot set fault_op_post_fail"
-	ctl test name=c$1 op=$2 "${@:4}" || fail "test start c$1"
-	failed c$1 "$3" l$1.0 -107 $OP
-	wait_for 10 not_running $S/c$1/test_status
-	case "$(cat $S/c$1/test_status)" in
-	failed*) ;;
-	*) fail "c$1 test_status after its post failed: $(cat $S/c$1/test_status)" ;;
-	esac
-	unpair "$1"
-}
-
+# The posts of the operations themselves (fault_op_post_fail): cN must
+# fail with -ENOTCONN, say so once and be torn down (lN.0 told), not see
+# its test fail over a connection that stays up; before, a message or a
+# transfer failed cN without a teardown (lN.0 stayed connected), an
+# atomic not at all.  An atomic's and a WRITE's test refuse the 3rd
+# operation post: cN's ST_SETUP message (1st) asks lN.0 for a region and
+# lN.0's ST_TOKEN message (2nd) answers, each waiting for the other.
 # 5. c6's first fetch-and-add.
 if [ "$DEV" = siw ]; then
 	log "5. skipped: siw has no atomics"
 else
-	op_test 6 atomic "an atomic" count=5
+	refuse 6 $OP 3 c6 "an atomic" 'failed*' atomic count=5
 fi
 
-# 6. c7's first message of a send test: the 1st operation post, not the
-# 3rd (no region to set up).
-pair 7 7137 off
-echo 1 >$OP || fail "cannot set fault_op_post_fail"
-ctl test name=c7 op=send size=64 count=20 || fail "test start c7"
-failed c7 "a message" l7.0 -107 $OP
-wait_for 10 not_running $S/c7/test_status
-case "$(cat $S/c7/test_status)" in
-failed*) ;;
-*) fail "c7 test_status after its post failed: $(cat $S/c7/test_status)" ;;
-esac
-unpair 7
+# 6. c7's first message of a send test: the 1st operation post (no
+# region to set up).
+refuse 7 $OP 1 c7 "a message" 'failed*' send size=64 count=20
 
 # 7. c8's first RDMA WRITE into l8.0's region.
-op_test 8 write "an RDMA WRITE" size=4096 count=1
+refuse 8 $OP 3 c8 "an RDMA WRITE" 'failed*' write size=4096 count=1
 
 # Nothing left behind, and krdma still works.
 ctl listen name=l3 addr=$MY_IP:7132 || fail "listen l3"
