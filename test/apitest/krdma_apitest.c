@@ -5725,6 +5725,8 @@ out_free:
  * by closing them from the server's side.
  */
 #define AT_SL_MAX	8
+/* The longest a stalled request waits in the accept hook (at_sl). */
+#define AT_SL_STALL_S	30
 /*
  * Session events a scenario records: session_flap's ten flaps in make
  * stress take up to four or five each (disconnected, a reconnecting per
@@ -5744,6 +5746,15 @@ struct at_sl {
 	int			ulen;	/* the consumer's bytes, last request */
 	u8			user[KRDMA_SESSION_MAX_USER_DATA];
 	u32			refuse_from;	/* generation; U32_MAX: never */
+	/*
+	 * From this generation on (U32_MAX: never) the hook holds the
+	 * request until the scenario lets it go (stall_go), then refuses
+	 * it: a peer whose accept never comes.
+	 */
+	u32			stall_from;
+	int			stalled;	/* requests held, so far */
+	int			unstalled;	/* of them let go */
+	bool			stall_go;
 	int			npass;
 	struct krdma_conn	*pass[AT_SL_MAX];
 };
@@ -5752,6 +5763,7 @@ static int at_sl_accept(const struct krdma_conn_req *req)
 {
 	struct at_sl *sl = req->listener_priv;
 	u32 gen, idx = U32_MAX, nr = 0;
+	bool stall = false;
 	uuid_t id;
 	int n, ret = 0;
 
@@ -5775,9 +5787,26 @@ static int at_sl_accept(const struct krdma_conn_req *req)
 		       KRDMA_SESSION_PDATA_HDR, n);
 		if (gen >= sl->refuse_from)
 			ret = -EACCES;
+		if (gen >= sl->stall_from) {
+			sl->stalled++;
+			stall = true;
+		}
 	}
 	spin_unlock(&sl->lock);
-	return ret;
+	if (!stall)
+		return ret;
+	/*
+	 * The hook may sleep (requests to the listener wait for it): at
+	 * most AT_SL_STALL_S, so that a scenario that failed to let it go
+	 * does not keep the RDMA CM's handlers waiting for ever.
+	 */
+	wake_up_all(&sl->wq);
+	wait_event_timeout(sl->wq, READ_ONCE(sl->stall_go), AT_SL_STALL_S * HZ);
+	spin_lock(&sl->lock);
+	sl->unstalled++;
+	spin_unlock(&sl->lock);
+	wake_up_all(&sl->wq);
+	return -ECONNREFUSED;
 }
 
 static void at_sl_event(struct krdma_conn *c, enum krdma_event ev, int error)
@@ -5895,6 +5924,7 @@ static struct at_sess *at_sess_start(struct at_test *t, int off)
 	spin_lock_init(&a->sl.lock);
 	init_waitqueue_head(&a->sl.wq);
 	a->sl.refuse_from = U32_MAX;
+	a->sl.stall_from = U32_MAX;
 	spin_lock_init(&a->se.lock);
 	init_waitqueue_head(&a->se.wq);
 	spin_lock_init(&a->klock);
@@ -7069,6 +7099,82 @@ static void sc_session_refused(struct at_test *t)
 		at_fail(t, "not LOST within 10 s (%d events)", READ_ONCE(a->se.n));
 out_s:
 	krdma_session_destroy(s);
+out_a:
+	at_sess_stop(a);
+}
+
+/*
+ * krdma_session_destroy() while a reconnect attempt's connect waits for a
+ * peer that never answers (the listener's accept hook holds the request:
+ * a server that black-holes connects, as krdma-blk's unmap meets while
+ * its server is down): destroy calls the attempt off and returns at once,
+ * and no event is told for it.  Before the fix it waited for the connect
+ * to time out (opts.conn.timeout_ms, 10 s here, as siw's wait for the
+ * MPA reply), for each connection of the set in turn.  The bound
+ * is loose, for the TCG debug kernel (30-100x slower), where an idle
+ * session's destroy takes well under the 1 s session_lost allows.
+ */
+#define AT_DESTROY_MAX_MS	2000
+
+/* The accept hook lets go of the requests it holds (at_sl.stall_from). */
+static void at_sl_let_go(struct at_test *t, struct at_sl *sl)
+{
+	spin_lock(&sl->lock);
+	sl->stall_go = true;
+	spin_unlock(&sl->lock);
+	wake_up_all(&sl->wq);
+	wait_event_timeout(sl->wq, READ_ONCE(sl->unstalled) ==
+			   READ_ONCE(sl->stalled), (AT_SL_STALL_S + 5) * HZ);
+	at_expect(t, READ_ONCE(sl->unstalled), READ_ONCE(sl->stalled),
+		  "held requests the hook let go");
+}
+
+static void sc_session_destroy_connecting(struct at_test *t)
+{
+	struct krdma_session *s;
+	struct at_sess *a;
+	ktime_t t0;
+	s64 ms;
+	int n;
+
+	a = at_sess_start(t, 17);
+	if (!a)
+		return;
+	s = at_sess_up(t, a, 200, 60000, NULL);
+	if (!s)
+		goto out_a;
+	/* The attempt's request (generation 1) gets no answer. */
+	spin_lock(&a->sl.lock);
+	a->sl.stall_from = 1;
+	spin_unlock(&a->sl.lock);
+	if (!at_sess_break(t, a))
+		goto out_s;
+	wait_event_timeout(a->sl.wq, READ_ONCE(a->sl.stalled) > 0, 10 * HZ);
+	if (!READ_ONCE(a->sl.stalled)) {
+		at_fail(t, "the attempt's request did not reach the listener in 10 s");
+		goto out_s;
+	}
+	/* Its krdma_connect() waits for the answer now. */
+	t0 = ktime_get();
+	krdma_session_destroy(s);
+	ms = ktime_ms_delta(ktime_get(), t0);
+	n = READ_ONCE(a->se.n);
+	pr_info("%s: destroyed in %lld ms during a connect (timeout 10000 ms)\n",
+		t->name, ms);
+	if (ms > AT_DESTROY_MAX_MS)
+		at_fail(t, "destroy took %lld ms during a connect (timeout 10000 ms)",
+			ms);
+	/* CONNECTED, DISCONNECTED, RECONNECTING: nothing for the attempt. */
+	else
+		at_expect(t, n, 3, "session events by destroy's return");
+	at_sl_let_go(t, &a->sl);
+	/* The refusal reaches a connection nobody waits for any more. */
+	msleep(500);
+	at_expect(t, READ_ONCE(a->se.n), n, "session events after destroy");
+	goto out_a;
+out_s:
+	krdma_session_destroy(s);
+	at_sl_let_go(t, &a->sl);
 out_a:
 	at_sess_stop(a);
 }
@@ -8410,6 +8516,7 @@ static const struct at_scenario {
 	{ "session_names", sc_session_names },
 	{ "session_short_loss", sc_session_short_loss },
 	{ "session_handover", sc_session_handover },
+	{ "session_destroy_connecting", sc_session_destroy_connecting },
 	{ "sendv", sc_sendv },
 	{ "sendv_imm", sc_sendv_imm },
 	{ "poll", sc_poll },

@@ -32,6 +32,7 @@ exclude=,session_flap
 [ "$TOPO" = pair ] && exclude+=,sq_mix,recv_cb,hb_starved,imm_room,abandon_recv,accept_hook,mr_pool,mr_pool_inv
 [ "$TOPO" = pair ] && exclude+=,session_reconnect,session_lost,session_refused,session_set,session_handover
 [ "$TOPO" = pair ] && exclude+=,session_keep,session_foreign,session_names,session_short_loss
+[ "$TOPO" = pair ] && exclude+=,session_destroy_connecting
 [ "$TOPO" = pair ] && exclude+=,sendv,sendv_imm,poll,workqueue,mr_pool_rounds,mr_pool_dev
 # async_window needs ops to stay in flight while more are posted.  rxe on
 # 6.1 runs a whole loopback op, down to its completion, in the poster's
