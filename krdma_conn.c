@@ -1029,6 +1029,17 @@ void krdma_conn_qp_error(struct krdma_conn *conn)
 }
 
 /*
+ * The end of an active connect's handshake, @status: krdma_connect() waits
+ * for cm_done on conn->wq, where krdma_connect_cancel() wakes it too.
+ */
+static void krdma_connect_complete(struct krdma_conn *conn, int status)
+{
+	conn->cm_status = status;
+	complete_all(&conn->cm_done);
+	wake_up_all(&conn->wq);
+}
+
+/*
  * Release every RDMA resource of @conn, in the order the verbs want:
  * stop the CM handler, stop new posts, disconnect, drain, deregister,
  * destroy the QP and CQ, then the cm_id.  Runs once; later calls return at
@@ -1091,10 +1102,8 @@ void krdma_conn_teardown(struct krdma_conn *conn, int err)
 	}
 	wait_event(conn->wq, krdma_conn_idle(conn));
 
-	if (!completion_done(&conn->cm_done)) {
-		conn->cm_status = conn->error;
-		complete_all(&conn->cm_done);
-	}
+	if (!completion_done(&conn->cm_done))
+		krdma_connect_complete(conn, conn->error);
 
 	/*
 	 * iWARP (siw): rdma_disconnect() takes the QP to CLOSING, which
@@ -1484,10 +1493,8 @@ static int krdma_connect_done(struct krdma_conn *conn, int status)
 		if (!status)
 			krdma_hb_start(conn);
 	}
-	if (conn->active) {
-		conn->cm_status = status;
-		complete_all(&conn->cm_done);
-	}
+	if (conn->active)
+		krdma_connect_complete(conn, status);
 	return status;
 }
 
@@ -2185,14 +2192,15 @@ static int krdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 /* ---- connect ------------------------------------------------------- */
 
 /*
- * A connect that timed out (or was interrupted) may have its CM handler
- * still running: on iWARP, rdma_connect() makes the TCP connection before
- * it returns, and siw's takes as long as TCP takes to give up on a host
- * that is gone (66 s measured, test/guest/poweroff.sh), and the teardown
- * would wait for it (rdma_lock_handler(), rdma_destroy_id()).  So the
- * caller's timeout holds: the connection becomes an orphan, with no
- * callback, and the teardown work closes and frees it when the handler
- * lets it (the module's exit waits for that work).
+ * A connect that timed out (or was interrupted, or called off:
+ * krdma_connect_cancel()) may have its CM handler still running: on
+ * iWARP, rdma_connect() makes the TCP connection before it returns, and
+ * siw's takes as long as TCP takes to give up on a host that is gone (66
+ * s measured, test/guest/poweroff.sh), and the teardown would wait for it
+ * (rdma_lock_handler(), rdma_destroy_id()).  So the caller's timeout
+ * holds: the connection becomes an orphan, with no callback, and the
+ * teardown work closes and frees it when the handler lets it (the
+ * module's exit waits for that work).
  */
 static void krdma_connect_give_up(struct krdma_conn *conn, int err)
 {
@@ -2204,36 +2212,91 @@ static void krdma_connect_give_up(struct krdma_conn *conn, int err)
 }
 
 /**
- * krdma_connect - open a connection to a peer
- * @dst: the peer's address (IPv4 or IPv6, with port)
- * @src: local address to bind to, or NULL
- * @opts: parameters, or NULL for the defaults
+ * krdma_connect_ctl_init - a connect control, not called off
+ * @ctl: the control
  *
- * Resolves the address to an RDMA device, creates the queue pair and
- * exchanges the handshake.  Sleeps up to @opts->timeout_ms.
- *
- * Return: the connection, or an ERR_PTR: -ECONNREFUSED (nobody listens),
- * -EPROTONOSUPPORT (peer speaks another krdma version), -EPROTO (not a krdma
- * peer), -EINVAL (bad parameters), -ETIMEDOUT, -EHOSTUNREACH, -ENODEV,
- * -EBUSY (the listener's backlog is full), -ENOMEM (the peer was out of
- * resources), -EEXIST (a connection has @opts->name).
- *
- * Context: process context; sleeps.
+ * Context: any.
  */
-struct krdma_conn *krdma_connect(const struct sockaddr *dst,
-				 const struct sockaddr *src,
-				 const struct krdma_conn_opts *opts)
+void krdma_connect_ctl_init(struct krdma_connect_ctl *ctl)
+{
+	spin_lock_init(&ctl->lock);
+	ctl->conn = NULL;
+	ctl->err = 0;
+}
+
+/*
+ * The connect of @ctl waits on @conn now, or (NULL) no longer.  Under
+ * ctl->lock, so that krdma_connect_cancel() finds @conn only while it is
+ * alive: the connect takes it off before it gives @conn up or returns it.
+ */
+static void krdma_connect_track(struct krdma_connect_ctl *ctl,
+				struct krdma_conn *conn)
+{
+	if (!ctl)
+		return;
+	spin_lock(&ctl->lock);
+	ctl->conn = conn;
+	/* Called off since __krdma_connect() looked: it ends at once. */
+	if (conn)
+		WRITE_ONCE(conn->connect_abort, ctl->err);
+	spin_unlock(&ctl->lock);
+}
+
+/**
+ * krdma_connect_cancel - call off the connects of a control, for good
+ * @ctl: the control given to __krdma_connect()
+ * @err: what they fail with, a negative errno (-ECANCELED, say)
+ *
+ * A connect waiting on @ctl for its handshake returns @err now, as if its
+ * timeout had run out: its connection, whose CM handler may still be
+ * running (siw makes the TCP connection there), becomes an orphan that
+ * the teardown work closes and frees (krdma_connect_give_up()), and one
+ * that came up at that very moment is closed before the connect returns.
+ * Every later connect given @ctl fails with @err at once.  Does not wait
+ * for the connect to return.
+ *
+ * Context: process context; does not sleep.
+ */
+void krdma_connect_cancel(struct krdma_connect_ctl *ctl, int err)
+{
+	if (WARN_ON_ONCE(err >= 0 || err < -MAX_ERRNO))
+		err = -ECANCELED;
+	spin_lock(&ctl->lock);
+	ctl->err = err;
+	if (ctl->conn) {
+		WRITE_ONCE(ctl->conn->connect_abort, err);
+		wake_up_all(&ctl->conn->wq);
+	}
+	spin_unlock(&ctl->lock);
+}
+
+/*
+ * krdma_connect(), which another thread may call off through @ctl
+ * (krdma_connect_cancel(); NULL: none), one connect at a time per @ctl.
+ */
+struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
+				   const struct sockaddr *src,
+				   const struct krdma_conn_opts *opts,
+				   struct krdma_connect_ctl *ctl)
 {
 	struct krdma_conn_opts o;
 	struct rdma_cm_id *id;
 	struct krdma_conn *conn;
 	long left;
-	int ret;
+	int ret, abort;
 
 	krdma_conn_opts_fill(&o, opts);
 	ret = krdma_conn_opts_check(&o);
 	if (ret)
 		return ERR_PTR(ret);
+	/* Called off before it began: nothing is made. */
+	if (ctl) {
+		spin_lock(&ctl->lock);
+		ret = ctl->err;
+		spin_unlock(&ctl->lock);
+		if (ret)
+			return ERR_PTR(ret);
+	}
 
 	conn = krdma_conn_alloc(&o, o.name);
 	if (!conn) {
@@ -2287,19 +2350,29 @@ struct krdma_conn *krdma_connect(const struct sockaddr *dst,
 		goto fail;
 	}
 
-	left = wait_for_completion_killable_timeout(&conn->cm_done,
-						    msecs_to_jiffies(o.timeout_ms));
-	if (left <= 0) {
+	krdma_connect_track(ctl, conn);
+	left = wait_event_killable_timeout(conn->wq,
+					   completion_done(&conn->cm_done) ||
+					   READ_ONCE(conn->connect_abort),
+					   msecs_to_jiffies(o.timeout_ms));
+	krdma_connect_track(ctl, NULL);
+	abort = READ_ONCE(conn->connect_abort);
+	if (left <= 0 || !completion_done(&conn->cm_done)) {
+		ret = left < 0 ? left : abort ?: -ETIMEDOUT;
 		if (left < 0)
 			pr_warn_ratelimited("%s: connecting to %pISpc interrupted\n",
 					    conn->name, dst);
+		else if (abort)
+			pr_info_ratelimited("%s: connecting to %pISpc called off (%d)\n",
+					    conn->name, dst, abort);
 		else
 			pr_warn_ratelimited("%s: connecting to %pISpc timed out\n",
 					    conn->name, dst);
-		krdma_connect_give_up(conn, left ?: -ETIMEDOUT);
-		return ERR_PTR(left ?: -ETIMEDOUT);
+		krdma_connect_give_up(conn, ret);
+		return ERR_PTR(ret);
 	}
-	ret = conn->cm_status;
+	/* Up just as it was called off: closed here, never returned. */
+	ret = conn->cm_status ?: abort;
 	if (ret)
 		goto fail;
 	pr_debug_ratelimited("%s: connected to %pISpc on %s (depth %u, max message %u)\n",
@@ -2313,6 +2386,30 @@ fail:
 	if (krdma_conn_unpublish(conn))
 		krdma_conn_put(conn);
 	return ERR_PTR(ret);
+}
+
+/**
+ * krdma_connect - open a connection to a peer
+ * @dst: the peer's address (IPv4 or IPv6, with port)
+ * @src: local address to bind to, or NULL
+ * @opts: parameters, or NULL for the defaults
+ *
+ * Resolves the address to an RDMA device, creates the queue pair and
+ * exchanges the handshake.  Sleeps up to @opts->timeout_ms.
+ *
+ * Return: the connection, or an ERR_PTR: -ECONNREFUSED (nobody listens),
+ * -EPROTONOSUPPORT (peer speaks another krdma version), -EPROTO (not a krdma
+ * peer), -EINVAL (bad parameters), -ETIMEDOUT, -EHOSTUNREACH, -ENODEV,
+ * -EBUSY (the listener's backlog is full), -ENOMEM (the peer was out of
+ * resources), -EEXIST (a connection has @opts->name).
+ *
+ * Context: process context; sleeps.
+ */
+struct krdma_conn *krdma_connect(const struct sockaddr *dst,
+				 const struct sockaddr *src,
+				 const struct krdma_conn_opts *opts)
+{
+	return __krdma_connect(dst, src, opts, NULL);
 }
 EXPORT_SYMBOL_GPL(krdma_connect);
 

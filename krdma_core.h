@@ -230,6 +230,8 @@ struct krdma_conn {
 	bool			established;	/* ever reached CONNECTED */
 	struct completion	cm_done;
 	int			cm_status;
+	/* krdma_connect_cancel()'s errno (its ctl's lock), or 0 */
+	int			connect_abort;
 
 	struct mutex		teardown_mutex;	/* teardown runs once */
 	bool			torn_down;
@@ -404,6 +406,26 @@ bool krdma_fault_nth(int *knob);
 bool krdma_fault_op_post(void);
 void krdma_conn_fail_locked(struct krdma_conn *conn, int err,
 			    const char *what);
+
+/*
+ * A connect that another thread may call off: a session's, whose
+ * krdma_session_destroy() must not wait out a peer that never answers.
+ * Given to __krdma_connect(); krdma_connect_cancel() ends the connect
+ * waiting on it now, and every later one at once.
+ */
+struct krdma_connect_ctl {
+	spinlock_t		lock;	/* both below */
+	struct krdma_conn	*conn;	/* the connect waiting, or NULL */
+	int			err;	/* what it was called off with, or 0 */
+};
+
+void krdma_connect_ctl_init(struct krdma_connect_ctl *ctl);
+void krdma_connect_cancel(struct krdma_connect_ctl *ctl, int err);
+struct krdma_conn *__krdma_connect(const struct sockaddr *dst,
+				   const struct sockaddr *src,
+				   const struct krdma_conn_opts *opts,
+				   struct krdma_connect_ctl *ctl);
+
 /* A session's name: sessN, or its opts.name (1-31 bytes). */
 #define KRDMA_SESSION_NAME_MAX	KRDMA_OPTS_NAME_MAX
 void krdma_remove_device_users(struct krdma_device *kdev);
