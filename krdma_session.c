@@ -9,8 +9,10 @@
  * A session is a consumer of the connection API like any other: its
  * connections are made by krdma_connect() with the session's ops, and it
  * learns of their end by their event callback.  The core knows nothing of
- * sessions; from krdma_core.h this file takes only krdma's workqueue and
- * the sessions/ directory under /sys/kernel/krdma.
+ * sessions; from krdma_core.h this file takes only krdma's workqueue, the
+ * sessions/ directory under /sys/kernel/krdma, and krdma_connect() with a
+ * control (__krdma_connect()), so that krdma_session_destroy() calls off
+ * an attempt's connect rather than wait out a peer that never answers.
  *
  * Everything that sleeps or closes happens in the session's work, one run
  * at a time under s->mutex: telling the consumer, connecting again, and
@@ -69,6 +71,8 @@ struct krdma_session {
 
 	struct mutex		mutex;		/* the work's, and destroy's */
 	struct delayed_work	work;
+	/* Its connects', which destroy calls off (its own lock) */
+	struct krdma_connect_ctl connect;
 
 	spinlock_t		lock;		/* everything below */
 	enum krdma_sess_state	state;
@@ -257,8 +261,10 @@ static struct krdma_sess_conn *krdma_sess_connect(struct krdma_session *s,
 	o.priv = sc;
 	if (timeout_ms)
 		o.timeout_ms = timeout_ms;
-	conn = krdma_connect((struct sockaddr *)&s->dst,
-			     s->has_src ? (struct sockaddr *)&s->src : NULL, &o);
+	/* -ECANCELED once destroy called it off (krdma_connect_cancel()). */
+	conn = __krdma_connect((struct sockaddr *)&s->dst,
+			       s->has_src ? (struct sockaddr *)&s->src : NULL,
+			       &o, &s->connect);
 	if (IS_ERR(conn)) {
 		kfree(sc);
 		return ERR_CAST(conn);
@@ -317,7 +323,9 @@ static void krdma_sess_drop_made(struct krdma_session *s,
  * The connections of generation @gen, one after another, into s->next
  * (s->nr of them); an attempt's (@attempt) each within what is left of the
  * loss timeout.  All or nothing: if one fails, those made are dropped
- * (krdma_sess_drop_made()).
+ * (krdma_sess_drop_made()).  Once destroy has called the session's
+ * connects off, the one waiting and every later one fail at once
+ * (-ECANCELED), so the set ends there.
  * Return: 0 or the failed connect's errno.
  */
 static int krdma_sess_connect_set(struct krdma_session *s, u32 gen,
@@ -458,6 +466,11 @@ static void krdma_sess_attempt(struct krdma_session *s)
 	u32 gen;
 
 	spin_lock_bh(&s->lock);
+	/* Destroy came since the work looked: no attempt, nothing told. */
+	if (s->stopping) {
+		spin_unlock_bh(&s->lock);
+		return;
+	}
 	prev = s->attempt_error;
 	/* Not before the outage's first attempt, however late that runs. */
 	lost = s->tried && s->loss_tmo_ms != KRDMA_SESSION_LOSS_TMO_NEVER &&
@@ -491,6 +504,14 @@ static void krdma_sess_attempt(struct krdma_session *s)
 		return;
 	}
 	spin_lock_bh(&s->lock);
+	/*
+	 * Called off by destroy (-ECANCELED, or whatever failed first):
+	 * nothing to record or tell, no loss for a session going away.
+	 */
+	if (s->stopping) {
+		spin_unlock_bh(&s->lock);
+		return;
+	}
 	s->attempt_error = err;
 	s->last_error = err;
 	s->last_wc = IB_WC_SUCCESS;
@@ -901,6 +922,7 @@ struct krdma_session *krdma_session_create(const struct sockaddr *dst,
 	mutex_init(&s->mutex);
 	spin_lock_init(&s->lock);
 	INIT_DELAYED_WORK(&s->work, krdma_sess_work);
+	krdma_connect_ctl_init(&s->connect);
 	INIT_LIST_HEAD(&s->old);
 	INIT_LIST_HEAD(&s->names);
 	ret = krdma_sess_name_take(s, name);
@@ -948,14 +970,21 @@ EXPORT_SYMBOL_GPL(krdma_session_create);
  * krdma_session_destroy - stop reconnecting, close, free
  * @s: the session
  *
- * Stops the reconnects (waits for an attempt under way), closes the
+ * Stops the reconnects: an attempt under way is called off (its connect
+ * waiting for a peer that does not answer ends at once, and krdma tears
+ * that connection down in the background), the connections the attempt
+ * made are closed, and its failure is not told (no LOST).  Closes the
  * session's connections and waits for their callbacks and the session's.
  * No event callback of @s runs once this returns, and @s must not be used
  * afterwards.  Every connection taken with krdma_session_conn_get() must
  * have been put back before, and every message the recv callback kept
  * (KRDMA_MSG_KEEP) released.
  *
- * Context: process context; sleeps.  Not from @s's own event callback.
+ * Context: process context; sleeps, not for a connect's timeout
+ * (opts.conn.timeout_ms): for an event callback of @s that is running
+ * (RECONNECTED's included, until it returns) and for the teardown of the
+ * session's connections (each as krdma_close()).  Not from @s's own
+ * event callback, which it waits for.
  */
 void krdma_session_destroy(struct krdma_session *s)
 {
@@ -965,6 +994,12 @@ void krdma_session_destroy(struct krdma_session *s)
 	spin_lock_bh(&s->lock);
 	s->stopping = true;
 	spin_unlock_bh(&s->lock);
+	/*
+	 * An attempt's connect waiting for the peer ends now, and a later
+	 * one of its set fails at once: the work returns soon.  Not under
+	 * s->mutex, which the work holds.
+	 */
+	krdma_connect_cancel(&s->connect, -ECANCELED);
 	/* Nobody queues it once stopping is set. */
 	cancel_delayed_work_sync(&s->work);
 
