@@ -835,20 +835,27 @@ static void krdma_conn_flush_work(struct work_struct *work)
  *
  * The connection posts nothing more, fails with @err (its ERROR event),
  * and its teardown is queued, so that the peer is told at once rather
- * than by its heartbeats, and whoever waits on it wakes.  For the posts
- * krdma makes on its own, under conn->lock and in any context (a
- * credit message, a heartbeat, a receive going back).
+ * than by its heartbeats, and whoever waits on it wakes.  For every post
+ * the device refuses: krdma's own (a credit message, a heartbeat, a
+ * receive going back) and its consumers' (a message, a transfer, an
+ * atomic, a registration or an invalidation).  On a connection that had
+ * failed already (krdma_mr_revoke() posts on one; siw refuses posts once
+ * its QP left RTS) the refusal is the failure's consequence: it says
+ * nothing and does not replace the cause recorded, even a placeholder.
  *
- * Context: conn->lock held, any context; does not sleep.
+ * Context: conn->lock held, any context up to softirq; does not sleep.
  */
 void krdma_conn_fail_locked(struct krdma_conn *conn, int err,
 			    const char *what)
 {
+	bool first = !conn->error;
+
 	lockdep_assert_held(&conn->lock);
-	pr_warn_ratelimited("%s: posting %s failed (%d): failing the connection\n",
-			    conn->name, what, err);
+	if (first)
+		pr_warn_ratelimited("%s: posting %s failed (%d): failing the connection\n",
+				    conn->name, what, err);
 	conn->qp_ok = false;
-	krdma_conn_cause_locked(conn, err, false, IB_WC_SUCCESS);
+	krdma_conn_cause_locked(conn, err, !first, IB_WC_SUCCESS);
 	krdma_conn_event_locked(conn, KRDMA_CONN_EV_FAILED);
 	/* The caller's context holds a reference: not the last put. */
 	krdma_conn_get(conn);
@@ -2235,6 +2242,8 @@ static void krdma_connect_track(struct krdma_connect_ctl *ctl,
 	if (!ctl)
 		return;
 	spin_lock(&ctl->lock);
+	/* One connect at a time per control: a second would go unseen. */
+	WARN_ON_ONCE(conn && ctl->conn);
 	ctl->conn = conn;
 	/* Called off since __krdma_connect() looked: it ends at once. */
 	if (conn)
@@ -2250,10 +2259,13 @@ static void krdma_connect_track(struct krdma_connect_ctl *ctl,
  * A connect waiting on @ctl for its handshake returns @err now, as if its
  * timeout had run out: its connection, whose CM handler may still be
  * running (siw makes the TCP connection there), becomes an orphan that
- * the teardown work closes and frees (krdma_connect_give_up()), and one
- * that came up at that very moment is closed before the connect returns.
- * Every later connect given @ctl fails with @err at once.  Does not wait
- * for the connect to return.
+ * the teardown work closes and frees (krdma_connect_give_up()).  One
+ * whose handshake had ended already returns as it would have: with the
+ * handshake's error, or, had it come up, with @err once the connect has
+ * torn it down (a short, synchronous teardown in the connecting task).
+ * A fatal signal of the connecting task still gives -ERESTARTSYS.  Every
+ * later connect given @ctl fails with @err at once.  Does not wait for
+ * the connect to return.
  *
  * Context: process context; does not sleep.
  */

@@ -459,7 +459,8 @@ EXPORT_SYMBOL_GPL(krdma_mr_token);
  * nothing), so the invalidation is posted there too; if it cannot be, or
  * does not complete, the connection is torn down here: its QP moved to
  * ERROR and drained, its registrations deregistered (a post the device
- * refuses fails the connection with that errno first).  The connection's
+ * refuses fails the connection with that errno first, unless it had
+ * failed already: then its first cause stays).  The connection's
  * owner still closes it as usual.
  *
  * Context: process context; sleeps until the device has done it (at most
