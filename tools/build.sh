@@ -116,24 +116,28 @@ fi
 # not change with krdma: it is kept in the cache, keyed by the source
 # package, the patch set (in the tree's name) and the headers it was built
 # against (a clean clone, as in CI, saves half a minute of every line's
-# first build).
+# first build).  $out/NAME/.key names the cache entry the module there
+# came from: a tree whose patch set changed since takes the new one.
 lab_module() {
 	local name=$1 dir=$2 sym=$3 srcpkg= src ver key cached
 	case "$rel" in
 	*-krdma-debug*) return 0 ;;
 	6.1.*)	srcpkg=linux-source-6.1 ;;
 	6.12.*)	srcpkg=linux-source-6.12 ;;
+	*)	return 0 ;;
 	esac
-	[ -n "$srcpkg" ] && [ ! -f "$out/$name/$name.ko" ] || return 0
-	src=$("$here/kernel-src.sh" "$srcpkg")
 	ver=$(dpkg-query -W -f='${Version}' "$srcpkg")
-	key=$( { cat "$kdir/Module.symvers" "$kdir/.config"; basename "$src"; } |
+	key=$( { cat "$kdir/Module.symvers" "$kdir/.config"
+		 echo "$srcpkg $ver $("$here/kernel-src.sh" --patches "$srcpkg")"; } |
 		sha256sum | cut -c1-12)
 	cached=${KRDMA_CACHE:-${HOME:?HOME is not set}/.cache/krdma}/$name/$rel-$ver-$key
+	[ -f "$out/$name/$name.ko" ] && [ "$(cat "$out/$name/.key" 2>/dev/null)" = "$cached" ] &&
+		return 0
 	mkdir -p "$(dirname "$cached")"
 	exec 8>"$cached.lock"	# clones share the cache
 	flock 8
 	if [ ! -f "$cached/.done" ]; then
+		src=$("$here/kernel-src.sh" "$srcpkg")
 		rm -rf "${out:?}/$name" "$cached"
 		cp -r "$src/$dir" "$out/$name"
 		if ! make "$jobs" -C "$kdir" M="$out/$name" "$sym=m" modules >"$out/$name/build.log" 2>&1; then
@@ -147,6 +151,7 @@ lab_module() {
 	fi
 	mkdir -p "$out/$name"
 	cp "$cached/$name.ko" "$cached/build.log" "$out/$name/"
+	echo "$cached" >"$out/$name/.key"
 	exec 8>&-
 }
 
