@@ -2430,7 +2430,8 @@ EXPORT_SYMBOL_GPL(krdma_connect);
 /*
  * Test knob: krdma_listen() sleeps this long once its listener is on the
  * list, before rdma_listen(), so that device removal meets a listen in
- * progress (test/guest/listen-race.sh).
+ * progress (test/guest/listen-race.sh); set to 0, it ends a sleep under
+ * way.
  */
 static unsigned int fault_listen_delay_ms;
 module_param(fault_listen_delay_ms, uint, 0644);
@@ -2560,7 +2561,7 @@ struct krdma_listener *krdma_listen(const struct sockaddr *addr,
 		goto out_id;
 
 	if (unlikely(fault_listen_delay_ms))
-		msleep(fault_listen_delay_ms);
+		krdma_fault_sleep(&fault_listen_delay_ms);
 	ret = rdma_listen(id, KRDMA_LISTEN_BACKLOG);
 	if (!bound)
 		mutex_lock(&l->close_mutex);

@@ -403,6 +403,7 @@ void krdma_conn_set_error_wc(struct krdma_conn *conn, int err,
 			     enum ib_wc_status wc);
 void krdma_conn_schedule_teardown(struct krdma_conn *conn, int err);
 bool krdma_fault_nth(int *knob);
+void krdma_fault_sleep(unsigned int *knob);
 bool krdma_fault_op_post(void);
 void krdma_conn_fail_locked(struct krdma_conn *conn, int err,
 			    const char *what);

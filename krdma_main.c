@@ -167,12 +167,12 @@ static void krdma_rename_one(struct ib_device *ibdev, void *client_data)
  * Test knob: the remove callback sleeps this long once it has released
  * krdma's users of the device, before rdma_cm's own remove callback runs,
  * so that a listen can bind to the device in between
- * (test/guest/listen-race.sh).
+ * (test/guest/listen-race.sh); set to 0, it ends a sleep under way.
  */
 static unsigned int fault_remove_delay_ms;
 module_param(fault_remove_delay_ms, uint, 0644);
 MODULE_PARM_DESC(fault_remove_delay_ms,
-		 "test: sleep this long in device removal after its users are gone");
+		 "test: sleep this long in device removal after its users are gone (0 ends it)");
 
 static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 {
@@ -188,7 +188,7 @@ static void krdma_remove_one(struct ib_device *ibdev, void *client_data)
 	if (unlikely(fault_remove_delay_ms)) {
 		pr_info("%s: removal sleeps %u ms (fault_remove_delay_ms)\n",
 			dev_name(&ibdev->dev), fault_remove_delay_ms);
-		msleep(fault_remove_delay_ms);
+		krdma_fault_sleep(&fault_remove_delay_ms);
 	}
 	/* Said nothing while the port was down: now or never. */
 	ib_unregister_event_handler(&kdev->event_handler);

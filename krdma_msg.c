@@ -23,6 +23,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/slab.h>
 #include <linux/sched/signal.h>
 #include <rdma/rw.h>
@@ -76,6 +77,20 @@ bool krdma_fault_nth(int *knob)
 		v = old;
 	}
 	return false;
+}
+
+/*
+ * Tests only: sleep *@knob ms (read once), or less if the test sets
+ * *@knob to 0 meanwhile, which ends the sleep within 20 ms: a test that
+ * holds a window open for as long as the slowest kernel needs closes it
+ * as soon as it is done with it.  Process context.
+ */
+void krdma_fault_sleep(unsigned int *knob)
+{
+	unsigned long end = jiffies + msecs_to_jiffies(READ_ONCE(*knob));
+
+	while (READ_ONCE(*knob) && time_before(jiffies, end))
+		msleep(20);
 }
 
 static bool krdma_fault_post(void)
