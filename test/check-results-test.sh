@@ -244,19 +244,33 @@ else
 fi
 
 # make check leaves to the debug lane what it runs over rxe in one guest
-# (KRDMA_DEBUG_RXE): 6.12 then lists smoke over siw only, debug over both,
+# (KRDMA_DEBUG_RXE): 6.12 then lists unload over siw only, debug over both,
 # and a 6.12-only rxe test (trace) stays; make stress lists it again.
 dedup=$(KRDMA_DEBUG_RXE=1 "$top/test/list-tests.sh" single "rxe siw" 6.12)
 dbg2=$(KRDMA_DEBUG_RXE=1 "$top/test/list-tests.sh" single "rxe siw" debug)
 stress=$(KRDMA_DEBUG_RXE=1 KRDMA_STRESS=1 "$top/test/list-tests.sh" single rxe 6.12)
-if ! grep -qx "rxe smoke" <<<"$dedup" && grep -qx "siw smoke" <<<"$dedup" &&
-   grep -qx "rxe trace" <<<"$dedup" && grep -qx "rxe smoke" <<<"$dbg2" &&
-   grep -qx "rxe smoke" <<<"$stress"; then
+if ! grep -qx "rxe unload" <<<"$dedup" && grep -qx "siw unload" <<<"$dedup" &&
+   grep -qx "rxe trace" <<<"$dedup" && grep -qx "rxe unload" <<<"$dbg2" &&
+   grep -qx "rxe unload" <<<"$stress"; then
 	pass=$((pass + 1))
 	[ "$verbose" = 0 ] || echo "ok - KRDMA_DEBUG_RXE leaves rxe's one-guest tests to debug"
 else
 	fail=$((fail + 1))
 	echo "not ok - KRDMA_DEBUG_RXE leaves rxe's one-guest tests to debug"
+fi
+
+# "# check-dev@6.1: rxe" (chardev): make check runs it over rxe alone on
+# 6.1, over both devices on 6.12; make stress over both on 6.1 too.
+c61=$("$top/test/list-tests.sh" single "rxe siw" 6.1 chardev)
+c612=$("$top/test/list-tests.sh" single "rxe siw" 6.12 chardev)
+c61s=$(KRDMA_STRESS=1 "$top/test/list-tests.sh" single "rxe siw" 6.1 chardev)
+if [ "$c61" = "rxe chardev" ] && [ "$c612" = "rxe chardev
+siw chardev" ] && [ "$c61s" = "$c612" ]; then
+	pass=$((pass + 1))
+	[ "$verbose" = 0 ] || echo "ok - check-dev@LINE limits one kernel line's devices"
+else
+	fail=$((fail + 1))
+	echo "not ok - check-dev@LINE limits one kernel line's devices: '$c61' '$c612' '$c61s'"
 fi
 
 # A test that needs its boot alone ("# alone: yes", poweroff) runs only

@@ -12,7 +12,8 @@
 # lines; "# check-kernel: LINE..." limits it further in make check, where
 # time is short, and "# check-dev: DEV..." to those devices (KRDMA_STRESS=1,
 # make stress, runs it on every line its "# kernel:" allows, with every
-# device of its "# dev:").  "# alone: yes" marks a test that must have
+# device of its "# dev:"); "# check-dev@LINE: DEV..." limits it to those
+# devices on kernel line LINE alone, in make check.  "# alone: yes" marks a test that must have
 # its boot to itself (poweroff: the peer does not survive it): it runs only
 # when FILTER names it.  The debug line adds "kmemleak" (test/kmemleak.sh, once per boot,
 # after the last device's tests).  FILTER (tools/check --tests, KRDMA_TESTS):
@@ -55,9 +56,10 @@ topo=$1 devs=$2 kline=$3 filter=${4:-}
 names=() topos=() tdevs=() klines=() alones=()
 for f in "$dir"/*.sh; do
 	[ -f "$f" ] || continue
-	t=${f##*/} tp='' dv='' kl='' ck='' cd='' al=''
+	t=${f##*/} tp='' dv='' kl='' ck='' cd='' al='' cl=''
 	while IFS= read -r l; do
 		case "$l" in
+		"# check-dev@$kline:"*) cl+=" ${l#"# check-dev@$kline:"}" ;;
 		"# topo:"*)	tp+=" ${l#"# topo:"}" ;;
 		"# dev:"*)	dv+=" ${l#"# dev:"}" ;;
 		# "-" marks a test with a kernel line (an empty one runs nowhere).
@@ -69,7 +71,7 @@ for f in "$dir"/*.sh; do
 	done <"$f"
 	if [ "${KRDMA_STRESS:-0}" != 1 ]; then
 		kl=${ck:-$kl}
-		dv=${cd:-$dv}
+		dv=${cl:-${cd:-$dv}}
 	fi
 	names+=("${t%.sh}") topos+=("$tp") tdevs+=("$dv") klines+=("$kl") alones+=("$al")
 done

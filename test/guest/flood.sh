@@ -4,8 +4,11 @@
 # must wait for credits (credit_waits > 0) and get them back (credit_msgs
 # > 0 on the receiver's side of the exchange), every message arrives
 # verified, and the device never sees a receiver-not-ready (rxe counters).
+# make check runs it on 6.1 and 6.12 (flow control under KASAN and
+# lockdep is apitest's on the debug kernel); make stress there too.
 # topo: single pair
 # dev: rxe siw
+# check-kernel: 6.1 6.12
 . "$(dirname "$0")/../lib.sh"
 
 rnr() {	# sum of rxe's RNR counters (0 on siw, which has none)

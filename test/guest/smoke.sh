@@ -4,8 +4,11 @@
 # krdma loaded as a user would (no dyndbg=): a connection's life prints
 # nothing, only the self-test's result; with dynamic debug turned on for
 # the module, the next connection says it connected.
+# make check runs it on 6.1 and 6.12 (a connection's life under KASAN
+# and lockdep is apitest's on the debug kernel); make stress there too.
 # topo: single
 # dev: rxe siw
+# check-kernel: 6.1 6.12
 . "$(dirname "$0")/../lib.sh"
 
 rdma_dev_up
