@@ -98,6 +98,7 @@ struct krdma_blk_queue {
 	bool			quiesced;	/* by this queue's DISCONNECTED */
 	struct completion	hs_done;
 	bool			hs_got;
+	bool			stopping;	/* unmapping: a greeting ends */
 	struct krdma_blk_resp	hs;
 };
 
@@ -382,7 +383,9 @@ static void krdma_blk_queue_start(struct krdma_blk_queue *q)
 
 /*
  * Greet the export on @conn, with q->lock held: 0, the server's refusal
- * (-ENOENT: no such export), or a transport error.
+ * (-ENOENT: no such export), a transport error, or -ESHUTDOWN once the
+ * map is being removed (krdma_blk_map_stop_sessions() ends the wait, so
+ * that it does not wait out a server slow to answer for q->lock).
  */
 static int krdma_blk_hello(struct krdma_blk_queue *q, struct krdma_conn *conn)
 {
@@ -394,6 +397,10 @@ static int krdma_blk_hello(struct krdma_blk_queue *q, struct krdma_conn *conn)
 		return -EPROTO;
 	q->hs_got = false;
 	reinit_completion(&q->hs_done);
+	/* Pairs with krdma_blk_map_stop_sessions(): its complete() or this. */
+	smp_mb();
+	if (READ_ONCE(q->stopping))
+		return -ESHUTDOWN;
 	krdma_blk_hdr_init(&h.hdr, KRDMA_BLK_OP_HELLO, 0);
 	strscpy(h.export, q->map->export, sizeof(h.export));
 	ret = krdma_send(conn, &h, sizeof(h), KRDMA_BLK_HELLO_TIMEOUT);
@@ -403,8 +410,11 @@ static int krdma_blk_hello(struct krdma_blk_queue *q, struct krdma_conn *conn)
 	if (!krdma_wait_completion(conn, &q->hs_done,
 				   KRDMA_BLK_HELLO_TIMEOUT))
 		return -ETIMEDOUT;
-	if (!READ_ONCE(q->hs_got))
+	if (!READ_ONCE(q->hs_got)) {
+		if (READ_ONCE(q->stopping))
+			return -ESHUTDOWN;
 		return krdma_conn_error(conn) ?: -ECONNRESET;
+	}
 	ret = (s32)be32_to_cpu(q->hs.status);
 	if (ret > 0 || ret < -MAX_ERRNO)
 		return -EPROTO;
@@ -486,6 +496,11 @@ static void krdma_blk_reconnected(struct krdma_blk_queue *q,
 	refused = READ_ONCE(q->hs_got) && ret;
 	hs = q->hs;
 	mutex_unlock(&q->lock);
+	if (ret == -ESHUTDOWN) {
+		/* Unmapping: the session and its connection go now. */
+		krdma_session_conn_put(s, conn);
+		return;
+	}
 	/* 0 once a failure tore the pool down: that reconnects anyway. */
 	pages = krdma_mr_pool_pages(conn) ?: map->pages;
 	if (ret && !refused)
@@ -1063,6 +1078,16 @@ static void krdma_blk_map_stop_sessions(struct krdma_blk_map *map)
 	for (i = 0; i < map->nq; i++) {
 		struct krdma_blk_queue *q = &map->qs[i];
 
+		/*
+		 * A RECONNECTED callback greeting the export holds q->lock
+		 * until the server answers: end its wait first.  The
+		 * barrier pairs with the one in krdma_blk_hello(), which
+		 * either sees @stopping or has its completion completed.
+		 */
+		WRITE_ONCE(q->stopping, true);
+		/* @stopping, then the completion: see krdma_blk_hello() */
+		smp_mb();
+		complete(&q->hs_done);
 		mutex_lock(&q->lock);
 		spin_lock_bh(&q->sess_lock);
 		WRITE_ONCE(q->dead, true);

@@ -16,7 +16,9 @@
 # 4. an export that answers no greeting in time (a reconnect whose
 #    connection comes up but whose HELLO times out, again and again): the
 #    session is lost loss_tmo_ms after the first failure, not never, and
-#    the read in flight fails with an I/O error.
+#    the read in flight fails with an I/O error;
+# 5. an unmap while a reconnected queue waits for the export's greeting
+#    (answered 9 s late) ends within 3 s, not when the greeting does.
 # On the code before the HELLO after a reconnect was looked at, the size
 # stayed 1 GiB; before a set that failed in its RECONNECTED callback kept
 # the outage going, the read of step 4 hung (planted 2026-11-30).
@@ -182,3 +184,43 @@ new_line 'krdmablk0: queue 0: session lost' ||
 log "the read failed after $t s"
 blk unmap name=krdmablk0 || fail "unmap (4)"
 blk "unexport name=e0" || fail "unexport (4)"
+
+# ---- 5. an unmap while a queue greets the export ---------------------------
+# A queue's connection fails (an injected receive failure), its session
+# reconnects and the RECONNECTED callback greets the export, which
+# answers 9 s late.  The unmap must not wait out that greeting: it ends
+# within 3 s, the read in flight fails with an I/O error.  Before, the
+# unmap waited for the queue's lock, which the greeting held for its
+# whole wait (about 8 s here, up to 10 s with no answer).
+log "an unmap while a queue greets the export"
+blk export name=e0 path=$NB addr=$ADDR || fail "export e0 (5)"
+blk map name=krdmablk0 addr=$ADDR export=e0 queues=1 reconnect_delay_ms=200 ||
+	fail "map krdmablk0 (5)"
+wait_for 10 test -b "$D" || fail "$D never appeared (5)"
+sd=$(echo $KRDMA_SYS/sessions/*)
+[ -e "$sd/conn" ] || fail "no session of krdmablk0's queue: $sd"
+c=$(cat "$sd/conn")
+echo 9000 >$P/test_hello_delay_ms || fail "test_hello_delay_ms (5)"
+echo "retry_exc_err op=recv nth=1" >"$KRDMA_SYS/conns/$c/inject" || fail "arm $c (5)"
+rm -f "$W/rc"
+( dd if="$D" of=/dev/null bs=4k count=1 iflag=direct status=none 2>"$W/err"
+  echo $? >"$W/rc" ) &
+# reconnected: the session is up again on another connection, and so
+# its RECONNECTED callback greets the export.
+reconnected() {
+	[ "$(cat "$sd/state" 2>/dev/null)" = connected ] &&
+		[ "$(cat "$sd/reconnects" 2>/dev/null)" -ge 1 ] &&
+		[ "$(cat "$sd/conn" 2>/dev/null)" != "$c" ]
+}
+wait_for 20 reconnected || fail "the session never reconnected: $(cat "$sd/state")"
+nap 1
+t0=${EPOCHREALTIME/./}
+blk unmap name=krdmablk0 || fail "unmap during the greeting"
+ms=$(( (${EPOCHREALTIME/./} - t0) / 1000 ))
+echo 0 >$P/test_hello_delay_ms
+log "the unmap took $ms ms"
+[ "$ms" -le 3000 ] || fail "the unmap took $ms ms: it waited for the greeting"
+wait_for 20 test -s "$W/rc" || fail "the read did not end after the unmap"
+[ "$(cat "$W/rc")" != 0 ] || fail "the read succeeded though its disk was unmapped"
+grep -q 'Input/output error' "$W/err" || fail "the read after the unmap: '$(cat "$W/err")'"
+blk "unexport name=e0" || fail "unexport (5)"
