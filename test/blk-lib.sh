@@ -63,6 +63,23 @@ blk_serve_e0() {
 # blk CMD...: one command to krdma-blk's control file; write's status.
 blk() { echo "$*" >"$BLK_CTL"; }
 
+# blk_dd_check OFF FLAG MB [BACKING]: MB MiB of $W/rand written to $D at
+# OFF MiB with dd's FLAG (oflag=direct, conv=fsync), read back with
+# O_DIRECT and compared byte for byte; with BACKING (the exported device,
+# in one guest), read from it too and compared.
+blk_dd_check() {
+	local off=$1 fl=$2 mb=$3 nb=${4:-}
+	dd if="$W/rand" of="$D" bs=1M seek="$off" "$fl" status=none ||
+		fail "dd to $D at ${off}M ($fl)"
+	dd if="$D" of="$W/back" bs=1M skip="$off" count="$mb" iflag=direct status=none ||
+		fail "dd from $D at ${off}M"
+	cmp "$W/rand" "$W/back" || fail "data read back at ${off}M ($fl) differs"
+	[ -n "$nb" ] || return 0
+	dd if="$nb" of="$W/nb" bs=1M skip="$off" count="$mb" iflag=direct status=none ||
+		fail "dd from $nb"
+	cmp "$W/rand" "$W/nb" || fail "$nb at ${off}M ($fl) differs"
+}
+
 # fio_verify SIZE [MAXBS] [JOBS] [DEPTH] [RW]: JOBS (2) jobs of random
 # writes of 512 B to MAXBS (1M) at DEPTH (16), then every block read back
 # and checked (crc32c); no error, no complaint.  RW randrw: reads and

@@ -59,14 +59,7 @@ log "dd and cmp, $dd_mb MiB at 0, 3 and 517 MiB"
 head -c ${dd_mb}M /dev/urandom >"$W/rand" || fail "random data"
 for off in 0 3 517; do	# in MiB
 	for fl in oflag=direct conv=fsync; do
-		dd if="$W/rand" of="$D" bs=1M seek=$off $fl status=none ||
-			fail "dd to $D at ${off}M ($fl)"
-		dd if="$D" of="$W/back" bs=1M skip=$off count=$dd_mb iflag=direct status=none ||
-			fail "dd from $D at ${off}M"
-		cmp "$W/rand" "$W/back" || fail "data read back at ${off}M ($fl) differs"
-		dd if="$NB" of="$W/nb" bs=1M skip=$off count=$dd_mb iflag=direct status=none ||
-			fail "dd from $NB"
-		cmp "$W/rand" "$W/nb" || fail "null_blk at ${off}M ($fl) differs"
+		blk_dd_check "$off" "$fl" "$dd_mb" "$NB"
 	done
 done
 

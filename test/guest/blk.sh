@@ -154,17 +154,8 @@ knob_check() {
 # sizes and ext4 in bulk are test/guest/blk-fs.sh's.
 log "dd and cmp"
 head -c ${dd_mb}M /dev/urandom >"$W/rand" || fail "random data"
-for w in "0 oflag=direct" "517 conv=fsync"; do	# MiB, flag
-	off=${w% *} fl=${w#* }
-	dd if="$W/rand" of="$D" bs=1M seek=$off $fl status=none ||
-		fail "dd to $D at ${off}M ($fl)"
-	dd if="$D" of="$W/back" bs=1M skip=$off count=$dd_mb iflag=direct status=none ||
-		fail "dd from $D at ${off}M"
-	cmp "$W/rand" "$W/back" || fail "data read back at ${off}M ($fl) differs"
-	dd if="$NB" of="$W/nb" bs=1M skip=$off count=$dd_mb iflag=direct status=none ||
-		fail "dd from $NB"
-	cmp "$W/rand" "$W/nb" || fail "null_blk at ${off}M ($fl) differs"
-done
+blk_dd_check 0 oflag=direct "$dd_mb" "$NB"
+blk_dd_check 517 conv=fsync "$dd_mb" "$NB"
 # Sub-page I/O at an odd sector, both ways.
 head -c 1536 /dev/urandom >"$W/small"
 dd if="$W/small" of="$D" bs=512 seek=12345 oflag=direct status=none ||
