@@ -429,9 +429,15 @@ new_has 'krdma_blk: ' && { dmesg_new; fail "misaligned: lines from the server"; 
 hostile wrongname e0 $PORT "command before HELLO from the client; closing its connection"
 # HELLOs naming another export, every second for 6 s: refused, and the
 # connection closed 2 s after its set-up, not 2 s after the last of them
-# (the server's deadline is not started again by a refused HELLO).
+# (the server's deadline is not started again by a refused HELLO): the
+# client times the close, and the server's line counts the HELLOs it
+# refused, which holds where its close did not reach the client.
 echo 2000 >/sys/module/krdma_blk/parameters/hello_timeout_ms || fail "hello_timeout_ms"
 hostile rehello e0 $PORT "no HELLO naming it from the client in 2000 ms, " hello_ms=2000
+# The server's count: 2 (or 3, one racing its deadline) of the HELLOs
+# sent every second; a deadline started again by each would see 6.
+new_has "in 2000 ms, 2 refused; closing" || new_has "in 2000 ms, 3 refused; closing" ||
+	{ dmesg_new | grep krdma_blk; fail "rehello: the server refused other than 2 or 3 HELLOs"; }
 echo "$hto" >/sys/module/krdma_blk/parameters/hello_timeout_ms
 # Every connection the server closed is gone on both sides.
 conns_back() { [ "$(ls $KRDMA_SYS/conns | wc -l)" = "$conns0" ]; }
