@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Host-side self-test of tools/check-results, the rules by which make check
-# counts: fake lab directories under a temporary directory, fake tests
+# counts, and of tools/emulator-fault.sh, which bug lines it calls TCG's: fake lab directories under a temporary directory, fake tests
 # (their header lines only), and the exact lines and exit status expected
 # of each.  No guest, no build; a second or two.  tools/check runs it
 # first ("static: check-results self-test").
@@ -218,6 +218,39 @@ PASS [6.12 rxe pair] t2
 PASS [6.12 rxe pair] t3
 FAIL [6.12 rxe pair] guest B: guest-run: B (6.12.0): kernel bug pattern in dmesg: WARNING: at x (attempt 1)" -- --attempt1 "$a1" "A:123 B:125" "$L" 6.12 pair rxe A:0 B:0
 
+# A fault the guest lived through (exc_debug_kernel's warning): the test
+# it showed in, and everything after it, are attempt 2's.
+emu="EMULATOR FAULT: kernel-mode #DB that no kernel code asked for (exc_debug_kernel's warning): WARNING: CPU: 1 PID: 37 at arch/x86/kernel/traps.c:1120 exc_debug_kernel+0xca/0x160"
+lab
+a1=$L
+results A rxe "PASS t1" "FAIL t2: $emu" "FAIL t3: after it"
+results B rxe "FAIL t1: real on B" "FAIL t2: A went odd" "PASS t3"
+lab
+results A rxe "PASS t1" "PASS t2" "PASS t3"
+results B rxe "PASS t1" "PASS t2" "PASS t3"
+expect "emufault lived through: FAILs from its test on are attempt 2's" 1 "FAIL [6.12 rxe pair] t1: guest B: real on B (attempt 1)
+PASS [6.12 rxe pair] t2
+PASS [6.12 rxe pair] t3" -- --attempt1 "$a1" "A:123 B:0" "$L" 6.12 pair rxe A:0 B:0
+
+lab
+a1=$L
+results A rxe "FAIL t1: before it" "FAIL t2: $emu"
+results A siw "FAIL t1: on the next device"
+lab
+results A rxe "PASS t1" "PASS t2"
+results A siw "PASS t1"
+expect "emufault lived through: the devices after its own are attempt 2's" 1 "FAIL [6.12 rxe single] t1: guest A: before it (attempt 1)
+PASS [6.12 rxe single] t2
+PASS [6.12 siw single] t1" -- --attempt1 "$a1" "A:123" "$L" 6.12 single "rxe siw" A:0
+
+lab
+a1=$L
+results A rxe "PASS t1" "FAIL t2: $emu"
+lab
+results A rxe "PASS t1" "FAIL t2: $emu"
+expect "emufault lived through twice: attempt 2's stands" 1 "PASS [6.12 rxe single] t1
+FAIL [6.12 rxe single] t2: guest A: $emu" -- --attempt1 "$a1" "A:123" "$L" 6.12 single rxe A:0
+
 # --- usage: a pair needs both guests' exit status
 lab
 out=$("$cr" --test-dir "$tmp/guest" "$L" 6.12 pair rxe A:0 2>&1)
@@ -285,6 +318,38 @@ else
 	fail=$((fail + 1))
 	echo "not ok - an alone test runs only when named: '$aln'"
 fi
+
+# --- tools/emulator-fault.sh: which bug lines are the emulator's
+. "$top/tools/emulator-fault.sh"
+efault() {	# efault NAME WANT(yes|no) "BUG LINES" [LOG LINES]
+	local log=$tmp/efault.log got=no
+	printf '%s\n' "${4:-}" >"$log"
+	emulator_fault "$3" "$log" >/dev/null && got=yes
+	if [ "$got" = "$2" ]; then
+		pass=$((pass + 1))
+		[ "$verbose" = 0 ] || echo "ok - emulator-fault: $1"
+	else
+		fail=$((fail + 1))
+		echo "not ok - emulator-fault: $1 (got $got, expected $2)"
+	fi
+}
+dbw="[   49.691293] WARNING: CPU: 1 PID: 37 at arch/x86/kernel/traps.c:1120 exc_debug_kernel+0xca/0x160"
+efault "exc_debug_kernel's warning alone" yes "$dbw"
+efault "exc_debug_kernel's warning, twice (dmesg and console)" yes "$dbw
+$dbw"
+efault "exc_debug_kernel's warning and another bug" no "$dbw
+[   50.1] BUG: KASAN: slab-use-after-free in krdma_x+0x1/0x2"
+efault "another bug, then exc_debug_kernel's warning" no "[   50.1] WARNING: CPU: 0 PID: 9 at krdma_conn.c:10 krdma_y+0x1/0x2
+$dbw"
+efault "a warning elsewhere in traps.c" no "[   1.0] WARNING: CPU: 0 PID: 1 at arch/x86/kernel/traps.c:1137 exc_debug_user+0x1/0x2"
+efault "a double fault with EFLAGS no CPU saves" yes "[   9.0] traps: double fault" "[   9.0] traps: double fault
+[   9.0] RSP: 0018:ffffc90000003e58 EFLAGS: 85e35202"
+efault "a double fault with sane EFLAGS" no "[   9.0] traps: double fault" "[   9.0] traps: double fault
+[   9.0] RSP: 0018:ffffc90000003e58 EFLAGS: 00010246"
+efault "an int3 Oops on text that no longer holds the int3" yes "[   3.0] Oops: int3: 0000 [#1]" "[   3.0] Oops: int3: 0000 [#1]
+[   3.0] Code: 48 89 e5 66 <90> 41 55"
+efault "an int3 Oops on a real int3" no "[   3.0] Oops: int3: 0000 [#1]" "[   3.0] Oops: int3: 0000 [#1]
+[   3.0] Code: 48 89 e5 cc <90> 41 55"
 
 echo "check-results self-test: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -12,13 +12,17 @@
 # sees two RDMA devices on eth0.  Results go to $LAB/results-$GUEST-$DEV,
 # one line each:
 #   PASS name | FAIL name: reason | SKIP name: reason
-# A kernel bug pattern appearing in dmesg during a test fails that test.
+# A kernel bug pattern appearing in dmesg during a test fails that test;
+# one that the emulator caused (tools/emulator-fault.sh) says
+# "EMULATOR FAULT", for tools/check-results.
 topo=${1:?topo}
 read -ra devs <<<"${2:?devs}"
 shift 2
 export TOPO=$topo ROLE=$GUEST
 [ "$topo" = single ] && export PEER_IP=$MY_IP
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tools/emulator-fault.sh
+. "$top/tools/emulator-fault.sh"
 mkdir -p "$LAB/tests" "$LAB/sync"
 for dev in "${devs[@]}"; do
 	: >"$LAB/results-$GUEST-$dev"
@@ -92,8 +96,12 @@ run_test() {
 	if [ -e /sys/module/krdma ] && ! rmmod krdma >>"$out" 2>&1; then
 		[ $rc = 0 ] && rc=1 && echo "FAIL: rmmod krdma after the test" >>"$out"
 	fi
-	bug=$(dmesg | tail -n +"$((before + 1))" | grep -m 1 -F -f "$top/tools/bug-patterns")
-	if [ -n "$bug" ]; then
+	bugs=$(dmesg | tail -n +"$((before + 1))" | grep -F -f "$top/tools/bug-patterns")
+	bug=$(head -n 1 <<<"$bugs")
+	if [ -n "$bug" ] &&
+	   why=$(emulator_fault "$bugs" <(dmesg | tail -n +"$((before + 1))")); then
+		echo "FAIL $t: EMULATOR FAULT: $why: $bug" >>"$results"
+	elif [ -n "$bug" ]; then
 		echo "FAIL $t: kernel bug pattern: $bug" >>"$results"
 	elif [ $rc = 0 ]; then
 		echo "PASS $t" >>"$results"
