@@ -92,7 +92,19 @@ run_test() {
 		echo "# timed out; dmesg since the test started, blocked tasks last:" >>"$out"
 		dmesg | tail -n +"$((before + 1))" >>"$out"
 	fi
-	# Leave no state behind for the next test.
+	# Leave no state behind for the next test.  A test module left loaded
+	# (a test that failed half-way, say) would hold the next test's
+	# device: krdma_hostile's listener does not leave on DEVICE_REMOVAL,
+	# and rdma link delete then waits for it for ever (seen).  Dependents
+	# first.
+	for m in krdma_blk_evilsrv krdma_blk_hostile krdma_blk krdma_apitest krdma_hostile; do
+		[ -e "/sys/module/$m" ] || continue
+		if rmmod "$m" >>"$out" 2>&1; then
+			[ $rc = 0 ] && rc=1 && echo "FAIL: the test left $m loaded" >>"$out"
+		else
+			[ $rc = 0 ] && rc=1 && echo "FAIL: rmmod $m after the test" >>"$out"
+		fi
+	done
 	if [ -e /sys/module/krdma ] && ! rmmod krdma >>"$out" 2>&1; then
 		[ $rc = 0 ] && rc=1 && echo "FAIL: rmmod krdma after the test" >>"$out"
 	fi
