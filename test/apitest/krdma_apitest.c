@@ -6912,10 +6912,10 @@ static void sc_session_lost(struct at_test *t)
 {
 	struct krdma_conn *c;
 	struct krdma_session *s;
-	unsigned long t0;
+	unsigned long t0, before;
 	struct at_sess *a;
 	int i, n, tries;
-	u32 ms;
+	u32 ms, least;
 
 	a = at_sess_start(t, 6);
 	if (!a)
@@ -6926,6 +6926,13 @@ static void sc_session_lost(struct at_test *t)
 	/* Nobody listens any more, then the connection goes. */
 	krdma_listener_close(a->l);
 	a->l = NULL;
+	/*
+	 * The loss timeout counts from the failure, which comes after
+	 * @before and before the DISCONNECTED event (t0) is told: LOST
+	 * may come less than the timeout after t0 (seen: 1492 ms of 1500
+	 * on 6.1 over siw), never less than it after @before.
+	 */
+	before = jiffies;
 	if (!at_sess_break(t, a))
 		goto out_s;
 	t0 = a->se.at[1];
@@ -6953,15 +6960,16 @@ static void sc_session_lost(struct at_test *t)
 			  0))
 		goto out_s;
 	ms = jiffies_to_msecs(a->se.at[i] - t0);
-	pr_info("%s: lost after %u ms and %d attempts, error %d\n", t->name, ms,
-		tries, a->se.err[i]);
+	least = jiffies_to_msecs(a->se.at[i] - before);
+	pr_info("%s: lost after %u ms (%u since the break began) and %d attempts, error %d\n",
+		t->name, ms, least, tries, a->se.err[i]);
 	if ((!at_iwarp && !at_expect(t, a->se.err[i], -ECONNREFUSED,
 				     "the error LOST gave")) ||
 	    !at_expect(t, tries >= 2, 1, "at least 2 attempts (%d)", tries))
 		goto out_s;
-	if (ms < AT_LOST_TMO || ms > AT_LOST_TMO + 4000) {
-		at_fail(t, "lost %u ms after the failure, loss timeout %u ms",
-			ms, AT_LOST_TMO);
+	if (least < AT_LOST_TMO || ms > AT_LOST_TMO + 4000) {
+		at_fail(t, "lost %u ms after the failure, %u after the break, loss timeout %u ms",
+			ms, least, AT_LOST_TMO);
 		goto out_s;
 	}
 	if (!at_sess_sysfs(t, s, "state", "lost") ||
