@@ -301,7 +301,7 @@ part3() {
 
 # ---- 4. silent peers (siw) ------------------------------------------------
 part4() {
-	local n ako=$BUILD/apitest/krdma_apitest.ko
+	local n first names l pat want ako=$BUILD/apitest/krdma_apitest.ko
 	if [ "$DEV" != siw ]; then
 		log "4. silent peers: over iWARP only (rxe hands a connection over at once)"
 		return
@@ -328,10 +328,28 @@ part4() {
 		{ dmesg_new; fail "mute: not 2 of 2 connected to the polled listener"; }
 	dmesg_new | grep -q 'krdma_hostile: mute: krdma ended all 6 ' ||
 		{ dmesg_new; fail "mute: krdma did not end all 6"; }
-	n=$(dmesg_new | grep -c "krdma: ml\.[0-9]*: no word from $MY_IP:[0-9]* in 30000 ms since it connected, connection closed\$")
-	expect_eq "$n" 4 "mute: ml's connections closed for silence"
-	n=$(dmesg_new | grep -c "krdma: listen[0-9]*\.[0-9]*: no word from $MY_IP:[0-9]* in 30000 ms since it connected, connection closed\$")
-	expect_eq "$n" 2 "mute: the polled listener's connections closed for silence"
+	# None ended before its deadline: 30 s after its set-up, which came
+	# after the module's first connect began.
+	first=$(dmesg_new | sed -n 's/.*krdma_hostile: mute: krdma ended all 6 .*, the first after \([0-9]*\) ms$/\1/p' | tail -n 1)
+	[ -n "$first" ] || fail "mute: the module did not say when the first ended"
+	[ "$first" -ge 30000 ] || fail "mute: a silent connection ended after $first ms, before its 30 s"
+	# One line each, but that the kernel may drop one: two CPUs printing
+	# the same rate-limited line at once lose one of them, silently
+	# (___ratelimit() gives up when it cannot take the state's lock).
+	# Seen once, the polled listener's two, whose deadlines fell on the
+	# same tick.  So: each line names the silence, none comes twice, and
+	# at least one comes per listener; the module's count and times
+	# above show that every connection ended at its deadline.
+	for l in "ml 4" "listen[0-9]* 2"; do
+		read -r pat want <<<"$l"
+		names=$(dmesg_new | sed -n "s/.*krdma: \($pat\.[0-9]*\): no word from $MY_IP:[0-9]* in 30000 ms since it connected, connection closed\$/\1/p")
+		n=$(grep -c . <<<"$names")
+		[ "$n" -ge 1 ] && [ "$n" -le "$want" ] ||
+			fail "mute: $n lines of $pat's connections closed for silence, expected 1 to $want"
+		[ -z "$(sort <<<"$names" | uniq -d)" ] ||
+			fail "mute: a connection of $pat closed twice: $names"
+		[ "$n" = "$want" ] || log "mute: $n of $pat's $want lines came (the kernel dropped the rest)"
+	done
 	within 10 eval '[ -z "$(ls $C | grep -E "^(ml|listen[0-9]+)\.")" ]' ||
 		fail "mute: $(ls $C | grep -E '^(ml|listen[0-9]+)\.') left"
 	rmmod krdma_apitest || fail "rmmod krdma_apitest (polled server)"

@@ -159,6 +159,7 @@ struct hp_q {
 	int			cm_status;
 	bool			ended;		/* disconnected, or an error event */
 	int			end_event;
+	unsigned long		ended_at;	/* jiffies, when it ended */
 	u32			peer_depth, peer_msg;	/* the accept's hello */
 	/* reply bigmsg, overdepth, credit0: what goes after the accept */
 	u32			early_n, early_len;
@@ -686,13 +687,17 @@ static int hp_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		hp_cm_done(q, ev->status ?: -EHOSTUNREACH);
 		q->end_event = ev->event;
-		WRITE_ONCE(q->ended, true);
+		q->ended_at = jiffies;
+		/* ended_at before ended: pairs with hp_mute()'s acquire. */
+		smp_store_release(&q->ended, true);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		hp_cm_done(q, -ECONNRESET);
 		q->end_event = ev->event;
-		WRITE_ONCE(q->ended, true);
+		q->ended_at = jiffies;
+		/* ended_at before ended: pairs with hp_mute()'s acquire. */
+		smp_store_release(&q->ended, true);
 		break;
 	default:
 		break;
@@ -1014,7 +1019,7 @@ static int hp_mute(const struct sockaddr *dst, const struct sockaddr *dst2)
 {
 	const struct sockaddr *to[2] = { dst, dst2 };
 	u32 n = count + count2, i, t, up[2] = {}, ended = 0;
-	unsigned long t0, end, slowest = 0;
+	unsigned long t0, end, slowest = 0, first = ULONG_MAX;
 	struct hp_q **qs;
 	int ret = 0;
 
@@ -1055,6 +1060,14 @@ static int hp_mute(const struct sockaddr *dst, const struct sockaddr *dst2)
 			continue;
 		ended++;
 		slowest = max(slowest, jiffies - t0);
+		/*
+		 * When the CM told it ended (pairs with the handler's
+		 * release); a failed receive first: now, which is later.
+		 */
+		if (smp_load_acquire(&qs[i]->ended))
+			first = min(first, qs[i]->ended_at - t0);
+		else
+			first = min(first, jiffies - t0);
 	}
 	if (ended != up[0] + up[1]) {
 		pr_err("mute: krdma ended %u of %u silent connections in %u ms\n",
@@ -1063,8 +1076,8 @@ static int hp_mute(const struct sockaddr *dst, const struct sockaddr *dst2)
 		ret = -ETIME;
 		goto out;
 	}
-	pr_info("mute: krdma ended all %u within %u ms of the first connect\n",
-		ended, jiffies_to_msecs(slowest));
+	pr_info("mute: krdma ended all %u within %u ms of the first connect, the first after %u ms\n",
+		ended, jiffies_to_msecs(slowest), jiffies_to_msecs(first));
 out:
 	for (i = 0; i < n; i++)
 		hp_destroy(qs[i]);
