@@ -47,7 +47,9 @@
 #     at once, each with a good hello, heartbeats off, then nothing.
 #     Over iWARP krdma's passive side waits for the first message before
 #     it hands a connection over; it must close each one 30 s
-#     (KRDMA_HANDOVER_TIMEOUT_MS) after its set-up, with one line each,
+#     (KRDMA_HANDOVER_TIMEOUT_MS) after its set-up (the module says
+#     when the first ended: not before 30 s), with one line each (but
+#     that the kernel may drop one printed on two CPUs at once: below),
 #     the fifth to the first listener being refused (backlog full), and
 #     a good connection must then be taken.  Over rxe a connection is
 #     handed over at once (its owner decides), so the part is siw's only.
