@@ -53,9 +53,31 @@
 #     the fifth to the first listener being refused (backlog full), and
 #     a good connection must then be taken.  Over rxe a connection is
 #     handed over at once (its owner decides), so the part is siw's only.
-# KRDMA_HOSTILE_PARTS: only those parts.  Default: all four, but only
-# part 4 over siw in make check (KRDMA_STRESS unset), which runs the
-# rest over rxe only.
+#  5. krdma active, the hostile passive with reply=deaf: every credit
+#     granted, heartbeats at krdma's interval (1000 ms, 3 misses), no
+#     receive posted, ever.  Over rxe krdma's first message meets an
+#     RNR NAK (rxe0's send_rnr_err counts it), which RC retries for
+#     ever; the module's pings every 500 ms keep krdma's heartbeats
+#     content (hb_received > 0, no "lost" line), and krdma answers
+#     them.  The messages behind the first (those pongs, the
+#     self-test's sends) reach the module's responder out of sequence:
+#     rxe NAKs them (a PSN sequence error), and each such retry counts
+#     against the retry count (7), while each round waits out the
+#     module's RNR timer (min_rnr_timer 0: 655 ms).  So the connection
+#     fails with -ETIMEDOUT (conns/h5/error -110), one line "h5: ...
+#     failed: transport retry counter exceeded (12)", 2 to 16 s after
+#     the connect (about 5 s; TCG), and the self-test's sends fail with
+#     it ("failed: -110").  Over siw there is no RNR: the module's siw
+#     meets krdma's first message (the ping an iWARP active side sends
+#     at once) with no receive posted, terminates the connection (DDP
+#     "no buffer", siw_proc_send()) and closes its socket; krdma's siw
+#     takes the TERMINATE and the close as a disconnect, with no QP
+#     event, so the connection fails with -ECONNRESET (-104) within
+#     10 s, and the send fails with it (refused, or "failed: -104").
+#     Nothing stays.
+# KRDMA_HOSTILE_PARTS: only those parts.  Default: all five, but only
+# parts 4 and 5 over siw in make check (KRDMA_STRESS unset), which runs
+# the rest over rxe only.
 # Timings (one boot, one device), as measured before the late messages,
 # the rejects and part 4 came, and estimated since (not run yet): 6.12
 # rxe 43 s then, about 55 s now; 6.12 siw 35 s then, about 75 s now
@@ -80,9 +102,9 @@ C=$KRDMA_SYS/conns
 if [ -n "${KRDMA_HOSTILE_PARTS:-}" ]; then
 	parts=" $KRDMA_HOSTILE_PARTS "
 elif [ "$DEV" = siw ] && [ "${KRDMA_STRESS:-0}" != 1 ]; then
-	parts=" 4 "	# make check: the rest runs over rxe
+	parts=" 4 5 "	# make check: the rest runs over rxe
 else
-	parts=" 1 2 3 4 "
+	parts=" 1 2 3 4 5 "
 fi
 
 rdma_dev_up
@@ -364,7 +386,68 @@ part4() {
 	ctl unlisten name=ml || fail "unlisten ml"
 }
 
-for p in 1 2 3 4; do
+# ---- 5. a peer that takes no messages ------------------------------------
+part5() {
+	local t0 t e=0 st hb=0 want rnr0=0 rnr=0
+	local rnrf=/sys/class/infiniband/$IBDEV/ports/1/hw_counters/send_rnr_err
+	now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+	h5_failed() { read -r e <$C/h5/error && [ "$e" != 0 ]; }
+	log "5. a peer that grants credits and takes no messages"
+	insmod "$hko" mode=passive addr="$MY_IP" port=$PH || fail "insmod passive (deaf)"
+	echo deaf >$HP/reply || fail "reply=deaf"
+	[ "$DEV" = siw ] || read -r rnr0 <$rnrf || fail "no $rnrf"
+	ratelimit_pace
+	dmesg_mark
+	t0=$(now_ms)
+	ctl_err_v connect name=h5 addr=$MY_IP:$PH hb_ms=1000 hb_misses=3 depth=4 msg=1024
+	[ "$CTL_ERR" = OK ] || { krdma_lines; fail "deaf: connect got $CTL_ERR"; }
+	# The self-test's sends, each waited for far longer than the bound.
+	ctl_err_v test name=h5 op=send size=512 count=8 timeout_ms=60000
+	want=-110
+	[ "$DEV" = siw ] && want=-104
+	within 20 h5_failed || { krdma_lines; fail "deaf: h5 still up after 20 s: $(cat $C/h5/state)"; }
+	t=$(($(now_ms) - t0))
+	log "deaf: h5 failed with $e after $t ms"
+	krdma_lines
+	expect_eq "$e" "$want" "deaf: h5's error"
+	dmesg_fetch
+	new_count "krdma: h5: peer $MY_IP:$PH lost:"
+	expect_eq "$NEW_N" 0 "deaf: heartbeat lines"
+	if [ "$DEV" = siw ]; then
+		[ "$t" -le 10000 ] || fail "deaf (siw): h5 failed after $t ms, expected within 10 s"
+		# Refused once h5 failed, else its sends fail with it.
+		if [ "$CTL_ERR" = OK ]; then
+			wait_for 60 not_running $C/h5/test_status || fail "deaf: the test on h5 did not end"
+			expect_eq "$(cat $C/h5/test_status)" "failed: $want" "deaf (siw): h5's test"
+		else
+			expect_eq "$CTL_ERR" ECONNRESET "deaf (siw): test on h5"
+		fi
+	else
+		[ "$CTL_ERR" = OK ] || fail "deaf: test on h5 refused: $CTL_ERR"
+		read -r rnr <$rnrf || fail "no $rnrf"
+		[ "$rnr" -gt "$rnr0" ] ||
+			fail "deaf: the module's QP sent no RNR NAK (send_rnr_err $rnr0 -> $rnr): it is not deaf the way the test means"
+		log "deaf: the module's QP sent $((rnr - rnr0)) RNR NAKs"
+		new_count "failed: transport retry counter exceeded (12)"
+		expect_eq "$NEW_N" 1 "deaf: retry-exceeded lines"
+		new_count "krdma: h5: "
+		[ "$NEW_N" -le 4 ] || fail "deaf: $NEW_N lines of h5's, expected the connect, the failure and the test's"
+		read -r hb <$C/h5/hb_received
+		[ "${hb:-0}" -gt 0 ] || fail "deaf: no ping of the module's reached h5"
+		[ "$t" -ge 2000 ] || fail "deaf: h5 failed after $t ms, before three RNR rounds of 655 ms"
+		[ "$t" -le 16000 ] || fail "deaf: h5 failed after $t ms, expected about 5 s (16 under TCG)"
+		wait_for 60 not_running $C/h5/test_status || fail "deaf: the test on h5 did not end"
+		st=$(cat $C/h5/test_status)
+		expect_eq "$st" "failed: $want" "deaf: h5's test"
+	fi
+	ctl disconnect name=h5 || fail "deaf: disconnect h5"
+	within 5 eval '[ ! -e $C/h5 ]' || fail "deaf: conns/h5 is left"
+	rmmod krdma_hostile || fail "rmmod krdma_hostile (deaf)"
+	dmesg_new | grep 'krdma_hostile: passive: deaf' | sed 's/^/# /'
+	good_ok "after part 5"
+}
+
+for p in 1 2 3 4 5; do
 	[[ $parts == *" $p "* ]] && "part$p"
 done
 

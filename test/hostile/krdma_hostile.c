@@ -22,8 +22,16 @@
  *              good hello, then a credit message returning nothing):
  *              the last three send 400 ms after their accept, before
  *              krdma's active side reads it (krdma's
- *              fault_established_delay_ms holds it); or, instead of an
- *              accept, a krdma reject
+ *              fault_established_delay_ms holds it); deaf (a good hello
+ *              with the heartbeat interval krdma asked for and every
+ *              credit granted, but no receive posted, ever: krdma's
+ *              first message meets RNR NAKs over RoCE and the ones
+ *              behind it PSN sequence NAKs, whose retries run out,
+ *              while a ping of ours every half interval keeps
+ *              krdma's heartbeats content; no ping over iWARP, where
+ *              the passive side may not send first and siw terminates
+ *              the connection at krdma's first message); or, instead
+ *              of an accept, a krdma reject
  *              carrying an errno: rejN (KRDMA_REJ_APP, the listener's
  *              consumer's refusal, with errno N) and srejN
  *              (KRDMA_REJ_SESSION, krdma's refusal of a session's
@@ -165,6 +173,10 @@ struct hp_q {
 	u32			early_n, early_len;
 	u8			early_type;
 	struct delayed_work	early_work;	/* a passive child's: sends them */
+	/* reply deaf: a ping every ping_ms, from ping_work (IB only) */
+	u32			ping_ms;
+	u32			pings;		/* posted */
+	struct delayed_work	ping_work;
 	u8			rd_init, rd_resp;	/* the accept's, our view */
 	/* an active end's buffers, its receives and its one send */
 	u32			nrx, bsz;
@@ -361,6 +373,10 @@ static void hp_destroy(struct hp_q *q)
 	mutex_unlock(&q->lock);
 	if (q->early_n)		/* a passive child's, set up with it */
 		cancel_delayed_work_sync(&q->early_work);
+	if (q->ping_ms) {
+		cancel_delayed_work_sync(&q->ping_work);
+		pr_info_ratelimited("passive: deaf: %u pings sent\n", q->pings);
+	}
 	if (q->id && q->has_qp) {
 		rdma_disconnect(q->id);
 		ib_drain_qp(q->id->qp);
@@ -480,7 +496,8 @@ static int hp_build_reply(u8 *buf, u32 od, u32 om, const char *kind)
 		h->max_msg_size = cpu_to_be32(max(om / 2, 16U));
 	} else if (!strcmp(kind, "overdepth")) {
 		h->queue_depth = cpu_to_be16(2);
-	} else if (strcmp(kind, "good") && strcmp(kind, "credit0")) {
+	} else if (strcmp(kind, "good") && strcmp(kind, "credit0") &&
+		   strcmp(kind, "deaf")) {
 		return -EINVAL;
 	}
 	return len;
@@ -514,6 +531,8 @@ static int hp_reject(struct rdma_cm_id *id, const char *kind)
 }
 
 static void hp_early_work(struct work_struct *work);
+static void hp_ping_work(struct work_struct *work);
+static void hp_hdr(void *buf, u8 type, u8 flags, u16 credits, u32 len);
 
 static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
@@ -522,12 +541,13 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	u8 buf[HP_REP_MAX] = {};
 	char buf_kind[sizeof(reply)], *kind;
 	struct hp_q *q;
-	u32 od = 1, om = 16;
+	u32 od = 1, om = 16, oh = 0;
 	int len, ret;
 
 	if (req && ev->param.conn.private_data_len >= sizeof(*req)) {
 		od = be16_to_cpu(req->queue_depth);
 		om = be32_to_cpu(req->max_msg_size);
+		oh = be32_to_cpu(req->heartbeat_ms);
 	}
 	kernel_param_lock(THIS_MODULE);
 	strscpy(buf_kind, reply, sizeof(buf_kind));
@@ -550,6 +570,7 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	mutex_init(&q->lock);
 	init_completion(&q->cm_done);
 	INIT_DELAYED_WORK(&q->early_work, hp_early_work);
+	INIT_DELAYED_WORK(&q->ping_work, hp_ping_work);
 	q->id = id;
 	id->context = q;
 	ret = hp_setup(q, 0, 0);
@@ -568,6 +589,17 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (!ret && q->early_n) {
 		q->bsz = HP_HDR + q->early_len;
 		ret = hp_map(q, &q->tx, 0, DMA_TO_DEVICE, hp_send_done);
+	}
+	/* deaf: krdma's interval agreed; pings where we may speak first. */
+	if (!ret && !strcmp(kind, "deaf")) {
+		((struct krdma_hello *)buf)->heartbeat_ms = cpu_to_be32(oh);
+		if (oh && !rdma_protocol_iwarp(id->device, id->port_num)) {
+			q->bsz = HP_HDR;
+			ret = hp_map(q, &q->tx, 0, DMA_TO_DEVICE,
+				     hp_send_done);
+			if (!ret)
+				q->ping_ms = max(oh / 2, 1U);
+		}
 	}
 	if (!ret) {
 		param.private_data = buf;
@@ -595,6 +627,9 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (q->early_n)
 		schedule_delayed_work(&q->early_work,
 				      msecs_to_jiffies(HP_EARLY_MS));
+	if (q->ping_ms)
+		schedule_delayed_work(&q->ping_work,
+				      msecs_to_jiffies(q->ping_ms));
 	pr_info_ratelimited("passive: accepted %pISpc with reply '%s' (%d bytes; offered depth %u, message %u)\n",
 			    &id->route.addr.dst_addr, kind, len, od, om);
 	return 0;
@@ -645,6 +680,43 @@ static void hp_early_work(struct work_struct *work)
 {
 	hp_early_send(container_of(to_delayed_work(work), struct hp_q,
 				   early_work));
+}
+
+/*
+ * reply deaf: a heartbeat ping (krdma answers it, and counts it as the
+ * peer's sign of life) every ping_ms, until a post fails or the child is
+ * destroyed.  Its completions are reaped here: nobody else polls a
+ * passive child's CQ, and a ping every half interval would overrun it.
+ * The pongs krdma owes never come: they queue behind its stuck sends.
+ */
+static void hp_ping_work(struct work_struct *work)
+{
+	struct hp_q *q = container_of(to_delayed_work(work), struct hp_q,
+				      ping_work);
+	struct ib_sge sge = {
+		.addr = q->tx.dma, .length = HP_HDR,
+		.lkey = q->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &q->tx.cqe, .sg_list = &sge, .num_sge = 1,
+		.opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
+	};
+	int ret;
+
+	hp_poll(q);
+	if (q->dead || READ_ONCE(q->ended))
+		return;
+	hp_hdr(q->tx.buf, KRDMA_MSG_HB, 0, 0, 0);
+	ib_dma_sync_single_for_device(q->id->device, q->tx.dma, HP_HDR,
+				      DMA_TO_DEVICE);
+	ret = ib_post_send(q->id->qp, &wr, NULL);
+	if (ret) {
+		pr_info_ratelimited("passive: deaf: ping %u not posted: %d\n",
+				    q->pings + 1, ret);
+		return;
+	}
+	q->pings++;
+	schedule_delayed_work(&q->ping_work, msecs_to_jiffies(q->ping_ms));
 }
 
 /* ---- the rdma_cm handler ------------------------------------------- */
