@@ -59,11 +59,13 @@
 #     RNR NAK (rxe0's send_rnr_err counts it), which RC retries for
 #     ever; the module's pings every 500 ms keep krdma's heartbeats
 #     content (hb_received > 0, no "lost" line), and krdma answers
-#     them.  The messages behind the first (those pongs, the
-#     self-test's sends) reach the module's responder out of sequence:
-#     rxe NAKs them (a PSN sequence error), and each such retry counts
-#     against the retry count (7), while each round waits out the
-#     module's RNR timer (min_rnr_timer 0: 655 ms).  So the connection
+#     them.  But the module's RNR NAK asks for a wait (rdma_cm's
+#     min_rnr_timer 0: 655 ms) longer than krdma's QP's ACK timeout,
+#     and rxe leaves its retransmit timer running through the wait:
+#     it fires in each one (rxe's dynamic debug: "retransmit timer
+#     fired", "ERROR RETRY", then "nak timer fired") and spends one of
+#     the 7 retries; the messages behind the first (those pongs, the
+#     self-test's sends) meet PSN sequence NAKs besides.  So the connection
 #     fails with -ETIMEDOUT (conns/h5/error -110), one line "h5: ...
 #     failed: transport retry counter exceeded (12)", 2 to 16 s after
 #     the connect (about 5 s; TCG), and the self-test's sends fail with
@@ -75,6 +77,19 @@
 #     event, so the connection fails with -ECONNRESET (-104) within
 #     10 s, and the send fails with it (refused, or "failed: -104").
 #     Nothing stays.
+#  6. The same deaf peer with a short RNR wait (the module's
+#     rnr_timer=8: 0.64 ms, within rxe's ACK timeout), heartbeats off
+#     (hb_ms=off: the module pings nothing either), and one message in
+#     flight: a send bench of count=1 depth=1.  Now rxe retries the RNR
+#     NAKs for ever, as a device that stops its ACK timer for them does
+#     (hundreds a second, send_rnr_err counts them), and no retry runs
+#     out; nothing in krdma's core bounds that send, and the bench's
+#     own bound on a completion ends it: -ETIMEDOUT (conns/h6/error
+#     -110) 30 s after the post (the test allows 30 to 45 s), one line
+#     "h6: bench: no completion in 30 s, failing the connection", no
+#     retry-exceeded line, the bench "failed: -110".  rxe only (siw
+#     terminates at the first message, part 5), and in make stress
+#     only (the 30 s).
 # KRDMA_HOSTILE_PARTS: only those parts.  Default: all five, but only
 # parts 4 and 5 over siw in make check (KRDMA_STRESS unset), which runs
 # the rest over rxe only.
@@ -101,10 +116,12 @@ HP=/sys/module/krdma_hostile/parameters
 C=$KRDMA_SYS/conns
 if [ -n "${KRDMA_HOSTILE_PARTS:-}" ]; then
 	parts=" $KRDMA_HOSTILE_PARTS "
-elif [ "$DEV" = siw ] && [ "${KRDMA_STRESS:-0}" != 1 ]; then
-	parts=" 4 5 "	# make check: the rest runs over rxe
+elif [ "$DEV" = siw ]; then
+	parts=" 4 5 "	# make check; make stress adds 1-3; 6 is rxe's
+	[ "${KRDMA_STRESS:-0}" = 1 ] && parts=" 1 2 3 4 5 "
 else
-	parts=" 1 2 3 4 5 "
+	parts=" 1 2 3 4 5 "	# make check; 6 waits out 30 s
+	[ "${KRDMA_STRESS:-0}" = 1 ] && parts=" 1 2 3 4 5 6 "
 fi
 
 rdma_dev_up
@@ -447,7 +464,56 @@ part5() {
 	good_ok "after part 5"
 }
 
-for p in 1 2 3 4 5; do
+# ---- 6. one message in RNR retry for ever, heartbeats off --------------------
+part6() {
+	local t0 t e=0 rnr0=0 rnr=0
+	local rnrf=/sys/class/infiniband/$IBDEV/ports/1/hw_counters/send_rnr_err
+	now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+	h6_failed() { read -r e <$C/h6/error && [ "$e" != 0 ]; }
+	log "6. one message in RNR retry for ever, heartbeats off"
+	[ "$DEV" = rxe ] || fail "part 6 is rxe's (siw terminates at once: part 5)"
+	# An RNR wait of 0.64 ms (rdma_cm's 655 ms outlasts rxe's ACK timeout).
+	insmod "$hko" mode=passive addr="$MY_IP" port=$PH rnr_timer=8 ||
+		fail "insmod passive (deaf, part 6)"
+	echo deaf >$HP/reply || fail "reply=deaf"
+	read -r rnr0 <$rnrf || fail "no $rnrf"
+	ratelimit_pace
+	dmesg_mark
+	ctl_err_v connect name=h6 addr=$MY_IP:$PH hb_ms=off depth=4 msg=1024
+	[ "$CTL_ERR" = OK ] || { krdma_lines; fail "RNR for ever: connect got $CTL_ERR"; }
+	t0=$(now_ms)
+	ctl_err_v bench name=h6 op=send size=64 count=1 depth=1
+	[ "$CTL_ERR" = OK ] || { krdma_lines; fail "RNR for ever: bench on h6 refused: $CTL_ERR"; }
+	within 50 h6_failed || {
+		krdma_lines
+		fail "RNR for ever: h6 still up 50 s after its send: $(cat $C/h6/state), bench $(cat $C/h6/bench_status)"
+	}
+	t=$(($(now_ms) - t0))
+	read -r rnr <$rnrf || fail "no $rnrf"
+	log "RNR for ever: h6 failed with $e $t ms after its send, $((rnr - rnr0)) RNR NAKs"
+	krdma_lines
+	expect_eq "$e" -110 "RNR for ever: h6's error"
+	dmesg_fetch
+	new_has "krdma_hostile: passive: deaf: min_rnr_timer 8: 0" ||
+		fail "RNR for ever: the module did not set its RNR timer"
+	new_count "krdma: h6: bench: no completion in 30 s, failing the connection"
+	expect_eq "$NEW_N" 1 "RNR for ever: the bench's lines"
+	new_count "failed: transport retry counter exceeded"
+	expect_eq "$NEW_N" 0 "RNR for ever: retry-exceeded lines"
+	# At 0.64 ms a wait, far more than the 7 rounds of part 5.
+	[ "$((rnr - rnr0))" -ge 100 ] ||
+		fail "RNR for ever: $((rnr - rnr0)) RNR NAKs (send_rnr_err), expected hundreds"
+	[ "$t" -ge 29000 ] || fail "RNR for ever: h6 failed $t ms after its send, before the bench's 30 s"
+	[ "$t" -le 45000 ] || fail "RNR for ever: h6 failed $t ms after its send, expected at 30 s (45 under TCG)"
+	wait_for 30 not_running $C/h6/bench_status || fail "RNR for ever: the bench on h6 did not end"
+	expect_eq "$(cat $C/h6/bench_status)" "failed: -110" "RNR for ever: h6's bench"
+	ctl disconnect name=h6 || fail "RNR for ever: disconnect h6"
+	within 5 eval '[ ! -e $C/h6 ]' || fail "RNR for ever: conns/h6 is left"
+	rmmod krdma_hostile || fail "rmmod krdma_hostile (part 6)"
+	good_ok "after part 6"
+}
+
+for p in 1 2 3 4 5 6; do
 	[[ $parts == *" $p "* ]] && "part$p"
 done
 

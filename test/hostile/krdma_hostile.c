@@ -130,6 +130,9 @@ MODULE_PARM_DESC(port2, "mute: another listener's port on addr, for count2 conne
 static uint count2;
 module_param(count2, uint, 0444);
 MODULE_PARM_DESC(count2, "mute: how many connections to port2 (0 to 64)");
+static int rnr_timer = -1;
+module_param(rnr_timer, int, 0444);
+MODULE_PARM_DESC(rnr_timer, "passive, reply deaf: the accepted QP's min_rnr_timer, 0 to 31 (-1: rdma_cm's, 0: 655 ms)");
 static uint pace_ms;
 module_param(pace_ms, uint, 0444);
 MODULE_PARM_DESC(pace_ms, "onesided: pause between attacks, so that krdma's rate-limited lines all show (0)");
@@ -608,6 +611,22 @@ static int hp_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		param.initiator_depth = 1;
 		param.rnr_retry_count = 7;
 		ret = rdma_accept(id, &param);
+	}
+	/*
+	 * deaf with rnr_timer: an RNR NAK asks for a wait shorter than the
+	 * requester's ACK timeout.  rdma_cm's 0 (655 ms) is longer than
+	 * rxe's, whose retransmit timer then fires in every RNR wait and
+	 * spends the retry count: the transport ends the connection.  A
+	 * short one keeps krdma's message in RNR retry for ever, as a
+	 * device that stops its ACK timer for an RNR NAK does.
+	 */
+	if (!ret && !strcmp(kind, "deaf") && rnr_timer >= 0) {
+		struct ib_qp_attr qattr = { .min_rnr_timer = min(rnr_timer, 31) };
+		int err = ib_modify_qp(id->qp, &qattr, IB_QP_MIN_RNR_TIMER);
+
+		/* Logged; the test then finds the transport's end. */
+		pr_info_ratelimited("passive: deaf: min_rnr_timer %u: %d\n",
+				    qattr.min_rnr_timer, err);
 	}
 	if (ret) {
 		pr_err_ratelimited("passive: accept with reply '%s': %d\n",
