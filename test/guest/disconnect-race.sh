@@ -41,7 +41,10 @@ race() {
 
 for r in $(seq 1 "$rounds"); do
 	ctl connect name=c1 addr=$PEER_IP:7500 || fail "round $r: connect"
-	wait_for 5 test -d $KRDMA_SYS/conns/l1.$((r - 1)) ||
+	# The passive end is the control file's (a disconnect finds it)
+	# once it has its files: its directory comes before (over siw until
+	# c1's first message is in), when a disconnect meets ENOENT.
+	wait_for 5 test -e $KRDMA_SYS/conns/l1.$((r - 1))/test_status ||
 		fail "round $r: no passive end l1.$((r - 1))"
 	# The passive end first: once its peer is gone it is reaped.
 	race l1.$((r - 1))

@@ -25,10 +25,12 @@
  *              fault_established_delay_ms holds it); deaf (a good hello
  *              with the heartbeat interval krdma asked for and every
  *              credit granted, but no receive posted, ever: krdma's
- *              first message meets RNR NAKs over RoCE and the ones
- *              behind it PSN sequence NAKs, whose retries run out,
- *              while a ping of ours every half interval keeps
- *              krdma's heartbeats content; no ping over iWARP, where
+ *              first message meets RNR NAKs over RoCE (rxe's ACK
+ *              timer runs through rdma_cm's 655 ms RNR wait, so the
+ *              retries run out; rnr_timer= shortens the wait, and
+ *              then they do not), while a ping of ours every half
+ *              interval keeps krdma's heartbeats content; no ping
+ *              over iWARP, where
  *              the passive side may not send first and siw terminates
  *              the connection at krdma's first message); or, instead
  *              of an accept, a krdma reject
